@@ -1,0 +1,324 @@
+"""Megatron-style GPT sample index: which document tokens make up each packed training row.
+
+Language-model rows of ``seq_length`` tokens (plus one extra token for the shifted labels) are
+cut from the stream of all documents concatenated epoch after epoch. Three arrays describe it,
+element for element the same as megatron-core's ``GPTDataset`` builds for the same sizes, seed
+and settings (its ``_build_document_index``, ``helpers.build_sample_idx``, ``_build_shuffle_index``):
+
+* ``document_index`` (P,): the document ids of every epoch, each epoch shuffled; when the last
+  epoch is only partly used it is shuffled on its own ("separate final epoch") so that no document
+  is under-sampled.
+* ``sample_index`` (N + 1, 2): row k holds (position in ``document_index``, token offset) where
+  sample k starts; sample k ends where sample k + 1 starts (plus the extra token).
+* ``shuffle_index`` (N,): the order in which samples are served.
+
+Unlike megatron-core's C++ loop, the sample index is computed in closed form: sample k starts at
+global token k * seq_length of the concatenated stream, so its document position is found from a
+running cumulative sum of document lengths (``np.repeat`` over per-position sample counts), in
+bounded-size chunks. All token counts are int64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tokenmill.errors import ConfigError
+
+INT32_MAX = int(np.iinfo(np.int32).max)
+# megatron-core switches the shuffle index from uint32 to int64 at this size.
+UINT32_SHUFFLE_LIMIT = int(np.iinfo(np.uint32).max) - 1
+# Fraction of an epoch below which the final epoch is shuffled separately (megatron-core's value).
+SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
+# Document positions handled per chunk while building the sample index (bounds temporary memory).
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class GPTIndexConfig:
+    """Every setting that changes the three index arrays (all of them go into the cache key)."""
+
+    seq_length: int
+    """Tokens per training row (the model's context length)."""
+    seed: int = 1234
+    """Seed of the ``numpy.random.RandomState`` shuffling documents and samples (Megatron's random_seed)."""
+    num_samples: int | None = None
+    """Minimum number of samples wanted; epochs are added until the stream holds them. None: one epoch
+    (or ``num_epochs``). As in Megatron, the index holds every full sample of the epochs it needed."""
+    num_epochs: int | None = None
+    """Exactly this many passes over the documents (instead of ``num_samples``); no separate final epoch."""
+    add_extra_token: bool = True
+    """Draw seq_length + 1 tokens per sample so inputs and shifted labels are both seq_length long
+    (Megatron's add_extra_token_to_sequence); consecutive samples then overlap by one token."""
+    drop_last_partial_sequence: bool = True
+    """Drop the final, shorter-than-seq_length sample (Megatron keeps it only for validation when
+    drop_last_partial_validation_sequence is False)."""
+
+    def __post_init__(self) -> None:
+        if int(self.seq_length) < 2:
+            raise ConfigError(f"seq_length must be at least 2 tokens, got {self.seq_length}")
+        if not 0 <= int(self.seed) < 2**32:
+            raise ConfigError(f"seed must be in [0, 2**32) for numpy's RandomState, got {self.seed}")
+        if self.num_samples is not None and self.num_epochs is not None:
+            raise ConfigError("give num_samples or num_epochs, not both")
+        if self.num_samples is not None and int(self.num_samples) < 0:
+            raise ConfigError(f"num_samples must be >= 0, got {self.num_samples}")
+        if self.num_epochs is not None and int(self.num_epochs) < 1:
+            raise ConfigError(f"num_epochs must be >= 1, got {self.num_epochs}")
+
+    def settings(self) -> dict[str, object]:
+        """The fields as plain JSON values (for cache keys and descriptions)."""
+        return {
+            "seq_length": int(self.seq_length),
+            "seed": int(self.seed),
+            "num_samples": None if self.num_samples is None else int(self.num_samples),
+            "num_epochs": None if self.num_epochs is None else int(self.num_epochs),
+            "add_extra_token": bool(self.add_extra_token),
+            "drop_last_partial_sequence": bool(self.drop_last_partial_sequence),
+        }
+
+
+@dataclass(frozen=True)
+class EpochPlan:
+    """How many epochs the sample count needs and whether the last one is shuffled on its own."""
+
+    num_epochs: int
+    tokens_per_epoch: int
+    separate_final_epoch: bool
+    num_samples_sans_final_epoch: int
+    """Samples that lie fully before the final epoch (the size of the first shuffle range when separate)."""
+
+
+@dataclass(frozen=True)
+class GPTIndex:
+    """The three arrays plus the plan that produced them."""
+
+    document_index: np.ndarray
+    sample_index: np.ndarray
+    shuffle_index: np.ndarray
+    plan: EpochPlan
+
+    def __len__(self) -> int:
+        return int(self.shuffle_index.shape[0])
+
+
+def count_samples(total_tokens: int, seq_length: int, add_extra_token: bool, drop_last: bool) -> int:
+    """Number of samples megatron-core's ``build_sample_idx`` cuts from ``total_tokens``.
+
+    With ``drop_last`` False the count is ``ceil`` of a *float32* quotient, exactly as the C++ helper
+    computes it, so that very large streams round the same way.
+    """
+    extra = int(bool(add_extra_token))
+    if drop_last:
+        return max((int(total_tokens) - extra) // int(seq_length), 0)
+    quotient = np.float32(int(total_tokens) - extra) / np.float32(int(seq_length))
+    return max(int(np.ceil(quotient)), 0)
+
+
+def plan_epochs(tokens_per_epoch: int, config: GPTIndexConfig) -> EpochPlan:
+    """Epoch count and the separate-final-epoch rule of megatron-core's GPTDataset, in closed form."""
+    tokens = int(tokens_per_epoch)
+    length = int(config.seq_length)
+    extra = int(bool(config.add_extra_token))
+    if tokens <= 0:
+        raise ConfigError("the selected documents hold no tokens; choose a split or documents with tokens")
+    if config.num_epochs is not None:
+        epochs = int(config.num_epochs)
+        return EpochPlan(epochs, tokens, False, count_samples(epochs * tokens, length, bool(extra), True))
+    if config.num_samples is None:
+        return EpochPlan(1, tokens, False, 0)
+    wanted = int(config.num_samples)
+    needed = wanted * length + extra
+    epochs = max(1, -(-needed // tokens))
+    if epochs == 1:
+        return EpochPlan(1, tokens, False, 0)
+    sans_final = ((epochs - 1) * tokens - extra) // length
+    from_final = wanted - sans_final
+    per_epoch = (tokens - extra) // length
+    if from_final < 0 or from_final > per_epoch + 1:
+        raise ConfigError(
+            f"cannot plan {wanted} samples of {length} tokens over epochs of {tokens} tokens "
+            f"({from_final} would come from the final epoch, which holds {per_epoch})"
+        )
+    separate = from_final < int(SEPARATE_FINAL_EPOCH_THRESHOLD * per_epoch)
+    return EpochPlan(epochs, tokens, separate, sans_final)
+
+
+def _shuffled_tiles(
+    documents: np.ndarray, num_epochs: int, rng: np.random.RandomState, out: np.ndarray
+) -> None:
+    """Fill ``out`` with ``documents`` repeated ``num_epochs`` times, shuffled by ``rng``.
+
+    The shuffle runs on an int64 copy: numpy's legacy shuffle has a fast path for 8-byte items and
+    draws the same random numbers for every dtype, so the permutation is Megatron's.
+    """
+    work = np.tile(documents.astype(np.int64, copy=False), num_epochs)
+    rng.shuffle(work)
+    out[...] = work
+
+
+def build_document_index(
+    documents: np.ndarray, num_epochs: int, rng: np.random.RandomState, separate_final_epoch: bool
+) -> np.ndarray:
+    """Document ids for ``num_epochs`` epochs, shuffled; the last epoch on its own when separate.
+
+    Same draws as megatron-core's ``_build_document_index``. int32 unless ids reach 2^31.
+    """
+    documents = np.asarray(documents)
+    count = len(documents)
+    fits = count == 0 or int(documents.max()) <= INT32_MAX
+    out = np.empty(count * int(num_epochs), dtype=np.int32 if fits else np.int64)
+    if not separate_final_epoch or num_epochs == 1:
+        _shuffled_tiles(documents, int(num_epochs), rng, out)
+    else:
+        split = count * (int(num_epochs) - 1)
+        _shuffled_tiles(documents, int(num_epochs) - 1, rng, out[:split])
+        _shuffled_tiles(documents, 1, rng, out[split:])
+    return out
+
+
+def sample_index_dtype(sizes: np.ndarray, document_index: np.ndarray) -> np.dtype:
+    """int32 when positions and offsets fit (megatron-core's rule), else int64."""
+    largest = max(len(document_index), int(sizes.max()) if len(sizes) else 0)
+    return np.dtype(np.int32) if largest <= INT32_MAX else np.dtype(np.int64)
+
+
+def build_sample_index(
+    sizes: np.ndarray,
+    document_index: np.ndarray,
+    seq_length: int,
+    num_epochs: int,
+    tokens_per_epoch: int,
+    drop_last_partial_sequence: bool = True,
+    add_extra_token: bool = True,
+) -> np.ndarray:
+    """The (N + 1, 2) sample index; same arguments and result as megatron-core's ``helpers.build_sample_idx``.
+
+    Row k (k >= 1) is the first document position p whose end C[p + 1] reaches k * L + extra (the last
+    token sample k - 1 reads) and the offset k * L - C[p], where C is the cumulative token count of the
+    stream and L the sequence length. With ``drop_last_partial_sequence`` False a final partial sample
+    ends at the last token of the stream.
+    """
+    length = int(seq_length)
+    extra = int(bool(add_extra_token))
+    total = int(num_epochs) * int(tokens_per_epoch)
+    if length < 2:
+        raise ConfigError(f"seq_length must be at least 2, got {seq_length}")
+    num_samples = count_samples(total, length, bool(extra), drop_last_partial_sequence)
+    # Samples whose last token lies inside the stream; any further ones (drop_last False) are partial.
+    full = min(num_samples, max((total - extra) // length, 0))
+    out = np.empty((num_samples + 1, 2), dtype=sample_index_dtype(sizes, document_index))
+    out[0] = 0
+    positions = len(document_index)
+    done = 0  # samples placed so far (rows 1..done)
+    base = 0  # tokens before the current chunk
+    complete = True  # whether every position was visited (then base is the stream total)
+    for start in range(0, positions, _CHUNK):
+        if done >= full:
+            complete = False  # the remaining positions start no sample
+            break
+        lengths = sizes[document_index[start : start + _CHUNK]].astype(np.int64)
+        ends = np.cumsum(lengths)
+        ends += base
+        reached = ends - extra
+        reached //= length
+        np.clip(reached, 0, full, out=reached)
+        per_position = np.diff(reached, prepend=done)
+        last = int(reached[-1])
+        if last > done:
+            owner = np.repeat(np.arange(len(lengths), dtype=np.int64), per_position)
+            first_token = (np.arange(done + 1, last + 1, dtype=np.int64)) * length
+            first_token -= ends[owner] - lengths[owner]
+            owner += start
+            out[done + 1 : last + 1, 0] = owner
+            out[done + 1 : last + 1, 1] = first_token
+        done = last
+        base = int(ends[-1])
+    if complete and base != total:
+        raise ConfigError(
+            f"tokens_per_epoch * num_epochs is {total} but the documents in document_index hold {base} tokens"
+        )
+    if done < full:
+        raise ConfigError(f"the document index holds too few tokens for {full} samples of {length}")
+    if num_samples > full:
+        # megatron-core: a sample running past the stream ends at the last token of the last document.
+        out[full + 1 :, 0] = positions - 1
+        out[full + 1 :, 1] = int(sizes[document_index[positions - 1]]) - extra
+    return out
+
+
+def build_shuffle_index(num_samples: int, total_size: int, rng: np.random.RandomState) -> np.ndarray:
+    """[0, num_samples) shuffled, then [num_samples, total_size) shuffled after it (megatron-core's draws).
+
+    uint32 unless the size reaches 2^32 - 2, then int64 (as megatron-core).
+    """
+    dtype = np.uint32 if int(total_size) < UINT32_SHUFFLE_LIMIT else np.int64
+    out = np.empty(int(total_size), dtype=dtype)
+    first = np.arange(int(num_samples), dtype=np.int64)
+    rng.shuffle(first)
+    out[: int(num_samples)] = first
+    del first
+    if int(num_samples) != int(total_size):
+        rest = np.arange(int(num_samples), int(total_size), dtype=np.int64)
+        rng.shuffle(rest)
+        out[int(num_samples) :] = rest
+    return out
+
+
+def tokens_per_epoch(sizes: np.ndarray, documents: np.ndarray | None) -> int:
+    """Tokens in one pass over ``documents`` (all items when None), summed in int64."""
+    if documents is None:
+        return int(np.asarray(sizes).sum(dtype=np.int64))
+    return int(np.asarray(sizes)[documents].sum(dtype=np.int64))
+
+
+def build_gpt_index(
+    sizes: np.ndarray, config: GPTIndexConfig, documents: np.ndarray | None = None
+) -> GPTIndex:
+    """Document, sample and shuffle index for the items ``documents`` of a store with item ``sizes``.
+
+    ``documents`` are the item ids to draw from (Megatron's ``indexed_indices``, e.g. one split's
+    range); None means every item. Equal to megatron-core's GPTDataset arrays for the same inputs.
+    """
+    sizes = np.asarray(sizes)
+    if sizes.ndim != 1:
+        raise ConfigError(f"sizes must be 1-D, got shape {sizes.shape}")
+    if documents is None:
+        documents = np.arange(len(sizes), dtype=np.int32 if len(sizes) <= INT32_MAX else np.int64)
+    else:
+        documents = np.asarray(documents)
+        if documents.ndim != 1 or documents.dtype.kind not in "iu":
+            raise ConfigError("documents must be a 1-D array of integer item ids")
+        if len(documents) and (int(documents.min()) < 0 or int(documents.max()) >= len(sizes)):
+            raise ConfigError(f"documents name items outside the store's {len(sizes)} items")
+    plan = plan_epochs(tokens_per_epoch(sizes, documents), config)
+    rng = np.random.RandomState(int(config.seed))
+    document_index = build_document_index(documents, plan.num_epochs, rng, plan.separate_final_epoch)
+    sample_index = build_sample_index(
+        sizes,
+        document_index,
+        config.seq_length,
+        plan.num_epochs,
+        plan.tokens_per_epoch,
+        config.drop_last_partial_sequence,
+        config.add_extra_token,
+    )
+    num_rows = sample_index.shape[0] - 1
+    first_range = plan.num_samples_sans_final_epoch if plan.separate_final_epoch else num_rows
+    shuffle_index = build_shuffle_index(first_range, num_rows, rng)
+    return GPTIndex(document_index, sample_index, shuffle_index, plan)
+
+
+__all__ = [
+    "EpochPlan",
+    "GPTIndex",
+    "GPTIndexConfig",
+    "build_document_index",
+    "build_gpt_index",
+    "build_sample_index",
+    "build_shuffle_index",
+    "count_samples",
+    "plan_epochs",
+    "tokens_per_epoch",
+]

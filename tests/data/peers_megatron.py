@@ -1,0 +1,101 @@
+"""Call megatron-core as an oracle from the data tests, exchanging arrays as ``.npy`` files.
+
+Where megatron-core comes from, first match wins:
+1. ``import megatron.core`` works in this interpreter: jobs run in-process (CI installs it there);
+2. ``TOKENMILL_MEGATRON_PYTHON`` names an interpreter: jobs run in a subprocess of it;
+3. ``/work/peers/mcore/bin/python`` exists (the development machine's peer venv): same;
+4. otherwise the calling test is skipped with the reason.
+
+A megatron-core import costs seconds, so a test module batches all its jobs into one call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ORACLE = Path(__file__).with_name("megatron_oracle.py")
+DEFAULT_PEER_PYTHON = Path("/work/peers/mcore/bin/python")
+
+
+def _importable_here() -> bool:
+    try:
+        return importlib.util.find_spec("megatron.core") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def megatron_runner() -> str | None:
+    """``"in-process"``, a peer interpreter path, or None when megatron-core is nowhere."""
+    if _importable_here():
+        return "in-process"
+    configured = os.environ.get("TOKENMILL_MEGATRON_PYTHON")
+    if configured:
+        return configured if Path(configured).exists() else None
+    if DEFAULT_PEER_PYTHON.exists():
+        return str(DEFAULT_PEER_PYTHON)
+    return None
+
+
+def require_megatron() -> str:
+    """The runner, or skip the calling test saying how to provide megatron-core."""
+    runner = megatron_runner()
+    if runner is None:
+        pytest.skip(
+            "megatron-core not available: pip install megatron-core (with torch) here, or set "
+            "TOKENMILL_MEGATRON_PYTHON to an interpreter that has it"
+        )
+    return runner
+
+
+@dataclass
+class MegatronJobs:
+    """A batch of oracle jobs written into ``workdir``; ``run()`` executes them all at once."""
+
+    workdir: Path
+    jobs: list[dict] = field(default_factory=list)
+    results: dict = field(default_factory=dict)
+
+    def array(self, name: str, value: np.ndarray) -> str:
+        """Save an input array for the oracle; returns the file name to put in a job."""
+        file_name = f"input.{name}.npy"
+        np.save(self.workdir / file_name, np.asarray(value))
+        return file_name
+
+    def add(self, job_id: str, op: str, **params: object) -> str:
+        self.jobs.append({"id": job_id, "op": op, **params})
+        return job_id
+
+    def run(self) -> dict:
+        runner = require_megatron()
+        (self.workdir / "request.json").write_text(json.dumps({"jobs": self.jobs}))
+        if runner == "in-process":
+            sys.path.insert(0, str(ORACLE.parent))
+            try:
+                spec = importlib.util.spec_from_file_location("tokenmill_megatron_oracle", ORACLE)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                self.results = module.run(self.workdir)
+            finally:
+                sys.path.remove(str(ORACLE.parent))
+            return self.results
+        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        proc = subprocess.run(
+            [runner, str(ORACLE), str(self.workdir)], capture_output=True, text=True, timeout=900, env=env
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"megatron oracle failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        self.results = json.loads((self.workdir / "result.json").read_text())
+        return self.results
+
+    def get(self, job_id: str, name: str) -> np.ndarray:
+        """An array the oracle produced for job ``job_id``."""
+        return np.load(self.workdir / f"{job_id}.{name}.npy")
