@@ -1,0 +1,219 @@
+"""Unicode clean-up of text lines, applied to whole chunks at C speed.
+
+Steps run in this fixed order; each is optional (:class:`Normalizer` fields):
+
+1. ``nfkc``: Unicode NFKC (compatibility forms to plain ones: ligatures, full-width forms, ``①``...).
+2. ``fullwidth``: the full-width to half-width folding of the common cleaning scripts: U+FF01-U+FF5E
+   to U+0021-U+007E and the ideographic space U+3000 to a space. A subset of NFKC, for when NFKC
+   is too much (it also rewrites ``…``, ``™``, superscripts...).
+3. ``remove_control``: control characters (Unicode category Cc) and the stray byte-order mark U+FEFF
+   are removed. The whitespace-like controls (``\\x0b \\x0c \\r \\x1c-\\x1f \\x85``) become a space
+   instead, so words they separated stay separate. TAB is kept (it is whitespace, and step 4 turns
+   it into a space when enabled).
+4. ``collapse_whitespace``: every run of Unicode whitespace (``str.split()``'s definition: spaces,
+   tabs, U+00A0, U+2028, U+3000...) becomes one space; leading and trailing whitespace is removed.
+
+NFKC first, so what it produces (e.g. U+2003 EM SPACE from compatibility forms) is seen by the later
+steps; control removal before the collapse, so a deleted control never leaves two spaces behind.
+
+Speed: a chunk is joined with ``\\n`` (lines never contain it when read by tokenmill.text.readers),
+turned into one numpy array of code points (``uint8`` for ASCII chunks, ``uint32`` otherwise) and
+steps 2-4 are table look-ups and masks over it. NFKC runs only on the lines that are not already
+NFKC (``unicodedata.is_normalized``), after the full-width folding, which gives the same result (the
+folding replaces characters by their own compatibility decompositions) and leaves far fewer lines
+to normalize in CJK text. A chunk whose items contain ``\\n`` (possible from JSONL) is processed item
+by item, with the same result.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, fields
+from itertools import repeat
+from operator import ne
+
+import numpy as np
+
+from tokenmill.text.stats import StepStats
+
+STEPS = ("nfkc", "fullwidth", "remove_control", "collapse_whitespace")
+
+FULLWIDTH_TABLE: dict[int, int] = {0x3000: 0x20, **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}}
+# whitespace-like control characters: replaced by a space (never glue two words together)
+SPACE_CONTROLS = "\x0b\x0c\r\x1c\x1d\x1e\x1f\x85"
+# category Cc is exactly U+0000-U+001F and U+007F-U+009F; TAB and LF survive control removal
+DELETED = (
+    "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in SPACE_CONTROLS + "\t\n")
+    + "\ufeff"
+)
+# str.isspace() characters (checked against unicodedata in the tests)
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+
+_KEEP, _DROP, _SPACE = 0, 1, 2
+_CTRL = np.zeros(0xA1, dtype=np.uint8)  # index min(cp, 0xA0): action of the control step
+_CTRL[[ord(c) for c in DELETED if ord(c) < 0xA0]] = _DROP
+_CTRL[[ord(c) for c in SPACE_CONTROLS]] = _SPACE
+_WS_LIMIT = 0x3001
+_WS = np.zeros(_WS_LIMIT + 1, dtype=bool)  # index min(cp, 0x3001): whitespace other than "\n"
+_WS[[ord(c) for c in WHITESPACE if c != "\n"]] = True
+_NL = 10
+_ASCII_DELETE = bytes(ord(c) for c in DELETED if ord(c) < 0x80)
+_ASCII_CONTROL_MAP = bytes.maketrans(SPACE_CONTROLS[:-1].encode(), b" " * (len(SPACE_CONTROLS) - 1))
+_ASCII_SPACE_MAP = bytes.maketrans(b"\t\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 8)
+
+
+@dataclass(frozen=True)
+class Normalizer:
+    """Which clean-up steps to run (order fixed, see module doc). Call it on a list of strings."""
+
+    nfkc: bool = False  # Unicode NFKC; SentencePiece's nmt_nfkc rule does this too
+    fullwidth: bool = False  # full-width ASCII forms and U+3000 to half-width (seed script's q2b)
+    remove_control: bool = True  # delete control chars and U+FEFF; whitespace-like controls -> space
+    collapse_whitespace: bool = True  # whitespace runs -> one space, strip both ends
+
+    @property
+    def enabled(self) -> tuple[str, ...]:
+        """Names of the steps that will run, in order."""
+        return tuple(f.name for f in fields(self) if getattr(self, f.name))
+
+    def __call__(self, lines: list[str], stats: StepStats | None = None) -> list[str]:
+        """Normalized copy of ``lines`` (same length and order).
+
+        With ``stats``, counts lines changed by each step (``changed_<step>``) plus ``lines``.
+        """
+        if not lines or not self.enabled:
+            if stats is not None:
+                stats.add("lines", len(lines))
+            return list(lines)
+        joined = "\n".join(lines)
+        if joined.count("\n") != len(lines) - 1:  # an item holds "\n": do it item by item
+            return [self._one(x) for x in lines] if stats is None else self._counted(lines, stats)
+        if stats is not None:
+            return self._counted(lines, stats)
+        return self._text(joined).split("\n")
+
+    def _counted(self, lines: list[str], stats: StepStats) -> list[str]:
+        """Step by step with a changed-line count after each (costs one comparison pass per step)."""
+        stats.add("lines", len(lines))
+        cur = list(lines)
+        for step in self.enabled:
+            one = Normalizer(**{name: name == step for name in STEPS})
+            nxt = one._apply_list(cur)
+            stats.add(f"changed_{step}", sum(map(ne, cur, nxt)))
+            cur = nxt
+        return cur
+
+    def _apply_list(self, lines: list[str]) -> list[str]:
+        joined = "\n".join(lines)
+        if joined.count("\n") != len(lines) - 1:
+            return [self._one(x) for x in lines]
+        return self._text(joined).split("\n") if lines else []
+
+    def _one(self, item: str) -> str:
+        """One item that may contain ``\\n`` (JSONL): whitespace like any other when collapsing."""
+        return self._text(item.replace("\n", " ") if self.collapse_whitespace else item)
+
+    def _text(self, text: str) -> str:
+        """All enabled steps on a ``\\n``-joined chunk."""
+        if not text.isascii():
+            if self.nfkc or self.fullwidth:
+                cps = _codepoints(text)
+                _fold_fullwidth(cps)
+                text = cps.tobytes().decode("utf-32-le", "surrogatepass")
+            if self.nfkc and not unicodedata.is_normalized("NFKC", text):
+                text = _nfkc_lines(text)
+        if not (self.remove_control or self.collapse_whitespace):
+            return text
+        if text.isascii():
+            return self._ascii(text.encode("ascii")).decode("ascii")
+        cps = _codepoints(text)
+        if self.remove_control:
+            cps = _remove_control(cps)
+        if self.collapse_whitespace:
+            cps = _collapse(cps)
+        return cps.tobytes().decode("utf-32-le", "surrogatepass")
+
+    def _ascii(self, data: bytes) -> bytes:
+        """Steps 3-4 on ASCII bytes: two ``bytes.translate`` passes and a few ``replace`` passes."""
+        if self.remove_control:
+            data = data.translate(_ASCII_CONTROL_MAP, _ASCII_DELETE)
+        if self.collapse_whitespace:
+            data = data.translate(_ASCII_SPACE_MAP)
+            while b"  " in data:
+                data = data.replace(b"  ", b" ")
+            if b" \n" in data:
+                data = data.replace(b" \n", b"\n")
+            if b"\n " in data:
+                data = data.replace(b"\n ", b"\n")
+            data = data.strip(b" ")
+        return data
+
+
+def _codepoints(text: str) -> np.ndarray:
+    """Writable uint32 array of the code points of ``text`` (lone surrogates kept as they are)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
+
+
+def _fold_fullwidth(cps: np.ndarray) -> None:
+    """In place: U+FF01-U+FF5E to U+0021-U+007E, U+3000 to U+0020."""
+    wide = (cps >= 0xFF01) & (cps <= 0xFF5E)
+    cps[wide] -= 0xFEE0
+    cps[cps == 0x3000] = 0x20
+
+
+def _nfkc_lines(text: str) -> str:
+    """NFKC of every line that is not NFKC already (most lines are, so most are left alone)."""
+    lines = text.split("\n")
+    ok = np.fromiter(map(unicodedata.is_normalized, repeat("NFKC"), lines), dtype=bool, count=len(lines))
+    nfc, nfkd = unicodedata.normalize, unicodedata.normalize
+    for i in np.flatnonzero(~ok).tolist():  # NFKC == NFC(NFKD(x)); CPython's NFKC is ~8x slower on CJK
+        lines[i] = nfc("NFC", nfkd("NFKD", lines[i]))
+    return "\n".join(lines)
+
+
+def _remove_control(cps: np.ndarray) -> np.ndarray:
+    """Drop Cc (but TAB, LF) and U+FEFF; whitespace-like controls become a space."""
+    action = _CTRL[np.minimum(cps, 0xA0)]
+    cps[action == _SPACE] = 0x20
+    drop = action == _DROP
+    if cps.dtype != np.uint8:
+        drop |= cps == 0xFEFF
+    return cps[~drop] if drop.any() else cps
+
+
+def _collapse(cps: np.ndarray) -> np.ndarray:
+    """Whitespace runs to one space; none at line starts or ends (lines separated by LF)."""
+    ws = _WS[cps if cps.dtype == np.uint8 else np.minimum(cps, _WS_LIMIT)]
+    if not ws.any():
+        return cps
+    cps[ws] = 0x20
+    nl = cps == _NL
+    after = np.empty_like(ws)  # previous code point is whitespace, LF, or the start
+    after[0] = True
+    np.logical_or(ws[:-1], nl[:-1], out=after[1:])
+    cps = cps[~(ws & after)]  # keeps the first space of each run, and none at a line start
+    space = cps == 0x20
+    before = np.empty_like(space)  # next code point is LF or the end
+    before[-1:] = True
+    np.equal(cps[1:], _NL, out=before[:-1])
+    return cps[~(space & before)]
+
+
+def normalize_lines(lines: list[str], normalizer: Normalizer | None = None) -> list[str]:
+    """Convenience: ``Normalizer()(lines)`` with the default steps (control removal + whitespace)."""
+    return (normalizer or Normalizer())(lines)
+
+
+__all__ = [
+    "DELETED",
+    "FULLWIDTH_TABLE",
+    "SPACE_CONTROLS",
+    "STEPS",
+    "WHITESPACE",
+    "Normalizer",
+    "normalize_lines",
+]
