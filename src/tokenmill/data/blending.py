@@ -1,0 +1,277 @@
+"""Dataset blending and split strings, equal to megatron-core's.
+
+Blending: sample ``i`` of a blend comes from the dataset whose share lags furthest behind its
+weight — ``argmax_d(w_d * max(i, 1) - count_d)``, ties to the lowest index — and is that dataset's
+next sample. This is megatron-core's greedy ``helpers.build_blending_indices`` (and, with sizes in
+place of weights and exhausted datasets skipped, ``build_exhaustive_blending_indices``); we return
+the same ``dataset_index`` (int16) and ``dataset_sample_index`` (int64) bit for bit.
+
+The greedy is sequential, but its state is tiny and forgets its past within a few dozen steps:
+started from any near-proportional count vector it falls into the true trajectory. So the
+sample range is cut into blocks that run side by side as numpy vectors, each block starting a short
+warm-up before its first sample from a proportional guess; the guess is then checked exactly — the
+state a block ends with must equal the state its successor started from — and any block whose
+check fails is run again from its predecessor's true end state until every seam matches. The
+result is exact by induction from block 0 (which starts from zero counts).
+
+Split strings (``"969,30,1"``): the document ranges megatron-core's dataset builder gives the
+train, valid and test splits of a store with ``n`` documents.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from tokenmill.errors import ConfigError
+
+# Blending sizes up to this run the plain scalar loop (no numpy overhead per step).
+_SCALAR_LIMIT = 4_096
+# Steps each block runs before its first recorded sample to forget its guessed start state.
+_WARMUP = 64
+# Samples per block; blocks run side by side, so a bigger block means fewer, wider numpy steps.
+_MIN_BLOCK = 512
+_MAX_BLOCKS = 32_768
+SPLIT_NAMES = ("train", "valid", "test")
+
+
+def normalize_weights(weights: Sequence[float]) -> np.ndarray:
+    """Weights divided by their sum in float64, as megatron-core's ``normalize`` (finite, > 0 each)."""
+    array = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if array.size == 0:
+        raise ConfigError("blend weights are empty; give one positive weight per dataset")
+    if not np.all(np.isfinite(array)) or np.any(array <= 0):
+        raise ConfigError(f"blend weights must be finite and > 0, got {array.tolist()}")
+    if array.size >= 32767:
+        raise ConfigError(f"at most 32766 datasets can be blended (int16 dataset index), got {array.size}")
+    return array / array.sum()
+
+
+def samples_per_dataset(normalized_weights: Sequence[float], size: int, surplus: float = 0.0) -> list[int]:
+    """Samples to request from each dataset for a blend of ``size`` (megatron-core's per-dataset sizes).
+
+    ``ceil(ceil(size * w) * (1 + surplus))``; megatron-core builds its datasets with a surplus of
+    0.005 (``mid_level_dataset_surplus``) so the blend never asks a dataset for more than it has.
+    """
+    return [math.ceil(math.ceil(int(size) * float(w)) * (1 + surplus)) for w in normalized_weights]
+
+
+# ---------------------------------------------------------------- the greedy, scalar
+
+
+def _scalar_greedy(
+    weights: np.ndarray, begin: int, end: int, counts: list[int], caps: np.ndarray | None, out: np.ndarray
+) -> list[int]:
+    """Steps ``begin``..``end`` one by one from ``counts``; writes chosen datasets into ``out``."""
+    w = [float(x) for x in weights]
+    cap = None if caps is None else [int(x) for x in caps]
+    num = len(w)
+    for i in range(begin, end):
+        s = max(float(i), 1.0)
+        best = -1
+        best_error = -math.inf
+        for d in range(num):
+            if cap is not None and counts[d] >= cap[d]:
+                continue
+            error = w[d] * s - float(counts[d])
+            if best < 0 or error > best_error:
+                best, best_error = d, error
+        out[i - begin] = best
+        counts[best] += 1
+    return counts
+
+
+# ---------------------------------------------------------------- the greedy, blocks side by side
+
+
+class _Blocks:
+    """Many independent runs of the greedy advanced in lockstep, one column per run."""
+
+    def __init__(self, weights: np.ndarray, caps: np.ndarray | None) -> None:
+        self.w = weights.reshape(-1, 1)
+        self.caps = None if caps is None else caps.astype(np.float64).reshape(-1, 1)
+
+    def step(self, counts: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """One greedy step of every run at sample numbers ``index``; updates ``counts`` (D, runs) in place."""
+        s = np.maximum(index, 1).astype(np.float64)
+        errors = self.w * s
+        errors -= counts
+        if self.caps is not None:
+            errors[counts >= self.caps] = -np.inf
+        if errors.shape[0] <= 8:
+            choice = np.zeros(errors.shape[1], dtype=np.intp)
+            best = errors[0].copy()
+            for d in range(1, errors.shape[0]):
+                better = errors[d] > best
+                choice[better] = d
+                np.maximum(best, errors[d], out=best)
+        else:
+            choice = np.argmax(errors, axis=0)
+        counts[choice, np.arange(counts.shape[1])] += 1
+        return choice
+
+    def run(self, counts: np.ndarray, starts: np.ndarray, steps: int, record: np.ndarray | None) -> None:
+        """Advance every run ``steps`` steps from sample numbers ``starts``; record choices as rows."""
+        for t in range(steps):
+            choice = self.step(counts, starts + t)
+            if record is not None:
+                record[t] = choice
+
+
+def _guess_counts(weights: np.ndarray, at: np.ndarray, caps: np.ndarray | None) -> np.ndarray:
+    """Near-proportional count vectors summing to ``at`` (largest remainders get the extra samples)."""
+    ideal = weights.reshape(-1, 1) * at.astype(np.float64).reshape(1, -1)
+    counts = np.floor(ideal)
+    short = at - counts.sum(axis=0).astype(np.int64)
+    order = np.argsort(-(ideal - counts), axis=0, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.arange(len(weights)).reshape(-1, 1), axis=0)
+    counts += rank < short.reshape(1, -1)
+    if caps is not None:
+        np.minimum(counts, caps.astype(np.float64).reshape(-1, 1), out=counts)
+    return counts
+
+
+def _blocked_greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> np.ndarray:
+    """The greedy's dataset choices for samples 0..size-1, computed block-parallel and verified exact."""
+    num = len(weights)
+    blocks = max(1, min(_MAX_BLOCKS, size // _MIN_BLOCK))
+    length = -(-size // blocks)
+    starts = np.arange(blocks, dtype=np.int64) * length
+    engine = _Blocks(weights, caps)
+    # Guessed states a warm-up before each block (block 0 starts exactly from zero counts). Blocks
+    # are at least _MIN_BLOCK > _WARMUP long, so every warm-up starts at a non-negative sample number.
+    counts = np.zeros((num, blocks), dtype=np.float64)
+    if blocks > 1:
+        warm_starts = starts[1:] - _WARMUP
+        guessed = _guess_counts(weights, warm_starts, caps)
+        engine.run(guessed, warm_starts, _WARMUP, None)
+        counts[:, 1:] = guessed
+    start_state = counts.copy()
+    record = np.empty((length, blocks), dtype=np.int16)
+    engine.run(counts, starts, length, record)
+    end_state = counts
+    # Check every seam; re-run blocks whose guessed start differs from their predecessor's true end.
+    while True:
+        bad = np.flatnonzero(np.any(end_state[:, :-1] != start_state[:, 1:], axis=0)) + 1
+        if bad.size == 0:
+            break
+        redo = end_state[:, bad - 1].copy()
+        start_state[:, bad] = redo
+        redo_record = np.empty((length, bad.size), dtype=np.int16)
+        engine.run(redo, starts[bad], length, redo_record)
+        record[:, bad] = redo_record
+        end_state[:, bad] = redo
+    return record.T.reshape(-1)[:size]
+
+
+def _sample_numbers(dataset_index: np.ndarray, num: int) -> np.ndarray:
+    """For each position, how many earlier positions chose the same dataset (its sample number)."""
+    out = np.empty(len(dataset_index), dtype=np.int64)
+    for d in range(num):
+        where = np.flatnonzero(dataset_index == d)
+        out[where] = np.arange(len(where), dtype=np.int64)
+    return out
+
+
+def _greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    num = len(weights)
+    if size == 0:
+        return np.zeros(0, dtype=np.int16), np.zeros(0, dtype=np.int64)
+    if num == 1:
+        return np.zeros(size, dtype=np.int16), np.arange(size, dtype=np.int64)
+    if size <= _SCALAR_LIMIT:
+        dataset_index = np.empty(size, dtype=np.int16)
+        _scalar_greedy(weights, 0, size, [0] * num, caps, dataset_index)
+    else:
+        dataset_index = _blocked_greedy(weights, size, caps)
+    return dataset_index, _sample_numbers(dataset_index, num)
+
+
+def build_blending_indices(weights: Sequence[float], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dataset_index int16, dataset_sample_index int64) for ``size`` samples — megatron-core's greedy.
+
+    ``weights`` are used as given, like megatron-core's helper; pass ``normalize_weights(raw)`` for
+    what megatron-core's ``BlendedDataset`` does with user weights.
+    """
+    array = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if array.size == 0 or not np.all(np.isfinite(array)):
+        raise ConfigError(f"blend weights must be finite numbers, got {array.tolist()}")
+    if int(size) < 0:
+        raise ConfigError(f"blend size must be >= 0, got {size}")
+    return _greedy(array, int(size), None)
+
+
+def build_exhaustive_blending_indices(sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Exactly ``sizes[d]`` samples of every dataset, interleaved in proportion (megatron-core's
+    ``build_exhaustive_blending_indices``, used when a blend gives no total size)."""
+    caps = np.asarray(sizes, dtype=np.int64).reshape(-1)
+    if caps.size == 0 or np.any(caps <= 0):
+        raise ConfigError(f"dataset sizes for an exhaustive blend must be > 0, got {caps.tolist()}")
+    total = int(caps.sum())
+    weights = caps.astype(np.float64) / float(total)
+    return _greedy(weights, total, caps)
+
+
+# ---------------------------------------------------------------- split strings
+
+
+def parse_split(split: str) -> list[float]:
+    """``"969,30,1"`` -> normalized train/valid/test fractions (megatron-core's parse_and_normalize_split).
+
+    Missing trailing parts are 0; a bad string is a ConfigError naming it.
+    """
+    parts = [part.strip() for part in str(split).split(",")]
+    if not 1 <= len(parts) <= 3 or any(not re.fullmatch(r"\d+(\.\d*)?|\.\d+", part) for part in parts):
+        raise ConfigError(f"split {split!r} must be up to three comma-separated non-negative numbers, e.g. '969,30,1'")
+    values = [float(part) for part in parts] + [0.0] * (3 - len(parts))
+    if sum(values) <= 0:
+        raise ConfigError(f"split {split!r} gives every split zero weight")
+    return normalize_weights_allow_zero(values)
+
+
+def normalize_weights_allow_zero(values: Sequence[float]) -> list[float]:
+    """Non-negative values over their float64 sum (zeros allowed, as split fractions need)."""
+    array = np.asarray(values, dtype=np.float64)
+    return (array / np.sum(array)).tolist()
+
+
+def split_matrix(fractions: Sequence[float]) -> list[tuple[float, float] | None]:
+    """Book-ends of each split in [0, 1] from its fractions; None for an empty split (megatron-core's
+    ``convert_split_vector_to_split_matrix`` with one vector)."""
+    edges = functools.reduce(lambda acc, value: [*acc, acc[-1] + value], fractions, [0])
+    matrix: list[tuple[float, float] | None] = []
+    for low, high in itertools.pairwise(edges):
+        matrix.append(None if high <= low else (low, high))
+    return matrix
+
+
+def split_document_ranges(split: str, num_documents: int) -> list[tuple[int, int] | None]:
+    """[begin, end) document range of the train, valid and test split (None where a split is empty),
+    the same ranges megatron-core's builder hands its datasets."""
+    ranges: list[tuple[int, int] | None] = []
+    for bookends in split_matrix(parse_split(split)):
+        if bookends is None:
+            ranges.append(None)
+        else:
+            # Python's round (half to even) on float products, as the builder does
+            low, high = bookends
+            ranges.append((round(low * float(num_documents)), round(high * float(num_documents))))
+    return ranges
+
+
+__all__ = [
+    "SPLIT_NAMES",
+    "build_blending_indices",
+    "build_exhaustive_blending_indices",
+    "normalize_weights",
+    "parse_split",
+    "samples_per_dataset",
+    "split_document_ranges",
+    "split_matrix",
+]
