@@ -1,0 +1,1 @@
+"""Building blocks of the Tensor2Tensor-compatible SubwordTextEncoder (see ``tokenmill.vocab.t2t_subword``)."""

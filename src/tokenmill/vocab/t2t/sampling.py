@@ -1,0 +1,54 @@
+"""The lines T2T reads to build a vocabulary: ``generator_utils.generate_lines_for_vocab``.
+
+For each file on its own, T2T keeps one line in ``countermax + 1`` with
+``countermax = int(file_size_in_bytes / file_byte_budget / 2)``, starting with line ``countermax``,
+strips it, and subtracts its length in characters from the budget; it stops at the first line it
+would keep once the budget is used up.  Lines end at ``\\n`` only (TensorFlow's file reader), so a
+lone ``\\r`` or U+2028 stays inside a line until ``strip`` removes it from the ends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tokenmill.errors import ConfigError, FormatError
+
+
+def sample_lines(path: str | os.PathLike[str], file_byte_budget: float) -> Iterator[str]:
+    """Yield the stripped lines T2T samples from one file for the given byte budget."""
+    if not file_byte_budget > 0:
+        raise ConfigError(f"file_byte_budget must be positive, got {file_byte_budget!r}")
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        handle = path.open("rb")
+    except OSError as err:
+        raise ConfigError(f"cannot read vocabulary source {path}: {err.strerror}") from err
+    countermax = int(size / file_byte_budget / 2)
+    budget = file_byte_budget
+    with handle:
+        counter = 0
+        for lineno, raw in enumerate(handle, start=1):
+            if counter < countermax:
+                counter += 1
+                continue
+            if budget <= 0:
+                break
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as err:
+                raise FormatError(
+                    f"{path}:{lineno}: not valid UTF-8 at byte {err.start} of the line; "
+                    "T2T reads vocabulary sources as UTF-8: re-encode the file"
+                ) from None
+            budget -= len(line)
+            counter = 0
+            yield line
+
+
+def sample_files(paths: Iterable[str | os.PathLike[str]], file_byte_budget: float) -> Iterator[str]:
+    """``sample_lines`` over several files in order, each file with its own full budget (as T2T)."""
+    for path in paths:
+        yield from sample_lines(path, file_byte_budget)
