@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install tokenmill with its test dependencies and run the test suite (what CI runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# torch==2.13.0 first: it is a CPU build on this machine's disk; a bare `torch` pulls a multi-GB CUDA build.
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e ".[test,torch]"
+bash scripts/setup_peers.sh megatron
+python -m ruff check src tests benchmarks examples
+python -m pytest "$@"

@@ -1,0 +1,1 @@
+"""One module per ``tokenmill`` sub-command; ``tokenmill.cli`` only assembles them."""

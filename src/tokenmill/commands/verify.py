@@ -1,0 +1,22 @@
+"""``tokenmill verify DIR``: recompute a directory's checksums and counts against its manifest."""
+
+from __future__ import annotations
+
+import click
+
+from tokenmill.store.manifest import verify_directory
+
+
+@click.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+def verify(directory: str) -> None:
+    """Check every file of DIRECTORY against its manifest.json (sizes, xxh3 checksums, store counts).
+
+    Prints each mismatch and exits with status 1 if there is any.
+    """
+    problems = verify_directory(directory)
+    for problem in problems:
+        click.echo(f"MISMATCH {problem}", err=True)
+    if problems:
+        raise SystemExit(1)
+    click.echo(f"{directory}: OK")

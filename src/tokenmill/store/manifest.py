@@ -1,0 +1,215 @@
+"""``manifest.json``: what a directory tokenmill wrote holds, how it was made, and checksums to verify it.
+
+Every file in the directory is listed with its byte size and an xxh3-128 checksum (xxhash: fast
+enough to hash gigabytes at disk speed); each ``.bin``/``.idx`` store also records its layout,
+dtype, item and token counts. :func:`verify_directory` recomputes all of it and returns every
+mismatch. Paths in a manifest are relative and never allowed to leave the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import xxhash
+
+from tokenmill.errors import FormatError, TokenmillError
+from tokenmill.fsutil import TMP_MARKER, write_json
+from tokenmill.store.reader import IndexedDataset
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_VERSION = 1
+CHECKSUM_ALGORITHM = "xxh3_128"
+_HASH_CHUNK = 8 << 20
+# Files and folders that are not data: caches rebuilt on demand, locks, the manifest itself.
+_IGNORED_NAMES = {MANIFEST_NAME, ".cache", ".lock", ".state"}
+
+
+def file_checksum(path: str | os.PathLike[str]) -> str:
+    """xxh3-128 hex digest of a file, read in large chunks."""
+    digest = xxhash.xxh3_128()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _ignored(relative: PurePosixPath) -> bool:
+    return any(part in _IGNORED_NAMES or part.endswith(".lock") or TMP_MARKER in part for part in relative.parts)
+
+
+def data_files(directory: Path) -> list[PurePosixPath]:
+    """Every file under ``directory`` the manifest should list, as sorted relative POSIX paths."""
+    found = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_NAMES)
+        for name in files:
+            relative = PurePosixPath(Path(root, name).relative_to(directory).as_posix())
+            if not _ignored(relative):
+                found.append(relative)
+    return sorted(found)
+
+
+def safe_member(directory: Path, relative: str) -> Path:
+    """Resolve a manifest path inside ``directory``; refuse absolute paths and ``..`` escapes."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+        raise FormatError(f"{directory / MANIFEST_NAME}: path {relative!r} leaves the directory; refusing it")
+    return directory.joinpath(*pure.parts)
+
+
+def describe_store(prefix: Path) -> dict[str, Any]:
+    """Layout, dtype and counts of one store (opened and fully validated)."""
+    dataset = IndexedDataset(prefix)
+    return {
+        "layout": dataset.layout.value,
+        "dtype": str(dataset.dtype),
+        "items": len(dataset),
+        "tokens": dataset.num_tokens,
+        "documents": None if dataset.document_indices is None else len(dataset.document_indices) - 1,
+    }
+
+
+@dataclass
+class Manifest:
+    """The decoded ``manifest.json`` of a directory."""
+
+    files: dict[str, dict[str, Any]]
+    """Relative path -> {"bytes", "xxh3_128"}."""
+    stores: dict[str, dict[str, Any]]
+    """Relative store prefix -> {"layout", "dtype", "items", "tokens", "documents"}."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """The configuration that produced the directory (as given, after defaults)."""
+    vocab: dict[str, Any] = field(default_factory=dict)
+    """Vocabulary facts: size(s) and special ids."""
+    summary: dict[str, Any] = field(default_factory=dict)
+    """Job-specific figures (counts per split, filter statistics, ...)."""
+    format_version: int = FORMAT_VERSION
+    created_by: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": "tokenmill",
+            "format_version": self.format_version,
+            "created_by": self.created_by,
+            "files": self.files,
+            "stores": self.stores,
+            "settings": self.settings,
+            "vocab": self.vocab,
+            "summary": self.summary,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any, source: Path) -> Manifest:
+        if not isinstance(obj, dict) or obj.get("format") != "tokenmill":
+            raise FormatError(f"{source}: not a tokenmill manifest (no \"format\": \"tokenmill\")")
+        version = obj.get("format_version")
+        if version != FORMAT_VERSION:
+            raise FormatError(
+                f"{source}: manifest format_version {version!r} unsupported (this tokenmill reads {FORMAT_VERSION})"
+            )
+        files, stores = obj.get("files"), obj.get("stores")
+        if not isinstance(files, dict) or not isinstance(stores, dict):
+            raise FormatError(f"{source}: manifest lacks its \"files\"/\"stores\" tables")
+        return cls(
+            files=files,
+            stores=stores,
+            settings=obj.get("settings") or {},
+            vocab=obj.get("vocab") or {},
+            summary=obj.get("summary") or {},
+            format_version=version,
+            created_by=obj.get("created_by", ""),
+        )
+
+
+def store_prefixes(files: Iterable[PurePosixPath]) -> list[str]:
+    """Relative prefixes that have an ``.idx`` (their ``.bin`` is checked when opened)."""
+    return sorted(str(f)[: -len(".idx")] for f in files if f.suffix == ".idx")
+
+
+def build_manifest(
+    directory: str | os.PathLike[str],
+    *,
+    settings: dict[str, Any] | None = None,
+    vocab: dict[str, Any] | None = None,
+    summary: dict[str, Any] | None = None,
+) -> Manifest:
+    """Describe every file under ``directory`` (checksums, store counts) without writing anything."""
+    from tokenmill import __version__
+
+    root = Path(directory)
+    listed = data_files(root)
+    files = {
+        str(rel): {"bytes": (root / rel).stat().st_size, CHECKSUM_ALGORITHM: file_checksum(root / rel)}
+        for rel in listed
+    }
+    stores = {prefix: describe_store(root / prefix) for prefix in store_prefixes(listed)}
+    return Manifest(
+        files=files,
+        stores=stores,
+        settings=settings or {},
+        vocab=vocab or {},
+        summary=summary or {},
+        created_by=f"tokenmill {__version__}",
+    )
+
+
+def write_manifest(directory: str | os.PathLike[str], **kwargs: Any) -> Manifest:
+    """Build the manifest of ``directory`` and write it atomically as ``manifest.json``."""
+    manifest = build_manifest(directory, **kwargs)
+    write_json(Path(directory) / MANIFEST_NAME, manifest.to_json())
+    return manifest
+
+
+def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
+    """Load and check the shape of ``directory/manifest.json``."""
+    path = Path(directory) / MANIFEST_NAME
+    if not path.exists():
+        raise TokenmillError(f"{path} does not exist: {directory} was not written by tokenmill (or not finished)")
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise FormatError(f"{path}: not valid JSON ({error})") from None
+    return Manifest.from_json(obj, path)
+
+
+def verify_directory(directory: str | os.PathLike[str]) -> list[str]:
+    """Recompute sizes, checksums and store counts; return one message per mismatch (empty when all good)."""
+    root = Path(directory)
+    try:
+        manifest = read_manifest(root)
+    except TokenmillError as error:
+        return [str(error)]
+    problems: list[str] = []
+    for relative, expected in sorted(manifest.files.items()):
+        try:
+            path = safe_member(root, relative)
+        except FormatError as error:
+            problems.append(str(error))
+            continue
+        if not path.is_file():
+            problems.append(f"{relative}: listed in the manifest but missing")
+            continue
+        size = path.stat().st_size
+        if size != expected.get("bytes"):
+            problems.append(f"{relative}: {size} bytes, manifest says {expected.get('bytes')}")
+        checksum = file_checksum(path)
+        if checksum != expected.get(CHECKSUM_ALGORITHM):
+            claimed = expected.get(CHECKSUM_ALGORITHM)
+            problems.append(f"{relative}: {CHECKSUM_ALGORITHM} {checksum}, manifest says {claimed}")
+    on_disk = {str(rel) for rel in data_files(root)}
+    problems.extend(f"{rel}: present but not listed in the manifest" for rel in sorted(on_disk - set(manifest.files)))
+    for prefix, expected in sorted(manifest.stores.items()):
+        try:
+            actual = describe_store(safe_member(root, prefix))
+        except TokenmillError as error:
+            problems.append(str(error))
+            continue
+        for key, value in expected.items():
+            if actual.get(key) != value:
+                problems.append(f"{prefix}: {key} is {actual.get(key)!r}, manifest says {value!r}")
+    return problems

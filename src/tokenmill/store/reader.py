@@ -1,0 +1,243 @@
+"""Memory-mapped reader for ``.bin``/``.idx`` token stores in fairseq's or Megatron's layout.
+
+Opening validates everything a wrong file could get wrong — magic, version, dtype code, the exact
+``.idx`` size, pointers against sizes, and the ``.bin`` length — so that a bad file gives one clear
+:class:`~tokenmill.errors.FormatError` naming it, never a numpy traceback or garbage tokens.
+Items are zero-copy views; :meth:`IndexedDataset.gather` fetches many items with one vectorized
+fancy-index instead of a Python loop per item.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.errors import FormatError
+from tokenmill.store.format import FAIRSEQ_HEADER, MAGIC, MEGATRON_HEADER, VERSION, Layout, idx_size
+
+_CHECK_BLOCK = 1 << 22  # items per block when validating pointers (bounds temporary memory)
+
+
+def split_prefix(path: str | os.PathLike[str]) -> str:
+    """Accept ``data/train.en``, ``data/train.en.bin`` or ``data/train.en.idx`` alike."""
+    text = os.fspath(path)
+    for suffix in (".bin", ".idx"):
+        if text.endswith(suffix):
+            return text[: -len(suffix)]
+    return text
+
+
+def read_header(idx_file: Path) -> tuple[Layout, np.dtype, int, int]:
+    """Parse and check an ``.idx`` header; return (layout, dtype, num_items, num_doc_indices)."""
+    file_size = idx_file.stat().st_size
+    with open(idx_file, "rb") as handle:
+        head = handle.read(MEGATRON_HEADER.size)
+    if len(head) < FAIRSEQ_HEADER.size:
+        raise FormatError(
+            f"{idx_file}: only {file_size} bytes, shorter than any index header (26 bytes); "
+            "the file is truncated — re-create it"
+        )
+    magic, version, code, num_items = FAIRSEQ_HEADER.unpack_from(head)
+    if magic != MAGIC:
+        raise FormatError(
+            f"{idx_file}: wrong magic {magic!r} (expected {MAGIC!r}); this is not an indexed "
+            "(MMIDIDX) token index — it may be a legacy fairseq 'cached' index or another file"
+        )
+    if version != VERSION:
+        raise FormatError(f"{idx_file}: index version {version} is not supported (only {VERSION})")
+    if file_size == idx_size(Layout.FAIRSEQ, num_items):
+        layout, num_docs = Layout.FAIRSEQ, 0
+    else:
+        num_docs = struct.unpack_from("<Q", head, FAIRSEQ_HEADER.size)[0] if len(head) >= 34 else -1
+        if num_docs < 0 or file_size != idx_size(Layout.MEGATRON, num_items, num_docs):
+            raise FormatError(
+                f"{idx_file}: {file_size} bytes match neither layout for the {num_items} items its header "
+                f"declares (fairseq needs {idx_size(Layout.FAIRSEQ, num_items)} bytes, Megatron "
+                "34 + 12*items + 8*documents); the index is truncated or garbled — re-create it"
+            )
+        layout = Layout.MEGATRON
+    if code not in layout.codes:
+        known = ", ".join(f"{c}={d}" for c, d in layout.codes.items())
+        raise FormatError(f"{idx_file}: unknown dtype code {code} for the {layout.value} layout (known: {known})")
+    return layout, layout.codes[code], num_items, num_docs
+
+
+class IndexedDataset:
+    """A read-only, memory-mapped token store: ``len``, ``sizes``, items, and batched gathers.
+
+    ``prefix`` is the path without ``.bin``/``.idx``. The layout is detected from the exact
+    ``.idx`` size. ``check_pointers=False`` skips the O(N) pointer scan (header, sizes and
+    ``.bin`` length are still checked) for callers that re-open a store they already verified.
+    """
+
+    def __init__(self, prefix: str | os.PathLike[str], *, check_pointers: bool = True) -> None:
+        self.prefix = split_prefix(prefix)
+        self.idx_file = Path(f"{self.prefix}.idx")
+        self.bin_file = Path(f"{self.prefix}.bin")
+        if not self.idx_file.exists():
+            if self.bin_file.exists():
+                raise FormatError(
+                    f"{self.bin_file} has no index: {self.idx_file} is missing (a writer was interrupted, "
+                    "or only the .bin was copied); re-run the job that wrote it or copy the .idx beside it"
+                )
+            raise FormatError(f"no token store at {self.prefix}: neither {self.idx_file} nor {self.bin_file} exists")
+        if not self.bin_file.exists():
+            raise FormatError(f"{self.idx_file} has no data file: {self.bin_file} is missing")
+
+        self.layout, self.dtype, num_items, num_docs = read_header(self.idx_file)
+        header = self.layout.header.size
+        self._idx = np.memmap(self.idx_file, dtype=np.uint8, mode="r")
+        self.sizes: np.ndarray = np.frombuffer(self._idx, dtype=np.int32, count=num_items, offset=header)
+        self.pointers: np.ndarray = np.frombuffer(
+            self._idx, dtype=np.int64, count=num_items, offset=header + 4 * num_items
+        )
+        self.document_indices: np.ndarray | None = None
+        if self.layout is Layout.MEGATRON:
+            self.document_indices = np.frombuffer(
+                self._idx, dtype=np.int64, count=num_docs, offset=header + 12 * num_items
+            )
+        self._check_index(check_pointers)
+        self._tokens = self._map_bin()
+
+    # ---------------------------------------------------------------- validation
+    def _check_index(self, check_pointers: bool) -> None:
+        itemsize = self.dtype.itemsize
+        n = len(self.sizes)
+        if n and int(self.sizes.min()) < 0:
+            bad = int(np.flatnonzero(self.sizes < 0)[0])
+            raise FormatError(f"{self.idx_file}: item {bad} has a negative size {int(self.sizes[bad])}; garbled index")
+        if check_pointers:
+            carry = 0
+            for start in range(0, n, _CHECK_BLOCK):
+                block = self.sizes[start : start + _CHECK_BLOCK].astype(np.int64)
+                expected = np.empty_like(block)
+                expected[0] = carry
+                np.cumsum(block[:-1], out=expected[1:])
+                expected[1:] += carry
+                expected *= itemsize
+                actual = self.pointers[start : start + _CHECK_BLOCK]
+                if not np.array_equal(actual, expected):
+                    bad = start + int(np.flatnonzero(actual != expected)[0])
+                    raise FormatError(
+                        f"{self.idx_file}: pointer of item {bad} is {int(self.pointers[bad])} but the sizes "
+                        f"before it put it at byte {int(expected[bad - start])}; sizes and pointers disagree "
+                        "(garbled index)"
+                    )
+                carry += int(block.sum())
+        needed = int(self.pointers[-1]) + int(self.sizes[-1]) * itemsize if n else 0
+        if n and int(self.pointers[-1]) < 0:
+            raise FormatError(f"{self.idx_file}: negative pointer for the last item; garbled index")
+        actual_bytes = self.bin_file.stat().st_size
+        if actual_bytes < needed:
+            raise FormatError(
+                f"{self.bin_file}: {actual_bytes} bytes but its index points to {needed}; the data file is "
+                "truncated (an interrupted copy or write) — re-create or re-copy it"
+            )
+        if actual_bytes != needed:
+            raise FormatError(
+                f"{self.bin_file}: {actual_bytes} bytes but its index describes exactly {needed}; "
+                "the .bin and .idx do not belong together"
+            )
+        docs = self.document_indices
+        if docs is not None and len(docs):
+            if int(docs[0]) != 0 or (len(docs) > 1 and bool(np.any(np.diff(docs) < 0))) or int(docs[-1]) > n:
+                raise FormatError(
+                    f"{self.idx_file}: document indices must start at 0, never decrease and end at most at "
+                    f"{n} (the item count); garbled index"
+                )
+
+    def _map_bin(self) -> np.ndarray:
+        if self.bin_file.stat().st_size == 0:
+            return np.empty(0, dtype=self.dtype)
+        return np.memmap(self.bin_file, dtype=self.dtype, mode="r")
+
+    # ---------------------------------------------------------------- access
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def num_tokens(self) -> int:
+        """Total tokens over all items."""
+        return int(self.sizes.sum(dtype=np.int64))
+
+    def _item_index(self, i: int) -> int:
+        n = len(self.sizes)
+        index = int(i)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"item {i} out of range for {self.prefix} with {n} items")
+        return index
+
+    def get(self, i: int, offset: int = 0, length: int | None = None) -> np.ndarray:
+        """A zero-copy view of item ``i`` from token ``offset`` for ``length`` tokens (to its end if None)."""
+        index = self._item_index(i)
+        size = int(self.sizes[index])
+        if offset < 0 or offset > size:
+            raise IndexError(f"offset {offset} outside item {index} of {size} tokens")
+        stop = size if length is None else min(size, offset + length)
+        start = int(self.pointers[index]) // self.dtype.itemsize
+        return self._tokens[start + offset : start + stop]
+
+    def __getitem__(self, i: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(i, slice):
+            return [self.get(j) for j in range(*i.indices(len(self)))]
+        return self.get(i)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.get(i)
+
+    def _positions(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Token positions of the items in ``indices`` (concatenated), their lengths and offsets."""
+        n = len(self.sizes)
+        if indices.size and (int(indices.min()) < -n or int(indices.max()) >= n):
+            raise IndexError(f"gather index out of range for {self.prefix} with {n} items")
+        indices = np.where(indices < 0, indices + n, indices)
+        lengths = self.sizes[indices].astype(np.int64)
+        offsets = np.zeros(len(indices) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        starts = self.pointers[indices] // self.dtype.itemsize
+        positions = np.arange(offsets[-1], dtype=np.int64)
+        positions += np.repeat(starts - offsets[:-1], lengths)
+        return positions, lengths, offsets
+
+    def gather(self, indices: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Items ``indices`` as (flat tokens, int64 offsets of length n+1), in one vectorized read."""
+        index_array = np.asarray(indices, dtype=np.int64).reshape(-1)
+        positions, _, offsets = self._positions(index_array)
+        return self._tokens[positions], offsets
+
+    def gather_padded(
+        self,
+        indices: np.ndarray | list[int],
+        pad_id: int,
+        *,
+        left_pad: bool = False,
+        pad_to_multiple: int = 1,
+        dtype: np.dtype | type | None = None,
+    ) -> np.ndarray:
+        """Items ``indices`` as a (n, width) matrix padded with ``pad_id`` (right-padded unless ``left_pad``).
+
+        ``width`` is the longest item rounded up to ``pad_to_multiple``.
+        """
+        index_array = np.asarray(indices, dtype=np.int64).reshape(-1)
+        positions, lengths, offsets = self._positions(index_array)
+        longest = int(lengths.max()) if len(lengths) else 0
+        width = -(-longest // pad_to_multiple) * pad_to_multiple if pad_to_multiple > 1 else longest
+        out = np.full((len(index_array), width), pad_id, dtype=dtype or self.dtype)
+        rows = np.repeat(np.arange(len(index_array)), lengths)
+        cols = np.arange(len(positions), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+        if left_pad:
+            cols += np.repeat(width - lengths, lengths)
+        out[rows, cols] = self._tokens[positions]
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"IndexedDataset({self.prefix!r}, layout={self.layout.value}, dtype={self.dtype}, "
+            f"items={len(self)}, tokens={self.num_tokens})"
+        )

@@ -1,0 +1,225 @@
+"""Streaming writer for ``.bin``/``.idx`` token stores, byte-exact in fairseq's or Megatron's layout.
+
+Tokens go straight to a temporary ``.bin`` through a buffered file; only the per-item sizes (int32)
+and document boundaries (int64) are kept, in growable numpy arrays. ``finalize`` writes the
+``.idx`` (pointers are derived from sizes in bounded blocks) and renames both files into place,
+``.idx`` last, so an interrupted writer never leaves a pair that looks valid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from tokenmill.errors import FormatError
+from tokenmill.fsutil import commit, temp_name
+from tokenmill.store.format import MAGIC, VERSION, Layout, dtype_code, token_dtype
+from tokenmill.store.reader import IndexedDataset, split_prefix
+
+_POINTER_BLOCK = 1 << 22
+_WRITE_BUFFER = 8 << 20
+
+
+class GrowableArray:
+    """An append-only numpy array with amortized doubling: no Python lists for millions of entries."""
+
+    def __init__(self, dtype: np.dtype | type, capacity: int = 1024) -> None:
+        self._data = np.empty(capacity, dtype=dtype)
+        self._size = 0
+
+    def _reserve(self, extra: int) -> None:
+        needed = self._size + extra
+        if needed > len(self._data):
+            grown = np.empty(max(needed, 2 * len(self._data)), dtype=self._data.dtype)
+            grown[: self._size] = self._data[: self._size]
+            self._data = grown
+
+    def append(self, value: int) -> None:
+        self._reserve(1)
+        self._data[self._size] = value
+        self._size += 1
+
+    def extend(self, values: np.ndarray) -> None:
+        self._reserve(len(values))
+        self._data[self._size : self._size + len(values)] = values
+        self._size += len(values)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def view(self) -> np.ndarray:
+        return self._data[: self._size]
+
+
+class IndexedWriter:
+    """Write token items (and, for Megatron, document boundaries) to ``prefix.bin``/``prefix.idx``.
+
+    Give ``dtype`` or ``vocab_size`` (uint16 below 65500 entries, else int32). Use as a context
+    manager: a clean exit finalizes, an exception removes the temporaries.
+    """
+
+    def __init__(
+        self,
+        prefix: str | os.PathLike[str],
+        *,
+        layout: Layout | str = Layout.FAIRSEQ,
+        dtype: np.dtype | type | str | None = None,
+        vocab_size: int | None = None,
+    ) -> None:
+        if dtype is None and vocab_size is None:
+            raise ValueError("IndexedWriter needs dtype or vocab_size")
+        self.prefix = split_prefix(prefix)
+        self.layout = Layout(layout)
+        self.dtype = np.dtype(dtype) if dtype is not None else token_dtype(int(vocab_size))  # type: ignore[arg-type]
+        self._code = dtype_code(self.layout, self.dtype)
+        self._integer = np.issubdtype(self.dtype, np.integer)
+        self._limits = np.iinfo(self.dtype) if self._integer else None
+        self.bin_file = Path(f"{self.prefix}.bin")
+        self.idx_file = Path(f"{self.prefix}.idx")
+        self.bin_file.parent.mkdir(parents=True, exist_ok=True)
+        self._bin_tmp = temp_name(self.bin_file)
+        self._idx_tmp = temp_name(self.idx_file)
+        self._bin = open(self._bin_tmp, "wb", buffering=_WRITE_BUFFER)
+        self._sizes = GrowableArray(np.int32)
+        self._documents = GrowableArray(np.int64)
+        self._documents.append(0)
+        self.num_tokens = 0
+        self._closed = False
+
+    # ---------------------------------------------------------------- adding
+    def _cast(self, tokens: np.ndarray) -> np.ndarray:
+        if tokens.size and self._limits is not None:
+            low, high = tokens.min(), tokens.max()
+            if low < self._limits.min or high > self._limits.max:
+                raise ValueError(
+                    f"{self.bin_file}: token ids span [{low}, {high}] but {self.dtype} holds "
+                    f"[{self._limits.min}, {self._limits.max}]; pass a larger vocab_size/dtype"
+                )
+        return tokens.astype(self.dtype, copy=False)
+
+    def add_item(self, tokens: np.ndarray | list[int]) -> None:
+        """Append one item (a 1-D sequence of token ids)."""
+        array = self._cast(np.asarray(tokens).reshape(-1))
+        self._bin.write(array.tobytes())
+        self._sizes.append(len(array))
+        self.num_tokens += len(array)
+
+    def add_items(self, flat_tokens: np.ndarray, lengths: np.ndarray) -> None:
+        """Append many items at once: ``flat_tokens`` concatenated, ``lengths`` per item."""
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        flat = np.asarray(flat_tokens).reshape(-1)
+        if lengths.size and int(lengths.min()) < 0:
+            raise ValueError("item lengths must be non-negative")
+        if int(lengths.sum()) != len(flat):
+            raise ValueError(f"lengths sum to {int(lengths.sum())} but {len(flat)} tokens were given")
+        if lengths.size and int(lengths.max()) > np.iinfo(np.int32).max:
+            raise ValueError("an item longer than 2^31-1 tokens cannot be indexed")
+        self._bin.write(self._cast(flat).tobytes())
+        self._sizes.extend(lengths.astype(np.int32))
+        self.num_tokens += len(flat)
+
+    def end_document(self) -> None:
+        """Close the current document (Megatron layout): everything since the last call is one document."""
+        self._documents.append(len(self._sizes))
+
+    def add_document(self, flat_tokens: np.ndarray, lengths: np.ndarray | None = None) -> None:
+        """Append one document made of one item (or of several, given ``lengths``)."""
+        flat = np.asarray(flat_tokens).reshape(-1)
+        self.add_items(flat, np.array([len(flat)]) if lengths is None else lengths)
+        self.end_document()
+
+    def merge(self, prefix: str | os.PathLike[str]) -> None:
+        """Append a finished store (a shard) without decoding it: bytes copied, index offset.
+
+        Merging a fairseq-layout shard into a Megatron writer makes each of its items a document.
+        """
+        other = IndexedDataset(prefix)
+        if other.dtype != self.dtype:
+            raise FormatError(f"cannot merge {other.prefix} ({other.dtype}) into {self.prefix} ({self.dtype})")
+        self._bin.flush()
+        with open(other.bin_file, "rb") as source:
+            shutil.copyfileobj(source, self._bin, _WRITE_BUFFER)
+        base = len(self._sizes)
+        self._sizes.extend(other.sizes)
+        self.num_tokens += other.num_tokens
+        if other.document_indices is not None:
+            self._documents.extend(other.document_indices[1:] + base)
+        else:
+            self._documents.extend(np.arange(base + 1, base + len(other) + 1, dtype=np.int64))
+
+    # ---------------------------------------------------------------- finishing
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    def _write_index(self) -> None:
+        sizes = self._sizes.view()
+        n = len(sizes)
+        with open(self._idx_tmp, "wb", buffering=_WRITE_BUFFER) as idx:
+            idx.write(MAGIC)
+            idx.write(np.array([VERSION], dtype="<u8").tobytes())
+            idx.write(np.array([self._code], dtype="<u1").tobytes())
+            idx.write(np.array([n], dtype="<u8").tobytes())
+            if self.layout is Layout.MEGATRON:
+                idx.write(np.array([len(self._documents)], dtype="<u8").tobytes())
+            idx.write(sizes.astype("<i4", copy=False).tobytes())
+            carry = 0
+            for start in range(0, n, _POINTER_BLOCK):
+                block = sizes[start : start + _POINTER_BLOCK].astype(np.int64)
+                pointers = np.empty_like(block)
+                pointers[0] = carry
+                np.cumsum(block[:-1], out=pointers[1:])
+                pointers[1:] += carry
+                pointers *= self.dtype.itemsize
+                idx.write(pointers.astype("<i8", copy=False).tobytes())
+                carry += int(block.sum())
+            if self.layout is Layout.MEGATRON:
+                idx.write(self._documents.view().astype("<i8", copy=False).tobytes())
+
+    def finalize(self) -> None:
+        """Write the index and move both files into place atomically (``.idx`` last)."""
+        if self._closed:
+            return
+        self._bin.close()
+        self._write_index()
+        self._closed = True
+        commit(self._bin_tmp, self.bin_file)
+        commit(self._idx_tmp, self.idx_file)
+
+    def abort(self) -> None:
+        """Drop everything written so far; the final paths are left untouched."""
+        if self._closed:
+            return
+        self._bin.close()
+        self._closed = True
+        for tmp in (self._bin_tmp, self._idx_tmp):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def __enter__(self) -> IndexedWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.finalize()
+        else:
+            self.abort()
+
+
+def merge_stores(
+    prefixes: list[str | os.PathLike[str]], output: str | os.PathLike[str], *, layout: Layout | str | None = None
+) -> IndexedDataset:
+    """Concatenate finished stores (shards) into ``output``; layout defaults to the first shard's."""
+    if not prefixes:
+        raise ValueError("merge_stores needs at least one input store")
+    first = IndexedDataset(prefixes[0])
+    with IndexedWriter(output, layout=layout or first.layout, dtype=first.dtype) as writer:
+        for prefix in prefixes:
+            writer.merge(prefix)
+    return IndexedDataset(output)

@@ -1,0 +1,150 @@
+"""Round trips through IndexedWriter and IndexedDataset in both layouts."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tokenmill.store import IndexedDataset, IndexedWriter, Layout, merge_stores, token_dtype
+from tokenmill.store.format import idx_size
+
+
+def random_items(count: int, seed: int = 0, vocab: int = 1000) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, vocab, size=int(n)) for n in rng.integers(0, 40, size=count)]
+
+
+def write(prefix, items, layout="fairseq", vocab_size=1000, docs_every=0):
+    with IndexedWriter(prefix, layout=layout, vocab_size=vocab_size) as writer:
+        for i, item in enumerate(items, start=1):
+            writer.add_item(item)
+            if docs_every and i % docs_every == 0:
+                writer.end_document()
+    return IndexedDataset(prefix)
+
+
+@pytest.mark.parametrize("layout", ["fairseq", "megatron"])
+def test_round_trip_keeps_every_item(tmp_path, layout):
+    items = random_items(300)
+    dataset = write(tmp_path / "train", items, layout=layout, docs_every=7)
+    assert dataset.layout is Layout(layout)
+    assert len(dataset) == 300
+    assert dataset.sizes.tolist() == [len(x) for x in items]
+    for i, item in enumerate(items):
+        np.testing.assert_array_equal(dataset[i], item)
+    assert dataset.num_tokens == sum(len(x) for x in items)
+    documents = dataset.document_indices
+    if layout == "megatron":
+        assert documents.tolist() == list(range(0, 301, 7))
+    else:
+        assert documents is None
+    num_docs = 0 if documents is None else len(documents)
+    assert os.path.getsize(tmp_path / "train.idx") == idx_size(Layout(layout), 300, num_docs)
+
+
+def test_dtype_follows_vocabulary_size(tmp_path):
+    assert token_dtype(65499) == np.uint16
+    assert token_dtype(65500) == np.int32
+    small = write(tmp_path / "small", [[1, 2, 65498]], vocab_size=65499)
+    large = write(tmp_path / "large", [[1, 2, 70000]], vocab_size=80000)
+    assert small.dtype == np.uint16 and large.dtype == np.int32
+    assert large[0].tolist() == [1, 2, 70000]
+
+
+def test_writer_refuses_ids_its_dtype_cannot_hold(tmp_path):
+    with pytest.raises(ValueError, match="uint16 holds"), IndexedWriter(tmp_path / "x", vocab_size=100) as writer:
+        writer.add_item([1, 70000])
+    with pytest.raises(ValueError, match="uint16 holds"), IndexedWriter(tmp_path / "y", vocab_size=100) as writer:
+        writer.add_item([-1])
+    assert not list(tmp_path.iterdir()), "a failed writer leaves no files behind"
+
+
+def test_sizes_is_a_zero_copy_view_of_the_index(tmp_path):
+    dataset = write(tmp_path / "d", random_items(50))
+    assert not dataset.sizes.flags.owndata
+    assert np.shares_memory(dataset.sizes, dataset._idx)
+
+
+def test_add_items_equals_add_item_byte_for_byte(tmp_path):
+    items = random_items(100, seed=3)
+    write(tmp_path / "one", items)
+    lengths = np.array([len(x) for x in items])
+    with IndexedWriter(tmp_path / "many", vocab_size=1000) as writer:
+        writer.add_items(np.concatenate(items), lengths)
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"one{suffix}").read_bytes() == (tmp_path / f"many{suffix}").read_bytes()
+
+
+def test_gather_returns_flat_tokens_and_offsets(tmp_path):
+    items = random_items(200, seed=5)
+    dataset = write(tmp_path / "d", items)
+    order = np.array([5, 0, 199, 5, -1, 17])
+    flat, offsets = dataset.gather(order)
+    assert offsets[0] == 0 and offsets[-1] == len(flat)
+    for k, i in enumerate(order):
+        np.testing.assert_array_equal(flat[offsets[k] : offsets[k + 1]], items[i])
+
+
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_gather_padded_pads_to_the_longest_row_and_multiple(tmp_path, left_pad):
+    items = [np.array([4, 5, 6]), np.array([7]), np.array([], dtype=np.int64), np.array([8, 9])]
+    dataset = write(tmp_path / "d", items)
+    matrix = dataset.gather_padded([0, 1, 2, 3], pad_id=1, left_pad=left_pad, pad_to_multiple=4)
+    if left_pad:
+        expected = [[1, 4, 5, 6], [1, 1, 1, 7], [1, 1, 1, 1], [1, 1, 8, 9]]
+    else:
+        expected = [[4, 5, 6, 1], [7, 1, 1, 1], [1, 1, 1, 1], [8, 9, 1, 1]]
+    assert matrix.tolist() == expected
+
+
+def test_get_reads_part_of_an_item(tmp_path):
+    dataset = write(tmp_path / "d", [np.arange(10)])
+    assert dataset.get(0, offset=3, length=4).tolist() == [3, 4, 5, 6]
+    assert dataset.get(0, offset=8).tolist() == [8, 9]
+    with pytest.raises(IndexError):
+        dataset.get(1)
+
+
+def test_empty_store_opens(tmp_path):
+    dataset = write(tmp_path / "empty", [])
+    assert len(dataset) == 0 and dataset.num_tokens == 0
+    flat, offsets = dataset.gather([])
+    assert len(flat) == 0 and offsets.tolist() == [0]
+
+
+@pytest.mark.parametrize("layout", ["fairseq", "megatron"])
+def test_merge_concatenates_shards(tmp_path, layout):
+    parts = [random_items(30, seed=s) for s in range(3)]
+    prefixes = [tmp_path / f"shard{s}" for s in range(3)]
+    for prefix, items in zip(prefixes, parts, strict=True):
+        write(prefix, items, layout=layout, docs_every=10)
+    merged = merge_stores(prefixes, tmp_path / "all")
+    everything = [x for part in parts for x in part]
+    assert len(merged) == 90
+    for i, item in enumerate(everything):
+        np.testing.assert_array_equal(merged[i], item)
+    if layout == "megatron":
+        assert merged.document_indices.tolist() == list(range(0, 91, 10))
+    direct = write(tmp_path / "direct", everything, layout=layout, docs_every=10)
+    assert (tmp_path / "all.bin").read_bytes() == (tmp_path / "direct.bin").read_bytes()
+    assert (tmp_path / "all.idx").read_bytes() == (tmp_path / "direct.idx").read_bytes()
+    assert len(direct) == 90
+
+
+def test_interrupted_writer_leaves_no_valid_looking_files(tmp_path):
+    writer = IndexedWriter(tmp_path / "d", vocab_size=100)
+    writer.add_item([1, 2, 3])
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names and all(".tmp-" in n for n in names), names
+    writer.abort()
+    assert not list(tmp_path.iterdir())
+
+
+def test_rewrite_replaces_previous_files_atomically(tmp_path):
+    write(tmp_path / "d", [[1, 2]])
+    with pytest.raises(RuntimeError), IndexedWriter(tmp_path / "d", vocab_size=100) as writer:
+        writer.add_item([7, 7, 7])
+        raise RuntimeError("killed")
+    assert IndexedDataset(tmp_path / "d")[0].tolist() == [1, 2], "the old store is intact"
