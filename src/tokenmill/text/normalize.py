@@ -43,8 +43,7 @@ FULLWIDTH_TABLE: dict[int, int] = {0x3000: 0x20, **{c: c - 0xFEE0 for c in range
 SPACE_CONTROLS = "\x0b\x0c\r\x1c\x1d\x1e\x1f\x85"
 # category Cc is exactly U+0000-U+001F and U+007F-U+009F; TAB and LF survive control removal
 DELETED = (
-    "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in SPACE_CONTROLS + "\t\n")
-    + "\ufeff"
+    "".join(chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in SPACE_CONTROLS + "\t\n") + "\ufeff"
 )
 # str.isspace() characters (checked against unicodedata in the tests)
 WHITESPACE = (

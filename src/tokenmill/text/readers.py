@@ -82,9 +82,7 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.on_invalid_utf8 not in ("error", "replace", "skip"):
-            raise ConfigError(
-                f"on_invalid_utf8={self.on_invalid_utf8!r}: choose one of 'error', 'replace', 'skip'"
-            )
+            raise ConfigError(f"on_invalid_utf8={self.on_invalid_utf8!r}: choose one of 'error', 'replace', 'skip'")
         if self.on_malformed not in ("error", "skip"):
             raise ConfigError(f"on_malformed={self.on_malformed!r}: choose one of 'error', 'skip'")
         for name in ("chunk_lines", "block_bytes", "index_every"):
@@ -295,9 +293,7 @@ def _newline_positions(block: bytes) -> np.ndarray:
     return np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
 
 
-def _take_lines(
-    blocks: Iterator[tuple[int, bytes]], skip: int, limit: int | None
-) -> Iterator[tuple[int, bytes]]:
+def _take_lines(blocks: Iterator[tuple[int, bytes]], skip: int, limit: int | None) -> Iterator[tuple[int, bytes]]:
     """Drop the first ``skip`` lines, then stop after ``limit`` lines (None: to the end)."""
     for off, block in blocks:
         if limit is not None and limit <= 0:
@@ -631,9 +627,7 @@ class ParallelFiles(Source):
 
     parallel = True
 
-    def __init__(
-        self, pairs: Sequence[tuple[PathLike, PathLike]], options: ReadOptions | None = None
-    ) -> None:
+    def __init__(self, pairs: Sequence[tuple[PathLike, PathLike]], options: ReadOptions | None = None) -> None:
         pairs = [(str(a), str(b)) for a, b in pairs]
         super().__init__([a for a, _ in pairs], options)
         self.pairs = pairs

@@ -1,0 +1,251 @@
+"""Pair filters over chunks: a keep mask plus how many pairs each step dropped.
+
+Steps, each optional, run in this fixed order (cheap first); a pair dropped by one step is counted
+there and not looked at by later ones, so the per-step counts add up to the pairs dropped:
+
+1. ``empty``      either side empty (after normalization, so whitespace-only lines are empty).
+2. ``chars``      a side shorter than ``min_chars`` or longer than ``max_chars`` characters.
+3. ``tokens``     a side with fewer than ``min_tokens`` or more than ``max_tokens`` tokens:
+                  whitespace tokens by default, or lengths you pass (e.g. subword counts).
+4. ``ratio``      longer side / shorter side above ``max_ratio`` (in tokens, or characters with
+                  ``ratio_unit="chars"``; a zero length counts as 1).
+5. ``identical``  source equal to target.
+6. ``nonletter``  a side whose share of non-letter characters (whitespace ignored; letters are
+                  Unicode L* and M*) is above ``max_nonletter``.
+7. ``script``     a side whose letters are less than ``min_script_fraction`` in the expected
+                  script (``src_script``/``tgt_script``; lines without letters pass).
+8. ``langid``     a side whose language (py3langid) is not ``src_lang``/``tgt_lang``.
+
+Monolingual chunks (``tgt=None``) run the one-sided steps on the source only. Every step works on
+whole chunks: lengths via ``map(len, ...)`` into numpy, masks combined with numpy; the character
+and language steps only look at pairs that survived the earlier steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+from typing import Literal
+
+import numpy as np
+
+from tokenmill.errors import ConfigError
+from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
+from tokenmill.text.stats import StepStats
+
+FILTER_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script", "langid")
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Which filters run and their thresholds; all off except ``drop_empty`` by default."""
+
+    drop_empty: bool = True  # drop pairs with an empty side
+    min_chars: int = 0  # per side, characters (code points); 0 = no minimum
+    max_chars: int | None = None  # per side; None = no maximum
+    min_tokens: int = 0  # per side, whitespace tokens (or the lengths passed in)
+    max_tokens: int | None = None  # per side; None = no maximum
+    max_ratio: float | None = None  # longer/shorter side, e.g. 9 like Moses' clean-corpus-n; None = off
+    ratio_unit: Literal["tokens", "chars"] = "tokens"  # what max_ratio compares
+    drop_identical: bool = False  # drop pairs whose source equals the target
+    max_nonletter: float | None = None  # max share of non-letters among non-space chars, e.g. 0.5
+    src_script: str | None = None  # Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana"
+    tgt_script: str | None = None  # same for the target
+    min_script_fraction: float = 0.5  # share of letters that must be in the expected script
+    src_lang: str | None = None  # expected language of the source (py3langid code, e.g. "en")
+    tgt_lang: str | None = None  # expected language of the target
+    langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; None = all
+
+    def __post_init__(self) -> None:
+        def bad(msg: str) -> ConfigError:
+            return ConfigError(f"filter settings: {msg}")
+
+        if self.min_chars < 0 or self.min_tokens < 0:
+            raise bad("min_chars and min_tokens must be >= 0")
+        if self.max_chars is not None and self.max_chars < self.min_chars:
+            raise bad(f"max_chars={self.max_chars} is below min_chars={self.min_chars}")
+        if self.max_tokens is not None and self.max_tokens < self.min_tokens:
+            raise bad(f"max_tokens={self.max_tokens} is below min_tokens={self.min_tokens}")
+        if self.max_ratio is not None and self.max_ratio < 1:
+            raise bad(f"max_ratio={self.max_ratio} must be >= 1 (it compares the longer side to the shorter)")
+        if self.ratio_unit not in ("tokens", "chars"):
+            raise bad(f"ratio_unit={self.ratio_unit!r}: choose 'tokens' or 'chars'")
+        if self.max_nonletter is not None and not 0 <= self.max_nonletter <= 1:
+            raise bad(f"max_nonletter={self.max_nonletter} must be a fraction in [0, 1]")
+        if not 0 <= self.min_script_fraction <= 1:
+            raise bad(f"min_script_fraction={self.min_script_fraction} must be a fraction in [0, 1]")
+        if self.langid_candidates is not None:
+            for lang in (self.src_lang, self.tgt_lang):
+                if lang is not None and lang not in self.langid_candidates:
+                    raise bad(f"expected language {lang!r} is not among langid_candidates")
+
+
+@dataclass
+class FilterResult:
+    """``keep[i]`` is True for pairs that pass every step; ``counts[step]`` = pairs dropped there."""
+
+    keep: np.ndarray  # bool, one per input pair
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> int:
+        return int(self.keep.sum())
+
+    def apply(self, lines: Sequence[str]) -> list[str]:
+        """The kept items of ``lines`` (same length as the filtered chunk), in order."""
+        return list(compress(lines, self.keep.tolist()))
+
+
+def char_lengths(lines: Sequence[str]) -> np.ndarray:
+    """int64 characters per line."""
+    return np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+
+
+def whitespace_token_lengths(lines: Sequence[str]) -> np.ndarray:
+    """int64 whitespace-separated tokens per line (``len(line.split())``)."""
+    return np.fromiter(map(len, map(str.split, lines)), dtype=np.int64, count=len(lines))
+
+
+class PairFilter:
+    """Compiled filters for one :class:`FilterConfig`; call it on chunks."""
+
+    def __init__(self, config: FilterConfig | None = None) -> None:
+        self.config = config or FilterConfig()
+        cfg = self.config
+        for script in (cfg.src_script, cfg.tgt_script):
+            if script is not None:
+                script_table(script)  # fail now on an unknown script or a missing package
+        self._langid = None
+        if cfg.src_lang is not None or cfg.tgt_lang is not None:
+            from tokenmill.text.langid import LanguageIdentifier
+
+            self._langid = LanguageIdentifier(cfg.langid_candidates)
+            for lang in (cfg.src_lang, cfg.tgt_lang):
+                if lang is not None and lang not in self._langid.labels:
+                    raise ConfigError(f"filter settings: language-ID does not know {lang!r}")
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The enabled steps, in the order they run."""
+        cfg = self.config
+        on = {
+            "empty": cfg.drop_empty,
+            "chars": cfg.min_chars > 0 or cfg.max_chars is not None,
+            "tokens": cfg.min_tokens > 0 or cfg.max_tokens is not None,
+            "ratio": cfg.max_ratio is not None,
+            "identical": cfg.drop_identical,
+            "nonletter": cfg.max_nonletter is not None,
+            "script": cfg.src_script is not None or cfg.tgt_script is not None,
+            "langid": self._langid is not None,
+        }
+        return tuple(s for s in FILTER_STEPS if on[s])
+
+    def __call__(
+        self,
+        src: Sequence[str],
+        tgt: Sequence[str] | None = None,
+        *,
+        src_tokens: np.ndarray | None = None,
+        tgt_tokens: np.ndarray | None = None,
+        stats: StepStats | None = None,
+    ) -> FilterResult:
+        """Filter one chunk. ``src_tokens``/``tgt_tokens``: token lengths to use instead of whitespace
+        tokens (e.g. subword counts from the tokenizer). With ``stats``, adds ``pairs``, ``kept``
+        and ``dropped_<step>`` counters."""
+        n = len(src)
+        if tgt is not None and len(tgt) != n:
+            raise ValueError(f"source has {n} items but target has {len(tgt)}")
+        cfg = self.config
+        sides = [src] if tgt is None else [src, tgt]
+        keep = np.ones(n, dtype=bool)
+        counts: dict[str, int] = {}
+        chars: list[np.ndarray] | None = None
+        tokens: list[np.ndarray] | None = None
+
+        def drop(step: str, bad: np.ndarray) -> None:
+            hit = bad & keep
+            counts[step] = int(hit.sum())
+            keep[hit] = False
+
+        for step in self.steps:
+            if step in ("empty", "chars") or (step == "ratio" and cfg.ratio_unit == "chars"):
+                chars = chars if chars is not None else [char_lengths(s) for s in sides]
+            if step == "tokens" or (step == "ratio" and cfg.ratio_unit == "tokens"):
+                if tokens is None:
+                    given = [src_tokens, tgt_tokens][: len(sides)]
+                    tokens = [
+                        whitespace_token_lengths(s) if g is None else _checked_lengths(g, n)
+                        for s, g in zip(sides, given, strict=True)
+                    ]
+            if step == "empty":
+                drop(step, np.logical_or.reduce([c == 0 for c in chars]))  # type: ignore[union-attr]
+            elif step == "chars":
+                drop(step, np.logical_or.reduce([_outside(c, cfg.min_chars, cfg.max_chars) for c in chars]))  # type: ignore[union-attr]
+            elif step == "tokens":
+                drop(step, np.logical_or.reduce([_outside(t, cfg.min_tokens, cfg.max_tokens) for t in tokens]))  # type: ignore[union-attr]
+            elif step == "ratio" and tgt is not None:
+                a, b = chars if cfg.ratio_unit == "chars" else tokens  # type: ignore[misc]
+                lo, hi = np.maximum(np.minimum(a, b), 1), np.maximum(a, b)
+                drop(step, hi > cfg.max_ratio * lo)  # type: ignore[operator]
+            elif step == "identical" and tgt is not None:
+                same = np.fromiter(map(str.__eq__, src, tgt), dtype=bool, count=n)
+                drop(step, same)
+            elif step in ("nonletter", "script", "langid"):
+                drop(step, self._costly(step, sides, keep))
+            else:
+                counts[step] = 0
+        result = FilterResult(keep, counts)
+        if stats is not None:
+            stats.add("pairs", n)
+            for step in self.steps:
+                stats.add(f"dropped_{step}", counts.get(step, 0))
+            stats.add("kept", result.kept)
+        return result
+
+    def _costly(self, step: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
+        """Bad mask for a step that inspects characters: computed on the surviving pairs only."""
+        cfg = self.config
+        idx = np.flatnonzero(keep)
+        bad = np.zeros(len(keep), dtype=bool)
+        if not len(idx):
+            return bad
+        picks = idx.tolist()
+        for i, side in enumerate(sides):
+            lines = [side[j] for j in picks] if len(picks) < len(keep) else list(side)
+            if step == "nonletter":
+                bad[idx] |= nonletter_fraction(lines) > cfg.max_nonletter  # type: ignore[operator]
+            elif step == "script":
+                script = (cfg.src_script, cfg.tgt_script)[i]
+                if script is not None:
+                    bad[idx] |= script_fraction(lines, script) < cfg.min_script_fraction
+            else:
+                lang = (cfg.src_lang, cfg.tgt_lang)[i]
+                if lang is not None:
+                    assert self._langid is not None
+                    bad[idx] |= self._langid.classify(lines) != lang
+        return bad
+
+
+def _outside(lengths: np.ndarray, low: int, high: int | None) -> np.ndarray:
+    out = lengths < low
+    if high is not None:
+        out |= lengths > high
+    return out
+
+
+def _checked_lengths(lengths: np.ndarray, n: int) -> np.ndarray:
+    arr = np.asarray(lengths)
+    if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"token lengths must be a 1-D integer array of {n} items, got {arr.dtype} {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+__all__ = [
+    "FILTER_STEPS",
+    "FilterConfig",
+    "FilterResult",
+    "PairFilter",
+    "char_lengths",
+    "whitespace_token_lengths",
+]
