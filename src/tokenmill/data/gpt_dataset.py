@@ -1,0 +1,285 @@
+"""Packed language-model samples over a token store, Megatron's GPTDataset semantics plus boundaries.
+
+Sample ``i`` is the ``shuffle_index[i]``-th row of the GPT sample index (see ``gpt_index``): the
+``seq_length`` (+1 with the extra token) tokens starting at that row's document position and
+offset, running across document boundaries. Out come, like megatron-core's ``GPTDataset``:
+
+* ``tokens`` (seq_length) inputs and ``labels`` (seq_length) the next tokens;
+* ``loss_mask`` (float32): 0 where the label is padding (or the last label without the extra
+  token), and where the input is EOD if asked;
+* ``position_ids``: 0..seq_length-1, or restarting at each document if asked;
+
+and what Megatron does not give: ``cu_seqlens``, the start of every document piece in the row
+plus the row end (int32, the cumulative lengths flash-attention's varlen kernels take), and
+``max_seqlen``. In a batch, ``cu_seqlens`` runs over the flattened (batch * seq_length) tokens.
+
+Boundaries come from the index itself (``boundaries="documents"``, works with or without EOD
+tokens) or from EOD tokens in the row (``"eod"``, Megatron's ``reset_position_ids`` rule). For
+documents that end in EOD the two agree, including the padding of a kept partial last sample,
+which starts a segment of its own. Batches are gathered in one vectorized read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from tokenmill.data.blending import SPLIT_NAMES, split_document_ranges
+from tokenmill.data.gpt_index import GPTIndex, GPTIndexConfig, build_gpt_index
+from tokenmill.data.index_cache import IndexCache, fingerprint_array
+from tokenmill.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tokenmill.store import IndexedDataset
+
+
+@dataclass(frozen=True)
+class GPTDatasetConfig:
+    """How samples are cut (the index settings) and what each sample carries."""
+
+    seq_length: int
+    """Tokens per row."""
+    seed: int = 1234
+    """Shuffle seed (Megatron's random_seed)."""
+    num_samples: int | None = None
+    """Minimum samples wanted (epochs are added as needed); None: one epoch or ``num_epochs``."""
+    num_epochs: int | None = None
+    """Exactly this many epochs instead of ``num_samples``."""
+    add_extra_token: bool = True
+    """Read seq_length + 1 tokens so inputs and labels are both seq_length (Megatron's default)."""
+    drop_last_partial_sequence: bool = True
+    """Drop the final short sample; when kept it is padded with ``pad_id`` and its padding masked."""
+    eod_id: int | None = None
+    """End-of-document token id; needed by ``eod_mask_loss`` and ``boundaries="eod"``."""
+    eod_mask_loss: bool = False
+    """Zero the loss where the input token is EOD (Megatron's eod_mask_loss)."""
+    reset_position_ids: bool = False
+    """Restart position ids at every document boundary (Megatron's reset_position_ids)."""
+    boundaries: Literal["documents", "eod"] = "documents"
+    """Where documents split a row: the index's own document ends, or after each EOD token."""
+    pad_id: int = 0
+    """Token and label id written into the padding of a kept partial sample (Megatron writes 0)."""
+
+    def __post_init__(self) -> None:
+        self.index_config()  # validates the index settings
+        if self.boundaries not in ("documents", "eod"):
+            raise ConfigError(f"boundaries must be 'documents' or 'eod', got {self.boundaries!r}")
+        if self.eod_id is None and (self.eod_mask_loss or self.boundaries == "eod"):
+            raise ConfigError("eod_mask_loss and boundaries='eod' need eod_id (the end-of-document token id)")
+
+    def index_config(self) -> GPTIndexConfig:
+        """The settings that determine the index arrays."""
+        return GPTIndexConfig(
+            seq_length=self.seq_length,
+            seed=self.seed,
+            num_samples=self.num_samples,
+            num_epochs=self.num_epochs,
+            add_extra_token=self.add_extra_token,
+            drop_last_partial_sequence=self.drop_last_partial_sequence,
+        )
+
+
+def _select_documents(
+    documents: tuple[int, int] | Sequence[int] | np.ndarray | None, num_items: int
+) -> tuple[np.ndarray | None, object]:
+    """Item ids to draw from and a JSON description of them for the cache key."""
+    if documents is None:
+        return None, "all"
+    if isinstance(documents, tuple) and len(documents) == 2:
+        begin, end = int(documents[0]), int(documents[1])
+        if not 0 <= begin < end <= num_items:
+            raise ConfigError(f"document range [{begin}, {end}) is empty or outside the store's {num_items} items")
+        return np.arange(begin, end, dtype=np.int32 if end <= 2**31 - 1 else np.int64), ["range", begin, end]
+    array = np.asarray(documents)
+    if array.ndim != 1 or array.dtype.kind not in "iu":
+        raise ConfigError("documents must be None, a (begin, end) range or a 1-D array of item ids")
+    return array, ["ids", fingerprint_array(array)]
+
+
+class GPTDataset:
+    """Packed LM samples over ``dataset`` (a ``tokenmill.store.IndexedDataset``).
+
+    ``documents``: the items to draw from — None (all), a ``(begin, end)`` range or an id array
+    (see ``for_split``). ``cache_dir``: where the index arrays are cached and shared between
+    processes (built once, then memory-mapped); None builds them in memory.
+    """
+
+    def __init__(
+        self,
+        dataset: IndexedDataset,
+        config: GPTDatasetConfig,
+        *,
+        documents: tuple[int, int] | Sequence[int] | np.ndarray | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.dataset = dataset
+        self.config = config
+        sizes = dataset.sizes
+        selected, described = _select_documents(documents, len(sizes))
+        index_config = config.index_config()
+        if cache_dir is None:
+            index = build_gpt_index(sizes, index_config, selected)
+            self.document_index = index.document_index
+            self.sample_index = index.sample_index
+            self.shuffle_index = index.shuffle_index
+            self.cache_path: Path | None = None
+        else:
+            settings = {**index_config.settings(), "sizes": fingerprint_array(sizes), "documents": described}
+
+            def build() -> dict[str, np.ndarray]:
+                index: GPTIndex = build_gpt_index(sizes, index_config, selected)
+                return {
+                    "document_index": index.document_index,
+                    "sample_index": index.sample_index,
+                    "shuffle_index": index.shuffle_index,
+                }
+
+            entry = IndexCache(cache_dir).get_or_build(
+                "gpt", settings, build, description={"store": str(getattr(dataset, "prefix", ""))}
+            )
+            self.document_index = entry.arrays["document_index"]
+            self.sample_index = entry.arrays["sample_index"]
+            self.shuffle_index = entry.arrays["shuffle_index"]
+            self.cache_path = entry.path
+        self._tokens = self._map_tokens(dataset)
+        self._itemsize = np.dtype(dataset.dtype).itemsize
+
+    @classmethod
+    def for_split(
+        cls,
+        dataset: IndexedDataset,
+        config: GPTDatasetConfig,
+        split: str,
+        name: str = "train",
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> GPTDataset | None:
+        """The dataset over one split of a Megatron split string such as ``"969,30,1"``; None if empty."""
+        if name not in SPLIT_NAMES:
+            raise ConfigError(f"split name must be one of {', '.join(SPLIT_NAMES)}, got {name!r}")
+        document_range = split_document_ranges(split, len(dataset.sizes))[SPLIT_NAMES.index(name)]
+        if document_range is None or document_range[0] >= document_range[1]:
+            return None
+        return cls(dataset, config, documents=document_range, cache_dir=cache_dir)
+
+    @staticmethod
+    def _map_tokens(dataset: IndexedDataset) -> np.ndarray:
+        bin_file = Path(dataset.bin_file)
+        if bin_file.stat().st_size == 0:
+            return np.empty(0, dtype=dataset.dtype)
+        return np.memmap(bin_file, dtype=dataset.dtype, mode="r")
+
+    def __len__(self) -> int:
+        return int(self.shuffle_index.shape[0])
+
+    # ------------------------------------------------------------------ reading rows
+
+    def _rows(self, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Raw rows (B, seq_length + extra) int64 padded with pad_id, their real lengths, and the column
+        and row of every document piece's first token."""
+        config = self.config
+        extra = int(config.add_extra_token)
+        width = config.seq_length + extra
+        count = len(sample_ids)
+        rows = self.shuffle_index[sample_ids].astype(np.int64)
+        begin = np.asarray(self.sample_index[rows], dtype=np.int64)
+        end = np.asarray(self.sample_index[rows + 1], dtype=np.int64)
+        pieces = end[:, 0] - begin[:, 0] + 1
+        owner = np.repeat(np.arange(count), pieces)
+        first = np.cumsum(pieces) - pieces
+        local = np.arange(len(owner), dtype=np.int64) - first[owner]
+        documents = np.asarray(self.document_index[begin[owner, 0] + local], dtype=np.int64)
+        sizes = self.dataset.sizes[documents].astype(np.int64)
+        start = np.where(local == 0, begin[owner, 1], 0)
+        stop = np.where(local == pieces[owner] - 1, end[owner, 1] + extra, sizes)
+        lengths = np.maximum(stop - start, 0)
+        # Column of each piece inside its row: tokens before it in the same row.
+        before = np.cumsum(lengths) - lengths
+        column = before - before[first][owner]
+        real = np.bincount(owner, weights=lengths, minlength=count).astype(np.int64)
+        # One gather for every token of the batch.
+        source = self.dataset.pointers[documents] // self._itemsize + start
+        total = int(lengths.sum())
+        positions = np.arange(total, dtype=np.int64) + np.repeat(source - before, lengths)
+        flat = self._tokens[positions].astype(np.int64)
+        if np.all(real == width):
+            text = flat.reshape(count, width)
+        else:
+            text = np.full((count, width), config.pad_id, dtype=np.int64)
+            target_rows = np.repeat(owner, lengths)
+            target_cols = np.arange(total, dtype=np.int64) - np.repeat(before - column, lengths)
+            text[target_rows, target_cols] = flat
+        return text, real, column, owner
+
+    def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
+        """Samples ``sample_ids`` as 2-D arrays (batch, seq_length), plus flat ``cu_seqlens``/``max_seqlen``."""
+        ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if ids.size and (int(ids.min()) < -n or int(ids.max()) >= n):
+            raise IndexError(f"sample index out of range for a GPTDataset of {n} samples")
+        ids = np.where(ids < 0, ids + n, ids)
+        config = self.config
+        length = config.seq_length
+        text, real, column, owner = self._rows(ids)
+        count = len(ids)
+        if config.add_extra_token:
+            tokens, labels = text[:, :-1], text[:, 1:]
+        else:
+            tokens = text
+            labels = np.empty_like(text)
+            labels[:, :-1] = text[:, 1:]
+            labels[:, -1] = config.pad_id
+        columns = np.arange(length, dtype=np.int64)
+        loss_mask = (columns[None, :] + 1 < real[:, None]).astype(np.float32)
+        if config.eod_mask_loss:
+            loss_mask[tokens == config.eod_id] = 0.0
+        # Where a new segment (document piece, or padding) begins inside each input row.
+        starts = np.zeros((count, length), dtype=bool)
+        starts[:, 0] = True
+        if config.boundaries == "documents":
+            inside = column < length
+            starts[owner[inside], column[inside]] = True
+            # The padding of a kept partial sample follows the end of the last document: a new segment.
+            padded = np.flatnonzero(real < length)
+            starts[padded, real[padded]] = True
+        else:
+            real_input = columns[None, :-1] < real[:, None]  # ignore padding even if pad_id == eod_id
+            eod_rows, eod_cols = np.nonzero((tokens[:, :-1] == config.eod_id) & real_input)
+            starts[eod_rows, eod_cols + 1] = True
+        if config.reset_position_ids:
+            segment_start = np.maximum.accumulate(np.where(starts, columns[None, :], 0), axis=1)
+            position_ids = columns[None, :] - segment_start
+        else:
+            position_ids = np.broadcast_to(columns, (count, length)).copy()
+        cu_seqlens = np.append(np.flatnonzero(starts.reshape(-1)), count * length).astype(np.int32)
+        max_seqlen = int(np.diff(cu_seqlens).max()) if count else 0
+        return {
+            "tokens": np.ascontiguousarray(tokens),
+            "labels": np.ascontiguousarray(labels),
+            "loss_mask": loss_mask,
+            "position_ids": position_ids,
+            "cu_seqlens": cu_seqlens,
+            "max_seqlen": max_seqlen,
+        }
+
+    def __getitem__(self, i: int) -> dict[str, np.ndarray | int]:
+        """One sample: 1-D ``tokens``, ``labels``, ``loss_mask``, ``position_ids`` and its ``cu_seqlens``."""
+        batch = self.get_batch([int(i)])
+        return {
+            key: value[0] if key in ("tokens", "labels", "loss_mask", "position_ids") else value
+            for key, value in batch.items()
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"GPTDataset({len(self)} samples of {self.config.seq_length} tokens, "
+            f"{len(self.document_index)} document positions, cache={self.cache_path})"
+        )
+
+
+__all__ = ["GPTDataset", "GPTDatasetConfig"]
