@@ -6,7 +6,8 @@ Rules this module enforces (DESIGN.md, "Rules of the house"):
   zstd frames or gzip members in one file are read through).
 * Lines end at ``\\n`` or ``\\r\\n`` only. U+2028, U+0085, ``\\x0b``, ``\\x0c``, ``\\x1c``-``\\x1e`` and a
   lone ``\\r`` stay inside a line (Python's text mode and ``str.splitlines`` split on those; we read
-  bytes). A final line without ``\\n`` counts as a line; an empty file has none.
+  bytes). A final line without ``\\n`` counts as a line (a ``\\r`` ending it is dropped as half a
+  CRLF); an empty file has none.
 * UTF-8 only; a UTF-8 BOM at the start of a file is dropped. Bad bytes follow ``on_invalid_utf8``:
   ``"error"`` (message with file, 1-based line and the option that helps), ``"replace"`` (U+FFFD,
   counted) or ``"skip"`` (line dropped together with its pair, counted).

@@ -1,0 +1,84 @@
+"""Hash set, first-occurrence-wins dedup, and held-out leakage removal."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmill.errors import ConfigError
+from tokenmill.text.dedup import Deduplicator, HashSet, LeakageFilter, pair_hashes, side_hashes
+from tokenmill.text.stats import StepStats
+
+
+def test_pair_key_has_no_separator_ambiguity() -> None:
+    keys = pair_hashes(["a\tb", "a", "ab", "a"], ["c", "b\tc", "c", "bc"])
+    assert len(set(keys.tolist())) == 4
+    assert pair_hashes(["x"], ["y"])[0] == pair_hashes(["x"], ["y"], side_hashes(["x"]))[0]
+
+
+def test_first_occurrence_wins_across_and_within_chunks() -> None:
+    src = ["a", "b", "a", "c", "b", "a"]
+    tgt = ["1", "2", "1", "3", "9", "1"]
+    dedup = Deduplicator()
+    stats = StepStats("dedup")
+    keep = np.concatenate([dedup(src[:2], tgt[:2], stats), dedup(src[2:], tgt[2:], stats)])
+    assert keep.tolist() == [True, True, False, True, True, False]  # ("b","9") differs from ("b","2")
+    assert stats.counts == {"pairs": 6, "duplicates": 2}
+
+
+def test_monolingual_dedup() -> None:
+    assert Deduplicator()(["x", "y", "x"]).tolist() == [True, True, False]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, 40) | st.integers(0, 2**64 - 1), max_size=300),
+    cut=st.integers(1, 50),
+    capacity=st.integers(1, 64),
+)
+def test_property_hashset_matches_python_set(keys, cut, capacity) -> None:
+    table = HashSet(capacity)
+    seen: set[int] = set()
+    expected = []
+    for k in keys:
+        expected.append(k not in seen)
+        seen.add(k)
+    arr = np.array(keys, dtype=np.uint64)
+    got = [table.add(arr[i : i + cut]) for i in range(0, len(arr), cut)]
+    assert (np.concatenate(got).tolist() if got else []) == expected
+    assert len(table) == len(seen)
+    probe = np.array([*keys[:10], 12345678901234567, 0], dtype=np.uint64)
+    assert table.contains(probe).tolist() == [int(k) in seen for k in probe.tolist()]
+
+
+def test_hashset_memory_is_a_numpy_table() -> None:
+    table = HashSet(1000)
+    table.add(np.arange(1, 100_001, dtype=np.uint64))
+    assert len(table) == 100_000
+    assert table.nbytes <= 16 * 2 * 100_000  # <= 0.5 load, 8 bytes a slot, at most one doubling ahead
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("pair", [False, True, True, True]),
+        ("source", [False, False, True, True]),
+        ("target", [False, True, False, True]),
+        ("either", [False, False, False, True]),
+    ],
+)
+def test_leakage_modes(mode: str, expected: list[bool]) -> None:
+    leak = LeakageFilter(mode)  # type: ignore[arg-type]
+    leak.add_reference_chunks([(["valid src", "test src"], ["valid tgt", "test tgt"])])
+    train_src = ["valid src", "test src", "new src", "fresh"]
+    train_tgt = ["valid tgt", "other", "test tgt", "fresh tgt"]
+    stats = StepStats("leakage")
+    assert leak(train_src, train_tgt, stats).tolist() == expected
+    assert stats["leaked"] == expected.count(False)
+
+
+def test_leakage_bad_mode() -> None:
+    with pytest.raises(ConfigError, match="leakage mode"):
+        LeakageFilter("both")  # type: ignore[arg-type]
