@@ -1,0 +1,88 @@
+"""The settings that decide how an epoch is cut into batches.
+
+Everything in :class:`BatchConfig` enters the plan fingerprint: change any field and a cached
+plan, or a resumed iterator state, no longer matches (the resume then fails with a message that
+names the field instead of silently changing the order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from tokenmill.errors import ConfigError
+
+MODES = ("lowpad", "fairseq", "opennmt")
+"""``lowpad``: ours, least padding (the default); ``fairseq``: fairseq's order and batch_by_size;
+``opennmt``: OpenNMT-tf's shuffled stream grouped into length buckets."""
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """How samples are ordered and grouped into batches, and how batches are dealt to ranks."""
+
+    mode: str = "lowpad"
+    """One of :data:`MODES`."""
+    max_tokens: int | None = 4096
+    """Budget per batch and side: rows x longest row (after ``pad_to_multiple``) <= max_tokens.
+    In ``opennmt`` mode this is OpenNMT-tf's token ``batch_size``. None: no token budget."""
+    max_sentences: int | None = None
+    """At most this many rows per batch (None: no limit). In ``opennmt`` mode without
+    ``max_tokens`` it is OpenNMT-tf's ``batch_type: examples`` batch size."""
+    required_batch_size_multiple: int = 1
+    """Rows per batch are a multiple of this when there are at least this many (8 for fp16);
+    OpenNMT-tf's ``batch_size_multiple``."""
+    pad_to_multiple: int = 1
+    """Sequence lengths are padded up to a multiple of this; the budget counts that padding."""
+    seed: int = 1
+    """Seed of every random choice; the order is a pure function of (seed, epoch, sizes, config)."""
+    shuffle: bool = True
+    """Shuffle the batch order each epoch (False for validation: plan order)."""
+    drop_last: bool = False
+    """Drop the few batches that do not fill the last step across ranks instead of splitting batches
+    to make every rank's count equal; in ``fairseq`` mode also drop fairseq's irregular last batch."""
+    length_bucket_width: int = 1
+    """``opennmt`` mode: OpenNMT-tf's ``length_bucket_width``."""
+    sample_buffer_size: int = -1
+    """``opennmt`` mode: OpenNMT-tf's ``sample_buffer_size``: -1 (or >= corpus size) shuffles the
+    whole corpus, 0 keeps file order, k > 0 uses ``random_shard``: blocks of k consecutive samples
+    in random order, shuffled inside each block."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"batching mode {self.mode!r} is unknown; choose one of {', '.join(MODES)}")
+        if self.max_tokens is None and self.max_sentences is None:
+            raise ConfigError("batching needs max_tokens or max_sentences (or both); neither is set")
+        for name in ("max_tokens", "max_sentences"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
+        for name in ("required_batch_size_multiple", "pad_to_multiple", "length_bucket_width"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32 - 1024:
+            raise ConfigError(f"seed must be an integer in [0, 2**32 - 1024), got {self.seed!r}")
+        if not isinstance(self.sample_buffer_size, int) or self.sample_buffer_size < -1:
+            raise ConfigError(
+                f"sample_buffer_size must be -1, 0 or a positive integer, got {self.sample_buffer_size!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (what the fingerprint and a saved iterator state record)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> BatchConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown batching settings {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> BatchConfig:
+        """A copy with some fields changed (validated again)."""
+        values = self.to_dict()
+        values.update(changes)
+        return BatchConfig.from_dict(values)

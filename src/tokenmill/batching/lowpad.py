@@ -1,0 +1,32 @@
+"""lowpad mode (the default): the least padding we know how to get while batches stay random.
+
+Each epoch, samples are shuffled and then stably sorted by source length and, inside a source
+length, by target length in a zigzag (up for even source lengths, down for odd ones; see
+:func:`~tokenmill.batching.order.curve_order`). Consecutive samples therefore differ by at most a
+token or two on either side, also where the source length steps, and greedy packing under the
+budget cuts batches whose rows are nearly all the same length on both sides.
+
+Randomness: samples of equal (source, target) length — thousands of them in a real corpus — are
+in a fresh random order every epoch, so batch membership changes between epochs; the batch order
+is shuffled every epoch as well.
+"""
+
+from __future__ import annotations
+
+from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered, row_costs
+from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
+from tokenmill.batching.pack import pack_greedy
+
+
+def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
+    """This epoch's batches."""
+    dropped: dict[str, int] = {}
+    rng = generator(config.seed, epoch, SAMPLE_SHUFFLE)
+    ids = None if sizes.keep is None else sizes.kept_ids()
+    order = curve_order(ids, sizes.src, sizes.tgt, rng)
+    src, tgt = ordered(sizes, order)
+    costs = row_costs(src, tgt, config.pad_to_multiple)
+    costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
+    ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)
+    return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)

@@ -1,0 +1,162 @@
+"""Seeded permutations and stable length sorts: the orders batches are cut from.
+
+Every random choice comes from a generator derived from (seed, epoch, purpose), never from global
+state, so an order is a pure function of its inputs. Sorts are stable and run as numpy's O(n)
+radix sort whenever the keys fit in 16 bits (sentence lengths nearly always do).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# purposes: independent random streams for independent choices within one epoch
+SAMPLE_SHUFFLE = 1
+STEP_SHUFFLE = 2
+SHARD_SHUFFLE = 3
+
+
+def generator(seed: int, epoch: int, purpose: int) -> np.random.Generator:
+    """A fresh PCG64 generator for one (seed, epoch, purpose); no global numpy state involved."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, epoch, purpose])))
+
+
+def legacy_permutation(seed: int, n: int) -> np.ndarray:
+    """``np.random.seed(seed); np.random.permutation(n)`` without touching the global state.
+
+    fairseq draws its orders this way (``data_utils.numpy_seed``), so fairseq mode uses it to give
+    the same order for the same seed.
+    """
+    return np.random.RandomState(seed).permutation(n)
+
+
+def index_dtype(n: int) -> np.dtype:
+    """int32 for sample ids when they fit (half the memory of int64), else int64."""
+    return np.dtype(np.int32) if n < 2**31 else np.dtype(np.int64)
+
+
+def _sort_key(keys: np.ndarray) -> np.ndarray:
+    if keys.size and keys.dtype.itemsize > 2:
+        low, high = int(keys.min()), int(keys.max())
+        if 0 <= low and high < 2**16:
+            return keys.astype(np.uint16)
+    return keys
+
+
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
+    """Stable ascending argsort; radix sort when the keys fit in 16 bits."""
+    return np.argsort(_sort_key(keys), kind="stable")
+
+
+def sort_stable_by(indices: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``indices`` reordered by ``keys[indices]``, ties keeping their current order."""
+    return indices[stable_argsort(keys[indices])]
+
+
+def fairseq_order(src_sizes: np.ndarray, tgt_sizes: np.ndarray | None, seed: int) -> np.ndarray:
+    """fairseq's ``LanguagePairDataset.ordered_indices`` under ``numpy_seed(seed)``.
+
+    A seeded permutation, then a stable sort by target length, then by source length: samples come
+    out by source length, then target length, ties in random order.
+    """
+    indices = legacy_permutation(seed, len(src_sizes))
+    if tgt_sizes is not None:
+        indices = sort_stable_by(indices, tgt_sizes)
+    return sort_stable_by(indices, src_sizes)
+
+
+def hilbert_index(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
+    """Position of each point (x, y) on the Hilbert curve over a 2**bits x 2**bits grid (vectorized)."""
+    x = np.asarray(x, dtype=np.int64).copy()
+    y = np.asarray(y, dtype=np.int64).copy()
+    d = np.zeros(len(x), dtype=np.int64)
+    side = 1 << max(bits - 1, 0)
+    while side > 0:
+        rx = (x & side) > 0
+        ry = (y & side) > 0
+        d += side * side * ((3 * rx.astype(np.int64)) ^ ry.astype(np.int64))
+        flip = ~ry & rx
+        x[flip] = side - 1 - x[flip]
+        y[flip] = side - 1 - y[flip]
+        swap = ~ry
+        x[swap], y[swap] = y[swap], x[swap].copy()
+        side //= 2
+    return d
+
+
+_GRID_LIMIT = 1 << 24  # (source x target) length grids up to this many cells get a lookup table
+
+
+def curve_keys(src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+    """Dense ranks of each sample's (source, target) length cell along the Hilbert curve.
+
+    Cells that are neighbours on the curve are neighbours in the length plane, so a run of
+    consecutive keys covers a compact square of lengths (not a long strip, as a sort by source
+    then target does). The curve is evaluated once per occupied cell, not once per sample.
+    """
+    width = int(tgt.max()) + 1 if len(tgt) else 1
+    height = int(src.max()) + 1 if len(src) else 1
+    bits = max(int(max(width, height) - 1).bit_length(), 1)
+    if width * height > _GRID_LIMIT:
+        ranks = hilbert_index(src, tgt, bits)
+        return np.unique(ranks, return_inverse=True)[1].astype(np.int64)
+    cell = src.astype(np.int64) * width + tgt
+    occupied = np.flatnonzero(np.bincount(cell, minlength=width * height))
+    along = np.argsort(hilbert_index(occupied // width, occupied % width, bits), kind="stable")
+    table = np.zeros(width * height, dtype=np.int32)
+    table[occupied[along]] = np.arange(len(occupied), dtype=np.int32)
+    return table[cell]
+
+
+def radix_argsort(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative integer keys below 2**32 with numpy's 16-bit radix sort."""
+    keys = np.asarray(keys)
+    if not len(keys) or int(keys.max()) < 2**16:
+        return stable_argsort(keys)
+    low = (keys & 0xFFFF).astype(np.uint16)
+    first = np.argsort(low, kind="stable")
+    high = (keys[first] >> 16).astype(np.uint16)
+    return first[np.argsort(high, kind="stable")]
+
+
+def random_ties(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A random order of ``range(n)`` made by one 16-bit radix sort of random keys.
+
+    Much cheaper than a full permutation and enough to break ties between samples of equal length
+    at random: samples whose keys collide keep their id order, one in 65536 on average.
+    """
+    return np.argsort(rng.integers(0, 2**16, n, dtype=np.uint16), kind="stable")
+
+
+def curve_order(
+    ids: np.ndarray | None, src_sizes: np.ndarray, tgt_sizes: np.ndarray | None, rng: np.random.Generator
+) -> np.ndarray:
+    """``ids`` (None: every sample) sorted along the Hilbert curve of (source, target) length.
+
+    Ties — samples with the same lengths, thousands of them in a real corpus — come out in a fresh
+    random order for every generator. With one side only, this is a plain length sort.
+    """
+    src = src_sizes if ids is None else src_sizes[ids]
+    if tgt_sizes is not None:
+        keys = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids])
+    else:
+        keys = src
+    shuffled = random_ties(len(keys), rng)
+    positions = shuffled[radix_argsort(keys[shuffled])]
+    if ids is None:
+        return positions.astype(index_dtype(len(src_sizes)), copy=False)
+    return ids[positions]
+
+
+def random_shard_order(n: int, shard_size: int, rng: np.random.Generator) -> np.ndarray:
+    """OpenNMT-tf's ``random_shard`` followed by a shuffle inside each shard.
+
+    Consecutive blocks of ``shard_size`` samples are visited in random order (``random_shard``);
+    inside a block the samples are permuted, standing in for tf.data's shuffle buffer of the same
+    size (tf's buffer draws with its own generator, so the exact sequence cannot be the same).
+    """
+    num_shards = -(-n // shard_size)
+    shard_rank = np.empty(num_shards, dtype=np.int64)
+    shard_rank[rng.permutation(num_shards)] = np.arange(num_shards)
+    position = np.arange(n, dtype=np.int64)
+    noise = rng.random(n)
+    return np.lexsort((noise, shard_rank[position // shard_size])).astype(index_dtype(n), copy=False)

@@ -1,0 +1,261 @@
+"""The batch plan of an epoch: which samples form each batch and which rank runs it at each step.
+
+A plan is computed once per (data, settings, world size, epoch) — vectorized, seconds for tens of
+millions of pairs — and cached on disk as memory-mapped arrays (:mod:`tokenmill.batching.cache`),
+so a second start maps it instead of recomputing. In fairseq mode the batches do not depend on the
+epoch and one entry serves every epoch. The step schedule (which batch each rank runs at step t)
+is derived from the cached batches in milliseconds and is never stored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tokenmill.batching import fairseq_mode, lowpad, opennmt_mode
+from tokenmill.batching.cache import PlanCache, fingerprint
+from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.costs import Cut, Sizes, ordered
+from tokenmill.batching.order import STEP_SHUFFLE, generator
+from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
+
+PLAN_VERSION = 1
+"""Bumped whenever a plan for the same inputs would come out different (invalidates caches)."""
+
+_BATCH_ARRAYS = ("order", "starts", "stops", "max_src", "max_tgt", "sum_src", "sum_tgt")
+
+
+@dataclass
+class PlanStats:
+    """What an epoch looks like; the ``tokenmill batches`` report."""
+
+    num_samples: int
+    """Samples this epoch trains on (every filter and drop applied)."""
+    num_dropped: int
+    """Samples of the split left out, all reasons together."""
+    dropped: dict[str, int]
+    """Samples left out, by reason (length filter per side, budget, drop_last)."""
+    num_batches: int
+    """Batches over all ranks."""
+    num_batches_per_rank: list[int]
+    """Batches each rank runs (all equal)."""
+    src_tokens: int
+    """Real (non-pad) source tokens."""
+    tgt_tokens: int
+    """Real target tokens."""
+    padded_tokens: int
+    """Slots of all padded batches, both sides: rows x (longest source + longest target)."""
+    padding_fraction: float
+    """Share of those slots that are padding."""
+    tokens_per_rank: list[int]
+    """Real tokens (both sides) each rank processes."""
+    splits: int
+    """Batches split to give every rank the same count."""
+    merges: int
+    """Batch pairs merged for the same reason (tiny corpora only; may exceed max_tokens)."""
+    seconds: float
+    """Time the plan took to compute (when it came from the cache: the original computation)."""
+    cached: bool = False
+    """Whether this plan was read from the on-disk cache."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EpochPlan:
+    """One epoch's batches and their step-by-step assignment to ranks."""
+
+    epoch: int
+    world_size: int
+    order: np.ndarray
+    """Sample ids; batch b is ``order[starts[b]:stops[b]]``."""
+    table: BatchTable
+    schedule: np.ndarray
+    """(num_steps, world_size) batch ids; row t: the batch each rank runs at step t."""
+    stats: PlanStats
+
+    @property
+    def num_steps(self) -> int:
+        """Batches per rank in this epoch."""
+        return len(self.schedule)
+
+    def batch(self, b: int) -> np.ndarray:
+        """Sample ids of batch ``b`` (a view of the plan)."""
+        return self.order[int(self.table.starts[b]) : int(self.table.stops[b])]
+
+    def indices(self, step: int, rank: int) -> np.ndarray:
+        """Sample ids rank ``rank`` runs at ``step``."""
+        return self.batch(int(self.schedule[step, rank]))
+
+    def rank_batches(self, rank: int) -> list[np.ndarray]:
+        """Every batch of one rank, in step order (for inspection and tests)."""
+        return [self.indices(t, rank) for t in range(self.num_steps)]
+
+
+def _cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
+    if config.mode == "fairseq":
+        return fairseq_mode.cut(sizes, config)
+    if config.mode == "opennmt":
+        return opennmt_mode.cut(sizes, config, epoch)
+    return lowpad.cut(sizes, config, epoch)
+
+
+def epoch_key(config: BatchConfig, epoch: int) -> int:
+    """The epoch a mode's batches depend on (0: the same batches every epoch)."""
+    return 0 if config.mode == "fairseq" else epoch
+
+
+def compute_batches(
+    sizes: Sizes, config: BatchConfig, epoch: int, world_size: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Cut, equalize for ranks and measure an epoch's batches (the cacheable part of a plan)."""
+    began = time.perf_counter()
+    cut = _cut(sizes, config, epoch)
+    ends = cut.ends
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    src_in_order, tgt_in_order = cut.src_in_order, cut.tgt_in_order
+    if src_in_order is None:
+        src_in_order, tgt_in_order = ordered(sizes, cut.order)
+
+    def merge_costs(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        t = measure(starts, stops, src_in_order, tgt_in_order)
+        rows = t.rows[:-1] + t.rows[1:]
+        width = np.maximum(t.max_src[:-1], t.max_src[1:]) + np.maximum(t.max_tgt[:-1], t.max_tgt[1:])
+        return rows * width
+
+    eq = equalize(
+        starts,
+        ends,
+        world_size,
+        num_samples=len(cut.order),
+        drop_last=config.drop_last,
+        multiple=config.required_batch_size_multiple,
+        merge_costs=merge_costs,
+    )
+    table = measure(eq.starts, eq.stops, src_in_order, tgt_in_order)
+    dropped = dict(cut.dropped)
+    if eq.dropped_samples:
+        dropped["drop_last_for_ranks"] = eq.dropped_samples
+    arrays = {
+        "order": cut.order,
+        "starts": table.starts,
+        "stops": table.stops,
+        "max_src": table.max_src,
+        "max_tgt": table.max_tgt,
+        "sum_src": table.sum_src,
+        "sum_tgt": table.sum_tgt,
+    }
+    meta = {
+        "dropped": dropped,
+        "splits": eq.splits,
+        "merges": eq.merges,
+        "seconds": time.perf_counter() - began,
+    }
+    return arrays, meta
+
+
+def step_permutation(config: BatchConfig, epoch: int, world_size: int) -> Callable[[int], np.ndarray] | None:
+    """How the steps of an epoch are shuffled, per mode (None: plan order)."""
+    if not config.shuffle:
+        return None
+    if config.mode == "fairseq":
+        return lambda steps: fairseq_mode.batch_order(steps, config.seed, epoch)
+    if config.mode == "opennmt" and world_size == 1:
+        return None  # OpenNMT-tf trains in the order its buckets fill up, already random
+    return lambda steps: generator(config.seed, epoch, STEP_SHUFFLE).permutation(steps)
+
+
+class Planner:
+    """Computes (or maps from the cache) the plan of any epoch for one dataset and setting."""
+
+    def __init__(
+        self,
+        sizes: Sizes,
+        config: BatchConfig,
+        *,
+        world_size: int = 1,
+        data_fingerprint: str,
+        pre_dropped: dict[str, int] | None = None,
+        cache: PlanCache | None = None,
+        keep_epochs: int = 2,
+    ) -> None:
+        if world_size < 1:
+            raise ValueError("world_size must be >= 1")
+        self.sizes = sizes
+        self.config = config
+        self.world_size = world_size
+        self.data_fingerprint = data_fingerprint
+        self.pre_dropped = dict(pre_dropped or {})
+        self.cache = cache or PlanCache(None)
+        self.keep_epochs = keep_epochs
+        self._memo: dict[int, EpochPlan] = {}
+        self.base_key = fingerprint(
+            {"v": PLAN_VERSION, "data": data_fingerprint, "config": config.to_dict(), "world": world_size}
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies data + settings + world size: what a resumed state must match."""
+        return self.base_key
+
+    def plan(self, epoch: int) -> EpochPlan:
+        """The plan of ``epoch`` (1-based, like fairseq)."""
+        if epoch < 1:
+            raise ValueError(f"epochs count from 1, got {epoch}")
+        if epoch in self._memo:
+            return self._memo[epoch]
+        key_epoch = epoch_key(self.config, epoch)
+        key = f"{self.base_key}-e{key_epoch}"
+        (arrays, meta), cached = self.cache.get_or_build(
+            key, lambda: compute_batches(self.sizes, self.config, epoch, self.world_size)
+        )
+        if not cached and key_epoch:
+            self.cache.prune(
+                f"{self.base_key}-e",
+                {f"{self.base_key}-e{e}" for e in range(key_epoch - self.keep_epochs + 1, key_epoch + 1)},
+            )
+        table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
+        padded = padded_tokens(table, self.config.pad_to_multiple)
+        steps = schedule(padded, self.world_size, step_permutation(self.config, epoch, self.world_size))
+        plan = EpochPlan(
+            epoch, self.world_size, arrays["order"], table, steps, self._stats(table, padded, steps, meta, cached)
+        )
+        if len(self._memo) >= 2:
+            self._memo.pop(min(self._memo))
+        self._memo[epoch] = plan
+        return plan
+
+    def _stats(
+        self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool
+    ) -> PlanStats:
+        dropped = {**self.pre_dropped}
+        for reason, count in meta["dropped"].items():
+            dropped[reason] = dropped.get(reason, 0) + int(count)
+        dropped = {k: v for k, v in dropped.items() if v}
+        src_tokens = int(table.sum_src.sum())
+        tgt_tokens = int(table.sum_tgt.sum())
+        padded_total = int(padded.sum())
+        real = table.sum_src + table.sum_tgt
+        per_rank = [int(real[steps[:, r]].sum()) for r in range(self.world_size)]
+        return PlanStats(
+            num_samples=int(table.rows.sum()),
+            num_dropped=int(sum(dropped.values())),
+            dropped=dropped,
+            num_batches=len(table),
+            num_batches_per_rank=[len(steps)] * self.world_size,
+            src_tokens=src_tokens,
+            tgt_tokens=tgt_tokens,
+            padded_tokens=padded_total,
+            padding_fraction=(1.0 - (src_tokens + tgt_tokens) / padded_total) if padded_total else 0.0,
+            tokens_per_rank=per_rank,
+            splits=int(meta["splits"]),
+            merges=int(meta["merges"]),
+            seconds=float(meta["seconds"]),
+            cached=cached,
+        )

@@ -1,0 +1,457 @@
+"""Parallel (source, target) samples over two token stores, either side optional.
+
+Per-item options follow fairseq's ``PrependTokenDataset`` + ``LanguagePairDataset``, applied in
+fairseq's order: prepend a token (a language tag such as ``__de__``), append ``</s>`` to the target
+when it is missing, put ``<s>`` first when it is missing, remove a trailing ``</s>`` from the
+source. (fairseq applies ``append_bos`` and ``remove_eos_from_source`` to the raw item, so
+combining them with another option loses the other; here they compose.)
+
+Lengths for batching are computed without reading tokens, from the store convention that every
+sentence ends with ``</s>`` and none starts with ``<s>`` (what ``tokenmill prepare`` and
+fairseq-preprocess write). Rows built for a batch apply the exact per-item rule.
+
+The length filter (``max_source_positions``/``max_target_positions``) drops samples and counts
+them per side (:class:`FilterReport`), or with ``strict`` raises naming the first offender.
+
+A prepared directory holds ``{split}.{src}-{tgt}.{lang}.bin/.idx`` (fairseq's names, optionally in
+``shardNNN/`` folders), ``dict.{lang}.txt`` and ``manifest.json``; word alignments, when present,
+are ``{split}.align.{src}-{tgt}.bin/.idx`` (or ``{split}.align.bin/.idx``): one item per sentence
+pair holding the Pharaoh pairs as flat integers ``s0 t0 s1 t1 ...`` (0-based token positions in
+the stored source and target, ``</s>`` excluded), read by :mod:`tokenmill.batching.align`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xxhash
+
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
+from tokenmill.store import IndexedDataset
+
+_STORE_NAME = re.compile(r"^(?P<split>.+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)\.idx$")
+
+
+@dataclass(frozen=True)
+class PairOptions:
+    """What is done to each sample before batching (fairseq's per-item options) and the length filter."""
+
+    prepend_src: int | None = None
+    """Token id put first in every source sentence (a language tag, or ``<s>``); None: nothing."""
+    prepend_tgt: int | None = None
+    """Token id put first in every target sentence; None: nothing."""
+    append_bos: bool = False
+    """Put ``<s>`` first on both sides unless already there (fairseq's ``append_bos``)."""
+    remove_eos_from_source: bool = False
+    """Drop the source's trailing ``</s>`` (OpenNMT-style features have none)."""
+    append_eos_to_target: bool = False
+    """Append ``</s>`` to targets that lack it (stored sentences already end with it)."""
+    max_source_positions: int | None = None
+    """Drop pairs whose source (after the options above) is longer; None: no limit."""
+    max_target_positions: int | None = None
+    """Drop pairs whose target is longer; None: no limit."""
+    strict: bool = False
+    """Raise instead of dropping when a pair is too long (for the length filter or the budget)."""
+    bos: int = 0
+    """Id of ``<s>`` (fairseq dictionary: 0)."""
+    pad: int = 1
+    """Id of ``<pad>`` (fairseq dictionary: 1)."""
+    eos: int = 2
+    """Id of ``</s>`` (fairseq dictionary: 2)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FilterReport:
+    """What the length filter did."""
+
+    num_total: int
+    """Pairs in the split."""
+    num_kept: int
+    """Pairs kept."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Pairs dropped, by reason: ``source_too_long``, ``target_too_long``, ``both_too_long``, ``empty``."""
+
+    @property
+    def num_dropped(self) -> int:
+        return self.num_total - self.num_kept
+
+
+@dataclass
+class SideRows:
+    """One side of some samples after the per-item options: ragged rows as flat tokens + offsets."""
+
+    tokens: np.ndarray
+    """Concatenated row tokens (store dtype)."""
+    offsets: np.ndarray
+    """int64, len n+1; row i is ``tokens[offsets[i]:offsets[i+1]]``."""
+    shift: np.ndarray
+    """Tokens put in front of each row's stored tokens (alignment positions move by this)."""
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def _side_lengths(raw: np.ndarray, prepend: int | None, bos: bool, drop_eos: bool) -> np.ndarray:
+    delta = int(prepend is not None) + int(bos) - int(drop_eos)
+    if delta == 0:
+        return raw
+    return (raw.astype(np.int64) + delta).clip(0).astype(np.int32)
+
+
+class PairDataset:
+    """Source/target token stores as one dataset of pairs (either side may be None)."""
+
+    def __init__(
+        self,
+        src: IndexedDataset | None,
+        tgt: IndexedDataset | None,
+        options: PairOptions | None = None,
+        *,
+        align: IndexedDataset | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        directory: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if src is None and tgt is None:
+            raise ConfigError("a pair dataset needs a source or a target store (both are None)")
+        if src is not None and tgt is not None and len(src) != len(tgt):
+            raise FormatError(
+                f"{src.prefix} has {len(src)} sentences but {tgt.prefix} has {len(tgt)}; the sides of a parallel "
+                "corpus must have equal counts — re-run prepare for this split"
+            )
+        if align is not None and len(align) != len(src if src is not None else tgt):  # type: ignore[arg-type]
+            raise FormatError(
+                f"{align.prefix} holds {len(align)} alignments for {len(src if src is not None else tgt)} pairs "  # type: ignore[arg-type]
+                "(one per pair expected)"
+            )
+        self.src = src
+        self.tgt = tgt
+        self.align = align
+        self.options = options or PairOptions()
+        self.src_lang = src_lang
+        self.tgt_lang = tgt_lang
+        self.directory = Path(directory) if directory is not None else None
+        o = self.options
+        self.src_sizes: np.ndarray | None = (
+            _side_lengths(src.sizes, o.prepend_src, o.append_bos, o.remove_eos_from_source) if src is not None else None
+        )
+        self.tgt_sizes: np.ndarray | None = (
+            _side_lengths(tgt.sizes, o.prepend_tgt, o.append_bos, False) if tgt is not None else None
+        )
+        self.keep, self.filter_report = self._filter()
+        self._fingerprint: str | None = None
+        self._symbols: dict[str, np.ndarray] = {}
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_dir(
+        cls,
+        directory: str | os.PathLike[str],
+        split: str = "train",
+        *,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        options: PairOptions | None = None,
+        shard: int | None = None,
+        source: bool = True,
+        target: bool = True,
+        alignments: bool | None = None,
+        check_pointers: bool = True,
+    ) -> PairDataset:
+        """Open ``split`` of a prepared directory (fairseq names; languages from manifest.json or file names).
+
+        ``shard`` picks ``shardNNN/`` when the split lives in shard folders. ``alignments``: True needs
+        them, None loads them when present, False ignores them.
+        """
+        root = Path(directory)
+        if not root.is_dir():
+            raise TokenmillError(f"{root} is not a directory (expected a prepared data directory)")
+        folder = root
+        if shard is not None:
+            folder = root / f"shard{shard:03d}"
+            if not folder.is_dir():
+                raise ConfigError(
+                    f"{folder} does not exist; shards here: {sorted(p.name for p in root.glob('shard*'))}"
+                )
+        src_lang, tgt_lang = _languages(root, folder, split, src_lang, tgt_lang)
+        prefix_base = _pair_prefix(folder, split, src_lang, tgt_lang)
+        src = IndexedDataset(f"{prefix_base}.{src_lang}", check_pointers=check_pointers) if source else None
+        tgt = IndexedDataset(f"{prefix_base}.{tgt_lang}", check_pointers=check_pointers) if target else None
+        align = None
+        if alignments is not False:
+            for candidate in (folder / f"{split}.align.{src_lang}-{tgt_lang}", folder / f"{split}.align"):
+                if Path(f"{candidate}.idx").exists():
+                    align = IndexedDataset(candidate, check_pointers=check_pointers)
+                    break
+            if align is None and alignments:
+                raise ConfigError(
+                    f"no alignments for {split} in {folder}: expected {split}.align.{src_lang}-{tgt_lang}.bin/.idx "
+                    "(write them with prepare's alignment option)"
+                )
+        return cls(src, tgt, options, align=align, src_lang=src_lang, tgt_lang=tgt_lang, directory=root)
+
+    # ---------------------------------------------------------------- sizes and filter
+    def __len__(self) -> int:
+        side = self.src if self.src is not None else self.tgt
+        return len(side)  # type: ignore[arg-type]
+
+    def _filter(self) -> tuple[np.ndarray | None, FilterReport]:
+        o = self.options
+        n = len(self)
+        long_src = (
+            self.src_sizes > o.max_source_positions
+            if (self.src_sizes is not None and o.max_source_positions is not None)
+            else None
+        )
+        long_tgt = (
+            self.tgt_sizes > o.max_target_positions
+            if (self.tgt_sizes is not None and o.max_target_positions is not None)
+            else None
+        )
+        empty = None
+        if self.src_sizes is not None and self.tgt_sizes is not None:
+            if (self.src_sizes == 0).any() and (self.tgt_sizes == 0).any():
+                empty = (self.src_sizes == 0) & (self.tgt_sizes == 0)
+        else:
+            only = self.src_sizes if self.src_sizes is not None else self.tgt_sizes
+            if (only == 0).any():  # type: ignore[union-attr]
+                empty = only == 0  # type: ignore[operator]
+        if long_src is None and long_tgt is None and empty is None:
+            return None, FilterReport(n, n)
+        drop = np.zeros(n, dtype=bool)
+        dropped: dict[str, int] = {}
+        if long_src is not None and long_tgt is not None:
+            both = long_src & long_tgt
+            dropped["both_too_long"] = int(both.sum())
+            dropped["source_too_long"] = int((long_src & ~both).sum())
+            dropped["target_too_long"] = int((long_tgt & ~both).sum())
+            drop |= long_src | long_tgt
+        elif long_src is not None:
+            dropped["source_too_long"] = int(long_src.sum())
+            drop |= long_src
+        elif long_tgt is not None:
+            dropped["target_too_long"] = int(long_tgt.sum())
+            drop |= long_tgt
+        if empty is not None:
+            dropped["empty"] = int((empty & ~drop).sum())
+            drop |= empty
+        if o.strict and drop.any():
+            first = int(np.flatnonzero(drop)[0])
+            lengths = f"source {self._size(self.src_sizes, first)}, target {self._size(self.tgt_sizes, first)}"
+            raise ConfigError(
+                f"pair {first} of {self.describe()} is too long or empty ({lengths}; max_source_positions="
+                f"{o.max_source_positions}, max_target_positions={o.max_target_positions}); "
+                f"{int(drop.sum())} pairs in all — raise the limits or turn strict off to drop and count them"
+            )
+        dropped = {k: v for k, v in dropped.items() if v}
+        return ~drop, FilterReport(n, n - int(drop.sum()), dropped)
+
+    @staticmethod
+    def _size(sizes: np.ndarray | None, i: int) -> str:
+        return "-" if sizes is None else str(int(sizes[i]))
+
+    def describe(self) -> str:
+        """Short name for messages: the store prefixes."""
+        return " + ".join(str(side.prefix) for side in (self.src, self.tgt) if side is not None)
+
+    def fingerprint(self) -> str:
+        """Hash of the stored lengths and the options: what a batch plan depends on."""
+        if self._fingerprint is None:
+            h = xxhash.xxh3_128()
+            h.update(
+                json.dumps(
+                    {
+                        "n": len(self),
+                        "options": self.options.to_dict(),
+                        "sides": [self.src is not None, self.tgt is not None],
+                    },
+                    sort_keys=True,
+                ).encode()
+            )
+            for side in (self.src, self.tgt):
+                if side is not None:
+                    h.update(np.ascontiguousarray(side.sizes).data)
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    # ---------------------------------------------------------------- items
+    def _side(self, which: str) -> IndexedDataset | None:
+        return self.src if which == "source" else self.tgt
+
+    def rows(self, indices: np.ndarray, which: str) -> SideRows | None:
+        """Rows of ``indices`` on one side (``"source"`` or ``"target"``) with the options applied."""
+        store = self._side(which)
+        if store is None:
+            return None
+        o = self.options
+        is_src = which == "source"
+        tokens, offsets = store.gather(np.asarray(indices, dtype=np.int64))
+        prepend = o.prepend_src if is_src else o.prepend_tgt
+        append_eos = (not is_src) and o.append_eos_to_target
+        drop_eos = is_src and o.remove_eos_from_source
+        n = len(offsets) - 1
+        if prepend is None and not append_eos and not o.append_bos and not drop_eos:
+            return SideRows(tokens, offsets, np.zeros(n, dtype=np.int64))
+        raw_len = np.diff(offsets)
+        nonempty = raw_len > 0
+        last = np.full(n, -1, dtype=np.int64)
+        first = np.full(n, -1, dtype=np.int64)
+        last[nonempty] = tokens[offsets[1:][nonempty] - 1]
+        first[nonempty] = tokens[offsets[:-1][nonempty]]
+        lead_tok = np.full(n, prepend, dtype=np.int64) if prepend is not None else first
+        tail_tok = np.where(nonempty, last, lead_tok) if prepend is not None else last
+        add_eos = (tail_tok != o.eos) if append_eos else np.zeros(n, dtype=bool)
+        lead_now = np.where((lead_tok == -1) & add_eos, o.eos, lead_tok)
+        add_bos = (lead_now != o.bos) if o.append_bos else np.zeros(n, dtype=bool)
+        cut_eos = (nonempty & (last == o.eos)) if drop_eos else np.zeros(n, dtype=bool)
+        has_pre = prepend is not None
+        shift = add_bos.astype(np.int64) + int(has_pre)
+        body = raw_len - cut_eos
+        out_len = shift + body + add_eos
+        out_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(out_len, out=out_off[1:])
+        out = np.empty(
+            int(out_off[-1]), dtype=np.result_type(tokens.dtype, np.min_scalar_type(max(o.bos, o.eos, prepend or 0)))
+        )
+        # stored tokens, minus a removed trailing </s>
+        keep = np.ones(len(tokens), dtype=bool)
+        if cut_eos.any():
+            keep[offsets[1:][cut_eos] - 1] = False
+            kept = tokens[keep]
+        else:
+            kept = tokens
+        dest = np.arange(len(kept), dtype=np.int64) + np.repeat(
+            out_off[:-1] + shift - np.concatenate([[0], np.cumsum(body)[:-1]]), body
+        )
+        out[dest] = kept
+        rows_bos = np.flatnonzero(add_bos)
+        out[out_off[:-1][rows_bos]] = o.bos
+        if has_pre:
+            out[out_off[:-1] + add_bos] = prepend
+        rows_eos = np.flatnonzero(add_eos)
+        out[out_off[1:][rows_eos] - 1] = o.eos
+        return SideRows(out, out_off, shift)
+
+    def alignment_pairs(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Stored alignments of ``indices``: ((k, 2) int64 source/target positions, int64 offsets n+1)."""
+        if self.align is None:
+            return None
+        flat, offsets = self.align.gather(np.asarray(indices, dtype=np.int64))
+        if (np.diff(offsets) % 2).any():
+            bad = int(np.asarray(indices)[np.flatnonzero(np.diff(offsets) % 2)[0]])
+            raise FormatError(f"{self.align.prefix}: item {bad} has an odd number of values; alignments are pairs")
+        return flat.astype(np.int64).reshape(-1, 2), offsets // 2
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        """One sample as fairseq's ``LanguagePairDataset`` gives it: ``id``, ``source``, ``target``."""
+        index = np.array([int(i)])
+        item: dict[str, Any] = {"id": int(i)}
+        for which in ("source", "target"):
+            rows = self.rows(index, which)
+            item[which] = rows.tokens.copy() if rows is not None else None
+        aligned = self.alignment_pairs(index)
+        if aligned is not None:
+            item["alignment"] = aligned[0]
+        return item
+
+    def symbols(self, which: str) -> np.ndarray:
+        """The side's dictionary as an array of strings (``dict.{lang}.txt`` of the directory)."""
+        if which not in self._symbols:
+            from tokenmill.vocab.dictionary import Dictionary
+
+            lang = self.src_lang if which == "source" else self.tgt_lang
+            if self.directory is None or lang is None:
+                raise ConfigError("token strings need the dataset's dictionary: open it with PairDataset.from_dir")
+            path = self.directory / f"dict.{lang}.txt"
+            if not path.exists():
+                raise ConfigError(f"{path} does not exist; token strings need the dictionary of {lang}")
+            self._symbols[which] = np.asarray(Dictionary.load(path).symbols, dtype=object)
+        return self._symbols[which]
+
+    # ---------------------------------------------------------------- pickling (DataLoader workers)
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "src": None if self.src is None else self.src.prefix,
+            "tgt": None if self.tgt is None else self.tgt.prefix,
+            "align": None if self.align is None else self.align.prefix,
+            "options": self.options.to_dict(),
+            "src_lang": self.src_lang,
+            "tgt_lang": self.tgt_lang,
+            "directory": None if self.directory is None else str(self.directory),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        def reopen(prefix: str | None) -> IndexedDataset | None:
+            return None if prefix is None else IndexedDataset(prefix, check_pointers=False)
+
+        self.__init__(  # type: ignore[misc]
+            reopen(state["src"]),
+            reopen(state["tgt"]),
+            PairOptions(**state["options"]),
+            align=reopen(state["align"]),
+            src_lang=state["src_lang"],
+            tgt_lang=state["tgt_lang"],
+            directory=state["directory"],
+        )
+
+
+def _manifest_languages(root: Path) -> tuple[str | None, str | None]:
+    path = root / "manifest.json"
+    if not path.exists():
+        return None, None
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    for scope in (obj, obj.get("settings"), obj.get("summary")):
+        if isinstance(scope, dict):
+            src, tgt = scope.get("source_lang"), scope.get("target_lang")
+            if isinstance(src, str) and isinstance(tgt, str):
+                return src, tgt
+    return None, None
+
+
+def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str | None) -> tuple[str, str]:
+    if src is not None and tgt is not None:
+        return src, tgt
+    m_src, m_tgt = _manifest_languages(root)
+    if m_src and m_tgt and src in (None, m_src) and tgt in (None, m_tgt):
+        return m_src, m_tgt
+    found = set()
+    for path in folder.glob(f"{split}.*.idx"):
+        match = _STORE_NAME.match(path.name)
+        if match and match["split"] == split:
+            found.add((match["a"], match["b"]))
+    found = {(a, b) for a, b in found if (src in (None, a) and tgt in (None, b))}
+    if len(found) == 1:
+        return next(iter(found))
+    shards = sorted(p.name for p in folder.glob("shard[0-9]*") if p.is_dir())
+    hint = f"; the split lives in shard folders {shards[:3]}...: pass shard=" if shards and not found else ""
+    listing = ", ".join(f"{a}-{b}" for a, b in sorted(found)) or "none"
+    raise ConfigError(
+        f"cannot tell the language pair of split {split!r} in {folder} (found: {listing}){hint}; "
+        "give src_lang and tgt_lang"
+    )
+
+
+def _pair_prefix(folder: Path, split: str, src: str, tgt: str) -> str:
+    for a, b in ((src, tgt), (tgt, src)):
+        base = folder / f"{split}.{a}-{b}"
+        if Path(f"{base}.{src}.idx").exists() or Path(f"{base}.{tgt}.idx").exists():
+            return str(base)
+    raise ConfigError(
+        f"no {split} data for {src}-{tgt} in {folder}: expected {split}.{src}-{tgt}.{src}.bin/.idx and "
+        f"{split}.{src}-{tgt}.{tgt}.bin/.idx"
+    )

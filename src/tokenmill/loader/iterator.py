@@ -1,0 +1,264 @@
+"""An epoch iterator over one rank's batches whose state is a handful of integers.
+
+The position is (epoch, step): the next batch is step ``step`` of ``epoch`` in that epoch's plan.
+``state_dict()`` records it with the fingerprints of data and settings; ``load_state_dict()``
+jumps straight there (the plan is mapped from the cache or recomputed — nothing is replayed) and
+the stream continues with exactly the batches an uninterrupted run would have produced. A state
+saved with other data, settings or world size is refused with a message naming the difference.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokenmill.batching.cache import PlanCache, default_cache_dir
+from tokenmill.batching.collate import COLLATERS, CollateOptions
+from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.costs import Sizes
+from tokenmill.batching.plan import EpochPlan, Planner
+from tokenmill.data.pairs import PairDataset
+from tokenmill.errors import ConfigError, TokenmillError
+
+STATE_FORMAT = "tokenmill.batches"
+STATE_VERSION = 1
+
+Collate = Callable[[PairDataset, np.ndarray], Any]
+
+
+def plan_sizes(dataset: PairDataset) -> Sizes:
+    """The lengths a plan needs from a dataset (a missing side costs nothing)."""
+    src = dataset.src_sizes
+    if src is None:
+        src = np.broadcast_to(np.int32(0), (len(dataset),))
+    return Sizes(src=src, tgt=dataset.tgt_sizes, keep=dataset.keep)
+
+
+def _cache(cache_dir: str | os.PathLike[str] | bool) -> PlanCache:
+    if cache_dir is True:
+        return PlanCache(default_cache_dir())
+    if cache_dir is False:
+        return PlanCache(None)
+    return PlanCache(Path(cache_dir))
+
+
+class BatchIterator:
+    """Collated batches of rank ``rank`` of ``world_size``, epoch after epoch, resumable exactly.
+
+    ``collate``: ``"fairseq"`` (batch dicts), ``"opennmt"`` ((features, labels)), ``None`` (the
+    sample ids of each batch), or a callable ``(dataset, ids) -> batch``. ``update_freq`` > 1
+    yields lists of that many consecutive batches (the last of an epoch may be shorter).
+    ``infinite`` runs epoch after epoch; otherwise one ``for`` loop covers the rest of the current
+    epoch and the next loop starts the next epoch. ``cache_dir``: True for the default plan cache
+    (``$TOKENMILL_CACHE_DIR`` or ``~/.cache/tokenmill/plans``), False for none, or a folder.
+    """
+
+    def __init__(
+        self,
+        dataset: PairDataset,
+        config: BatchConfig | None = None,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        collate: str | Collate | None = "fairseq",
+        collate_options: CollateOptions | None = None,
+        update_freq: int = 1,
+        infinite: bool = False,
+        cache_dir: str | os.PathLike[str] | bool = True,
+        epoch: int = 1,
+    ) -> None:
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ConfigError(f"rank must be in [0, world_size); got rank={rank}, world_size={world_size}")
+        if update_freq < 1:
+            raise ConfigError(f"update_freq must be >= 1, got {update_freq}")
+        if isinstance(collate, str) and collate not in COLLATERS:
+            raise ConfigError(f"collate {collate!r} is unknown; choose {sorted(COLLATERS)}, None or a function")
+        self.dataset = dataset
+        self.config = config or BatchConfig()
+        self.rank = rank
+        self.world_size = world_size
+        self.collate_name = collate
+        self.collate_options = collate_options or CollateOptions(pad_to_multiple=self.config.pad_to_multiple)
+        self.update_freq = update_freq
+        self.infinite = infinite
+        self.cache_dir = cache_dir
+        self.planner = Planner(
+            plan_sizes(dataset),
+            self.config,
+            world_size=world_size,
+            data_fingerprint=dataset.fingerprint(),
+            pre_dropped=dataset.filter_report.dropped,
+            cache=_cache(cache_dir),
+        )
+        self.epoch = epoch
+        self.step = 0
+        self.consumed = 0
+
+    # ---------------------------------------------------------------- plans and batches
+    def plan(self, epoch: int | None = None) -> EpochPlan:
+        """The plan of ``epoch`` (default: the current one)."""
+        return self.planner.plan(self.epoch if epoch is None else epoch)
+
+    def num_steps(self, epoch: int | None = None) -> int:
+        """Batches this rank runs in ``epoch``."""
+        return self.plan(epoch).num_steps
+
+    def __len__(self) -> int:
+        """Items one pass over the current epoch yields (batches, or groups with update_freq)."""
+        return -(-self.num_steps() // self.update_freq)
+
+    def indices_at(self, epoch: int, step: int) -> np.ndarray:
+        """Sample ids of this rank's batch at (epoch, step)."""
+        return self.plan(epoch).indices(step, self.rank)
+
+    def collate(self, indices: np.ndarray) -> Any:
+        """Turn sample ids into a batch with this iterator's collate setting."""
+        name = self.collate_name
+        if name is None:
+            return np.asarray(indices)
+        if isinstance(name, str):
+            return COLLATERS[name](self.dataset, indices, self.collate_options)
+        return name(self.dataset, indices)
+
+    def batch_at(self, epoch: int, step: int) -> Any:
+        """This rank's collated batch at (epoch, step): random access, no iteration state involved."""
+        return self.collate(self.indices_at(epoch, step))
+
+    # ---------------------------------------------------------------- position
+    def seek(self, epoch: int, step: int) -> None:
+        """Set the position; ``step`` equal to the epoch's length means the start of the next epoch."""
+        steps = self.num_steps(epoch)
+        if not 0 <= step <= steps:
+            raise TokenmillError(f"step {step} is outside epoch {epoch}, which has {steps} steps on this rank")
+        if step == steps:
+            epoch, step = epoch + 1, 0
+        self.epoch, self.step = epoch, step
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start ``epoch`` from its first batch."""
+        self.epoch, self.step = epoch, 0
+
+    def end_of_epoch(self) -> bool:
+        """Whether the current epoch has no batch left."""
+        return self.step >= self.num_steps()
+
+    def positions(self, epoch: int, step: int, *, stride: int = 1, offset: int = 0) -> Iterator[tuple[int, int]]:
+        """Positions of the stream from (epoch, step): every ``stride``-th one starting ``offset`` in.
+
+        Not infinite: stops at the end of ``epoch``. DataLoader worker w of k reads
+        ``positions(..., stride=k, offset=w)``; their round-robin merge is the whole stream.
+        """
+        first_epoch = epoch
+        step += offset
+        while True:
+            steps = self.num_steps(epoch)
+            while step >= steps:
+                step -= steps
+                epoch += 1
+                if not self.infinite and epoch > first_epoch:
+                    return
+                steps = self.num_steps(epoch)
+            yield epoch, step
+            step += stride
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            plan = self.plan()
+            while self.step < plan.num_steps:
+                if self.update_freq == 1:
+                    batch = self.collate(plan.indices(self.step, self.rank))
+                    self.step += 1
+                    self.consumed += 1
+                    yield batch
+                else:
+                    stop = min(self.step + self.update_freq, plan.num_steps)
+                    group = [self.collate(plan.indices(t, self.rank)) for t in range(self.step, stop)]
+                    self.consumed += stop - self.step
+                    self.step = stop
+                    yield group
+            self.epoch, self.step = self.epoch + 1, 0
+            if not self.infinite:
+                return
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        """The position plus what it is only valid for (JSON-able; a few hundred bytes)."""
+        return {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "epoch": self.epoch,
+            "step": self.step,
+            "consumed": self.consumed,
+            "world_size": self.world_size,
+            "data": self.dataset.fingerprint(),
+            "config": self.config.to_dict(),
+            "fingerprint": self.planner.fingerprint,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at a saved position, refusing a state saved for other data, settings or world size."""
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+            raise TokenmillError('not a tokenmill batch iterator state (no "format": "tokenmill.batches")')
+        if state.get("version") != STATE_VERSION:
+            raise TokenmillError(
+                f"iterator state version {state.get('version')!r} is not supported (this is {STATE_VERSION})"
+            )
+        problems = []
+        if state.get("data") != self.dataset.fingerprint():
+            problems.append(
+                "the data differ from the checkpoint's (sentence lengths or per-item options of "
+                f"{self.dataset.describe()} changed)"
+            )
+        saved_config = state.get("config") or {}
+        now = self.config.to_dict()
+        changed = [
+            f"{k}: {saved_config.get(k)!r} -> {now.get(k)!r}"
+            for k in sorted(set(now) | set(saved_config))
+            if saved_config.get(k) != now.get(k)
+        ]
+        if changed:
+            problems.append("batching settings changed (" + "; ".join(changed) + ")")
+        if state.get("world_size") != self.world_size:
+            problems.append(f"world_size changed: {state.get('world_size')} -> {self.world_size}")
+        if not problems and state.get("fingerprint") != self.planner.fingerprint:
+            problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
+        if problems:
+            raise TokenmillError(
+                "cannot resume: " + "; ".join(problems) + ". Resuming would silently change the batch order; "
+                "restore the original data/settings, or start the data iterator afresh (without its saved state)"
+            )
+        self.seek(int(state["epoch"]), int(state["step"]))
+        self.consumed = int(state.get("consumed", 0))
+
+    # ---------------------------------------------------------------- pickling (DataLoader workers)
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "config": self.config.to_dict(),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "collate": self.collate_name,
+            "collate_options": self.collate_options,
+            "update_freq": self.update_freq,
+            "infinite": self.infinite,
+            "cache_dir": self.cache_dir,
+            "position": (self.epoch, self.step, self.consumed),
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["dataset"],
+            BatchConfig.from_dict(state["config"]),
+            rank=state["rank"],
+            world_size=state["world_size"],
+            collate=state["collate"],
+            collate_options=state["collate_options"],
+            update_freq=state["update_freq"],
+            infinite=state["infinite"],
+            cache_dir=state["cache_dir"],
+        )
+        self.epoch, self.step, self.consumed = state["position"]

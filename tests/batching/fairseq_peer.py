@@ -1,0 +1,55 @@
+"""Run :mod:`tests.batching.fairseq_oracle` in fairseq's interpreter, exchanging ``.npy`` files.
+
+The interpreter: ``$TOKENMILL_FAIRSEQ_PYTHON``, else the repository's ``.peers/fairseq`` venv (see
+tests/peers.py), else ``/work/peers/fairseq/bin/python``; tests skip with the reason when none
+exists. A fairseq import costs seconds, so a test module sends all its jobs in one call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.peers import peer_python
+
+ORACLE = Path(__file__).with_name("fairseq_oracle.py")
+DEV_PEER = Path("/work/peers/fairseq/bin/python")
+
+
+def fairseq_python() -> str | None:
+    """The interpreter with fairseq installed, or None."""
+    found = peer_python("fairseq")
+    if found:
+        return found
+    return str(DEV_PEER) if DEV_PEER.exists() else None
+
+
+def require_fairseq() -> str:
+    python = fairseq_python()
+    if python is None:
+        pytest.skip("fairseq peer not installed: set TOKENMILL_FAIRSEQ_PYTHON (see shared PEERS notes)")
+    return python
+
+
+def run_jobs(workdir: Path, jobs: list[dict], python: str | None = None) -> dict:
+    """Run ``jobs`` in fairseq; returns result.json (arrays are left in ``workdir``)."""
+    python = python or require_fairseq()
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "request.json").write_text(json.dumps(jobs))
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run(
+        [python, str(ORACLE), str(workdir)], capture_output=True, text=True, timeout=900, env=env, cwd=workdir
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"fairseq oracle failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads((workdir / "result.json").read_text())
+
+
+def split_batches(flat: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """Inverse of the oracle's flattening."""
+    return np.split(flat, np.cumsum(lengths)[:-1]) if len(lengths) else []
