@@ -42,4 +42,4 @@ def test_cleaner_end_to_end(tmp_path: Path) -> None:
     assert stats["filter"]["dropped_empty"] == 1 and stats["filter"]["dropped_identical"] == 1
     assert stats["leakage"]["leaked"] == 1
     assert stats["dedup"]["duplicates"] == 1
-    assert stats["normalize"]["changed_fullwidth"] == 2
+    assert stats["normalize"]["changed"] == 2

@@ -119,3 +119,4 @@ def test_property_mask_matches_per_pair_rules(pairs, max_tokens, ratio) -> None:
     assert result.keep.tolist() == expected
     assert sum(result.counts.values()) == len(pairs) - sum(expected)
     assert whitespace_token_lengths(src).tolist() == [len(s.split()) for s in src]
+    assert whitespace_token_lengths(src, collapsed=True).tolist() == [len(s.split()) for s in src]

@@ -84,3 +84,14 @@ def test_order_of_lines_does_not_change_labels() -> None:
     a = ident.classify(SENTENCES)
     b = ident.classify([SENTENCES[i] for i in perm])
     assert b.tolist() == a[perm].tolist()
+
+
+def test_numpy_fallback_scores_like_the_sparse_path(monkeypatch) -> None:
+    import tokenmill.text.langid as module
+
+    ident = LanguageIdentifier()
+    lines = [f"{s} {i}" for i, s in enumerate(SENTENCES)]
+    fast = ident.classify(lines)
+    monkeypatch.setattr(module, "_sparse", None)
+    monkeypatch.setattr(module, "_PAIRS_PER_BLOCK", 64)  # many small blocks
+    assert ident.classify(lines).tolist() == fast.tolist()

@@ -72,14 +72,19 @@ def test_items_containing_newline_are_handled_one_by_one() -> None:
 
 def test_stats_count_changed_lines_per_step() -> None:
     stats = StepStats("normalize")
-    out = Normalizer(fullwidth=True)(["Ａ  b", "plain", "a\x01", " x"], stats)
+    lines = ["Ａ  b", "plain", "a\x01", " x"]
+    out = Normalizer(fullwidth=True)(lines, stats, per_step=True)
     assert out == ["A b", "plain", "a", "x"]
     assert stats.counts == {
         "lines": 4,
         "changed_fullwidth": 1,
         "changed_remove_control": 1,
         "changed_collapse_whitespace": 2,
+        "changed": 3,
     }
+    cheap = StepStats("normalize")
+    assert Normalizer(fullwidth=True)(lines, cheap) == out
+    assert cheap.counts == {"lines": 4, "changed": 3}
 
 
 alphabet = st.sampled_from(

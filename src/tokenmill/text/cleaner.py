@@ -49,7 +49,8 @@ class Cleaner:
         norm = self.config.normalize
         src = norm(chunk.src, self.stats["normalize"])
         tgt = None if chunk.tgt is None else norm(chunk.tgt, self.stats["normalize"])
-        keep = self.filter(src, tgt, stats=self.stats["filter"]).keep
+        collapsed = norm.collapse_whitespace
+        keep = self.filter(src, tgt, stats=self.stats["filter"], collapsed=collapsed).keep
         if self.leakage is not None:
             idx = np.flatnonzero(keep)
             kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from typing import Literal
 
 import numpy as np
@@ -102,9 +102,16 @@ def char_lengths(lines: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
 
 
-def whitespace_token_lengths(lines: Sequence[str]) -> np.ndarray:
-    """int64 whitespace-separated tokens per line (``len(line.split())``)."""
-    return np.fromiter(map(len, map(str.split, lines)), dtype=np.int64, count=len(lines))
+def whitespace_token_lengths(lines: Sequence[str], collapsed: bool = False) -> np.ndarray:
+    """int64 whitespace-separated tokens per line (``len(line.split())``).
+
+    ``collapsed=True`` promises single spaces and no space at either end (what
+    ``Normalizer(collapse_whitespace=True)`` produces): then tokens = spaces + 1, counted faster.
+    """
+    if not collapsed:
+        return np.fromiter(map(len, map(str.split, lines)), dtype=np.int64, count=len(lines))
+    spaces = np.fromiter(map(str.count, lines, repeat(" ")), dtype=np.int64, count=len(lines))
+    return spaces + np.fromiter(map(bool, lines), dtype=np.int64, count=len(lines))
 
 
 class PairFilter:
@@ -149,10 +156,12 @@ class PairFilter:
         src_tokens: np.ndarray | None = None,
         tgt_tokens: np.ndarray | None = None,
         stats: StepStats | None = None,
+        collapsed: bool = False,
     ) -> FilterResult:
         """Filter one chunk. ``src_tokens``/``tgt_tokens``: token lengths to use instead of whitespace
-        tokens (e.g. subword counts from the tokenizer). With ``stats``, adds ``pairs``, ``kept``
-        and ``dropped_<step>`` counters."""
+        tokens (e.g. subword counts from the tokenizer). ``collapsed``: the text went through
+        whitespace collapsing (faster token counts). With ``stats``, adds ``pairs``, ``kept`` and
+        ``dropped_<step>`` counters."""
         n = len(src)
         if tgt is not None and len(tgt) != n:
             raise ValueError(f"source has {n} items but target has {len(tgt)}")
@@ -175,7 +184,7 @@ class PairFilter:
                 if tokens is None:
                     given = [src_tokens, tgt_tokens][: len(sides)]
                     tokens = [
-                        whitespace_token_lengths(s) if g is None else _checked_lengths(g, n)
+                        whitespace_token_lengths(s, collapsed) if g is None else _checked_lengths(g, n)
                         for s, g in zip(sides, given, strict=True)
                     ]
             if step == "empty":
@@ -210,9 +219,9 @@ class PairFilter:
         bad = np.zeros(len(keep), dtype=bool)
         if not len(idx):
             return bad
-        picks = idx.tolist()
+        survivors = keep.tolist()
         for i, side in enumerate(sides):
-            lines = [side[j] for j in picks] if len(picks) < len(keep) else list(side)
+            lines = list(compress(side, survivors)) if len(idx) < len(keep) else list(side)
             if step == "nonletter":
                 bad[idx] |= nonletter_fraction(lines) > cfg.max_nonletter  # type: ignore[operator]
             elif step == "script":

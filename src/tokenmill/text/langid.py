@@ -4,9 +4,10 @@ py3langid (a maintained fork of langid.py; its naive-Bayes model over byte n-gra
 the wheel as an LZMA'd ``.npz`` read with ``allow_pickle=False``) classifies one string at a time
 with a Python loop over the bytes. :class:`LanguageIdentifier` runs the same model on a chunk at
 once: the byte-level automaton advances every line of the chunk one byte per numpy step, feature
-counts are gathered with ``np.unique`` and the class scores are a sparse product done in row
-blocks. Labels equal ``py3langid.classify`` (checked in the tests), except that a line with no
-n-gram feature at all (e.g. empty) gets ``"und"`` instead of py3langid's arbitrary first label.
+counts are gathered with ``np.unique`` and the class scores are one sparse x dense product (scipy
+when installed; otherwise numpy products summed per line, about 6x slower). Labels equal
+``py3langid.classify`` (checked in the tests), except that a line with no n-gram feature at all
+(e.g. empty) gets ``"und"`` instead of py3langid's arbitrary first label.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from itertools import repeat
 import numpy as np
 
 from tokenmill.errors import ConfigError
+
+try:  # optional: a compiled sparse product makes scoring ~6x faster than the numpy fallback
+    import scipy.sparse as _sparse
+except ImportError:  # pragma: no cover - depends on the environment
+    _sparse = None
 
 UNDETERMINED = "und"
 _PAIRS_PER_BLOCK = 1 << 15  # (line, feature) pairs scored together: bounds the scratch matrix
@@ -67,6 +73,7 @@ class LanguageIdentifier:
             wanted = set(languages)
             cols = np.array([i for i, c in enumerate(model.classes) if c in wanted], dtype=np.int64)
         self._ptc = model.ptc[:, cols]
+        self._ptc32_cache: np.ndarray | None = None
         self._pc = model.pc[cols]
         classes = [model.classes[i] for i in cols]
         # columns sharing a label: score = the best of them (py3langid folds them the same way)
@@ -87,22 +94,37 @@ class LanguageIdentifier:
         rows, feats = self._features(lines)
         best = np.full(n, len(self._labels) - 1, dtype=np.int64)  # "und" unless scored below
         if len(rows):
-            key = rows * len(self._model.output) + feats
-            key, counts = np.unique(key, return_counts=True)
-            rows, feats = key // len(self._model.output), key % len(self._model.output)
+            n_feats = self._ptc.shape[0]
+            key, counts = np.unique(rows * n_feats + feats, return_counts=True)
+            rows, feats = key // n_feats, key % n_feats
             weights = np.log1p(counts.astype(np.float32))
-            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-            bounds = np.r_[starts, len(rows)]
-            step = max(1, _PAIRS_PER_BLOCK // max(1, len(rows) // len(starts)))
-            for b in range(0, len(starts), step):
-                # sum over each line's features of weight * log P(feature | class), lines in blocks
-                seg = bounds[b : b + step + 1]
-                lo, hi = seg[0], seg[-1]
-                part = self._ptc[feats[lo:hi]] * weights[lo:hi, None]  # float16 * float32 -> float32
-                scores = np.add.reduceat(part, seg[:-1] - lo, axis=0)
-                scores += self._pc
-                best[rows[seg[:-1]]] = self._decide(scores)
+            if _sparse is not None:  # one compiled sparse x dense product for the whole chunk
+                matrix = _sparse.csr_matrix((weights, (rows, feats)), shape=(n, n_feats))
+                scored = np.flatnonzero(np.bincount(rows, minlength=n))
+                scores = np.asarray(matrix[scored] @ self._ptc32()) + self._pc
+                best[scored] = self._decide(scores)
+            else:
+                self._score_numpy(rows, feats, weights, best)
         return self._labels[best]
+
+    def _ptc32(self) -> np.ndarray:
+        """The model as float32 (made once per identifier: ~57 MB for all languages)."""
+        if self._ptc32_cache is None:
+            self._ptc32_cache = self._ptc.astype(np.float32)
+        return self._ptc32_cache
+
+    def _score_numpy(self, rows: np.ndarray, feats: np.ndarray, weights: np.ndarray, best: np.ndarray) -> None:
+        """Without scipy: per-pair products summed per line with ``np.add.reduceat``, in blocks."""
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        bounds = np.r_[starts, len(rows)]
+        step = max(1, _PAIRS_PER_BLOCK // max(1, len(rows) // len(starts)))
+        for b in range(0, len(starts), step):
+            seg = bounds[b : b + step + 1]
+            lo, hi = seg[0], seg[-1]
+            part = self._ptc[feats[lo:hi]] * weights[lo:hi, None]  # float16 * float32 -> float32
+            scores = np.add.reduceat(part, seg[:-1] - lo, axis=0)
+            scores += self._pc
+            best[rows[seg[:-1]]] = self._decide(scores)
 
     def _decide(self, scores: np.ndarray) -> np.ndarray:
         """Argmax column per row after folding duplicate-label columns onto their first column."""

@@ -79,21 +79,24 @@ class Normalizer:
         """Names of the steps that will run, in order."""
         return tuple(f.name for f in fields(self) if getattr(self, f.name))
 
-    def __call__(self, lines: list[str], stats: StepStats | None = None) -> list[str]:
+    def __call__(self, lines: list[str], stats: StepStats | None = None, per_step: bool = False) -> list[str]:
         """Normalized copy of ``lines`` (same length and order).
 
-        With ``stats``, counts lines changed by each step (``changed_<step>``) plus ``lines``.
+        With ``stats``: adds ``lines`` and ``changed`` (lines that differ from the input); with
+        ``per_step=True`` also ``changed_<step>`` per step, at the cost of one pass per step.
         """
         if not lines or not self.enabled:
             if stats is not None:
                 stats.add("lines", len(lines))
+                stats.ensure("changed")
             return list(lines)
-        joined = "\n".join(lines)
-        if joined.count("\n") != len(lines) - 1:  # an item holds "\n": do it item by item
-            return [self._one(x) for x in lines] if stats is None else self._counted(lines, stats)
-        if stats is not None:
+        if stats is not None and per_step:
             return self._counted(lines, stats)
-        return self._text(joined).split("\n")
+        out = self._apply_list(lines)
+        if stats is not None:
+            stats.add("lines", len(lines))
+            stats.add("changed", sum(map(ne, lines, out)))
+        return out
 
     def _counted(self, lines: list[str], stats: StepStats) -> list[str]:
         """Step by step with a changed-line count after each (costs one comparison pass per step)."""
@@ -104,6 +107,7 @@ class Normalizer:
             nxt = one._apply_list(cur)
             stats.add(f"changed_{step}", sum(map(ne, cur, nxt)))
             cur = nxt
+        stats.add("changed", sum(map(ne, lines, cur)))
         return cur
 
     def _apply_list(self, lines: list[str]) -> list[str]:
