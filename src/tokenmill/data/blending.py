@@ -37,6 +37,8 @@ _WARMUP = 64
 # Samples per block; blocks run side by side, so a bigger block means fewer, wider numpy steps.
 _MIN_BLOCK = 512
 _MAX_BLOCKS = 32_768
+# Steps staged in memory before they are written to the (block-major) outputs.
+_TILE = 64
 SPLIT_NAMES = ("train", "valid", "test")
 
 
@@ -90,37 +92,86 @@ def _scalar_greedy(
 
 
 class _Blocks:
-    """Many independent runs of the greedy advanced in lockstep, one column per run."""
+    """Many independent runs of the greedy advanced in lockstep, one column per run.
 
-    def __init__(self, weights: np.ndarray, caps: np.ndarray | None) -> None:
+    All work buffers are allocated once (fresh multi-megabyte temporaries every step would cost
+    more in page faults than the arithmetic).
+    """
+
+    def __init__(self, weights: np.ndarray, caps: np.ndarray | None, width: int) -> None:
+        num = len(weights)
         self.w = weights.reshape(-1, 1)
         self.caps = None if caps is None else caps.astype(np.float64).reshape(-1, 1)
+        self.labels = np.arange(num, dtype=np.int16).reshape(-1, 1)
+        self.s = np.empty(width, dtype=np.float64)
+        self.errors = np.empty((num, width), dtype=np.float64)
+        self.best = np.empty(width, dtype=np.float64)
+        self.better = np.empty(width, dtype=bool)
+        self.choice = np.empty(width, dtype=np.int16)
+        self.onehot = np.empty((num, width), dtype=bool)
+        self.taken = np.empty(width, dtype=np.float64)
 
-    def step(self, counts: np.ndarray, index: np.ndarray) -> np.ndarray:
-        """One greedy step of every run at sample numbers ``index``; updates ``counts`` (D, runs) in place."""
-        s = np.maximum(index, 1).astype(np.float64)
-        errors = self.w * s
-        errors -= counts
+    def step(self, counts: np.ndarray, first: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """One greedy step of every run (sample number ``first + t``); updates ``counts`` (D, runs) in
+        place and returns the chosen datasets and each choice's sample number (views of buffers)."""
+        width = counts.shape[1]
+        s = self.s[:width]
+        np.add(first, float(t), out=s)
+        np.maximum(s, 1.0, out=s)  # megatron-core uses max(i, 1)
+        errors = self.errors[:, :width]
+        np.multiply(self.w, s, out=errors)  # the same two roundings as the C++ helper
+        np.subtract(errors, counts, out=errors)
         if self.caps is not None:
-            errors[counts >= self.caps] = -np.inf
-        if errors.shape[0] <= 8:
-            choice = np.zeros(errors.shape[1], dtype=np.intp)
-            best = errors[0].copy()
-            for d in range(1, errors.shape[0]):
-                better = errors[d] > best
-                choice[better] = d
-                np.maximum(best, errors[d], out=best)
-        else:
-            choice = np.argmax(errors, axis=0)
-        counts[choice, np.arange(counts.shape[1])] += 1
-        return choice
+            np.copyto(errors, -np.inf, where=counts >= self.caps)
+        best, better, choice = self.best[:width], self.better[:width], self.choice[:width]
+        taken = self.taken[:width]
+        if errors.shape[0] == 2:  # two datasets: one comparison decides, no one-hot needed
+            np.greater(errors[1], errors[0], out=better)
+            np.copyto(taken, counts[0])
+            np.copyto(taken, counts[1], where=better)
+            counts[1] += better
+            np.logical_not(better, out=better)
+            counts[0] += better
+            np.logical_not(better, out=choice, casting="unsafe")
+            return choice, taken
+        best[...] = errors[0]
+        choice.fill(0)
+        for d in range(1, errors.shape[0]):  # first maximum wins ties, as the C++ loop's ">"
+            np.greater(errors[d], best, out=better)
+            np.copyto(choice, d, where=better)
+            np.maximum(best, errors[d], out=best)
+        onehot = self.onehot[:, :width]
+        np.equal(choice, self.labels, out=onehot)
+        np.sum(np.multiply(onehot, counts, out=errors), axis=0, out=taken)
+        counts += onehot
+        return choice, taken
 
-    def run(self, counts: np.ndarray, starts: np.ndarray, steps: int, record: np.ndarray | None) -> None:
-        """Advance every run ``steps`` steps from sample numbers ``starts``; record choices as rows."""
+    def run(
+        self,
+        counts: np.ndarray,
+        starts: np.ndarray,
+        steps: int,
+        chosen: np.ndarray | None = None,
+        numbers: np.ndarray | None = None,
+    ) -> None:
+        """Advance every run ``steps`` steps from sample numbers ``starts``; when given, write step t's
+        choices and sample numbers into column t of ``chosen`` / ``numbers`` (runs, steps)."""
+        first = starts.astype(np.float64)
+        record = chosen is not None and numbers is not None
+        if record:
+            # Stage _TILE steps in contiguous rows, then write them as one (runs, _TILE) block: writing
+            # each step straight into its column would touch a different page for every run.
+            tile_chosen = np.empty((_TILE, counts.shape[1]), dtype=np.int16)
+            tile_numbers = np.empty((_TILE, counts.shape[1]), dtype=np.float64)
         for t in range(steps):
-            choice = self.step(counts, starts + t)
-            if record is not None:
-                record[t] = choice
+            choice, taken = self.step(counts, first, t)
+            if record:
+                tile_chosen[t % _TILE] = choice
+                tile_numbers[t % _TILE] = taken
+                if t % _TILE == _TILE - 1 or t == steps - 1:
+                    low = t - t % _TILE
+                    chosen[:, low : t + 1] = tile_chosen[: t + 1 - low].T
+                    numbers[:, low : t + 1] = tile_numbers[: t + 1 - low].T
 
 
 def _guess_counts(weights: np.ndarray, at: np.ndarray, caps: np.ndarray | None) -> np.ndarray:
@@ -137,24 +188,27 @@ def _guess_counts(weights: np.ndarray, at: np.ndarray, caps: np.ndarray | None) 
     return counts
 
 
-def _blocked_greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> np.ndarray:
-    """The greedy's dataset choices for samples 0..size-1, computed block-parallel and verified exact."""
+def _blocked_greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy's choices and sample numbers for samples 0..size-1, block-parallel, verified exact."""
     num = len(weights)
     blocks = max(1, min(_MAX_BLOCKS, size // _MIN_BLOCK))
     length = -(-size // blocks)
     starts = np.arange(blocks, dtype=np.int64) * length
-    engine = _Blocks(weights, caps)
+    engine = _Blocks(weights, caps, blocks)
     # Guessed states a warm-up before each block (block 0 starts exactly from zero counts). Blocks
     # are at least _MIN_BLOCK > _WARMUP long, so every warm-up starts at a non-negative sample number.
     counts = np.zeros((num, blocks), dtype=np.float64)
     if blocks > 1:
         warm_starts = starts[1:] - _WARMUP
         guessed = _guess_counts(weights, warm_starts, caps)
-        engine.run(guessed, warm_starts, _WARMUP, None)
+        engine.run(guessed, warm_starts, _WARMUP)
         counts[:, 1:] = guessed
     start_state = counts.copy()
-    record = np.empty((length, blocks), dtype=np.int16)
-    engine.run(counts, starts, length, record)
+    # Block b's samples are row b: the flat arrays are in sample order without any transpose.
+    dataset_index = np.empty(blocks * length, dtype=np.int16)
+    sample_index = np.empty(blocks * length, dtype=np.int64)
+    chosen, numbers = dataset_index.reshape(blocks, length), sample_index.reshape(blocks, length)
+    engine.run(counts, starts, length, chosen, numbers)
     end_state = counts
     # Check every seam; re-run blocks whose guessed start differs from their predecessor's true end.
     while True:
@@ -163,11 +217,13 @@ def _blocked_greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> 
             break
         redo = end_state[:, bad - 1].copy()
         start_state[:, bad] = redo
-        redo_record = np.empty((length, bad.size), dtype=np.int16)
-        engine.run(redo, starts[bad], length, redo_record)
-        record[:, bad] = redo_record
+        redo_chosen = np.empty((bad.size, length), dtype=np.int16)
+        redo_numbers = np.empty((bad.size, length), dtype=np.int64)
+        engine.run(redo, starts[bad], length, redo_chosen, redo_numbers)
+        chosen[bad] = redo_chosen
+        numbers[bad] = redo_numbers
         end_state[:, bad] = redo
-    return record.T.reshape(-1)[:size]
+    return dataset_index[:size], sample_index[:size]
 
 
 def _sample_numbers(dataset_index: np.ndarray, num: int) -> np.ndarray:
@@ -188,9 +244,8 @@ def _greedy(weights: np.ndarray, size: int, caps: np.ndarray | None) -> tuple[np
     if size <= _SCALAR_LIMIT:
         dataset_index = np.empty(size, dtype=np.int16)
         _scalar_greedy(weights, 0, size, [0] * num, caps, dataset_index)
-    else:
-        dataset_index = _blocked_greedy(weights, size, caps)
-    return dataset_index, _sample_numbers(dataset_index, num)
+        return dataset_index, _sample_numbers(dataset_index, num)
+    return _blocked_greedy(weights, size, caps)
 
 
 def build_blending_indices(weights: Sequence[float], size: int) -> tuple[np.ndarray, np.ndarray]:
