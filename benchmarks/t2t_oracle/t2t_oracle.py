@@ -17,15 +17,18 @@ JOBS.json holds a list of jobs; RESULTS.json gets one result per job.  A job:
      "target_size": N, "min_val": 1, "max_val": 1000  # build_to_target_size ...
      | "min_count": m,                                # ... or build_from_token_counts
      "num_iterations": 4, "max_subtoken_length": L|null, "reserved_tokens": [...]|null,
-     "encode": [texts], "decode": [[ids]], "store_vocab": path, "want_token_counts": false}
+     "encode": [texts], "encode_files": [paths],      # texts to encode; every \n-separated line of a file
+     "decode": [[ids]], "store_vocab": path, "want_token_counts": false}
+
+Relative paths are resolved against the directory of JOBS.json.
 
 A result: {"vocab": [...], "vocab_size", "encodings", "decodings" (of the encodings), "decoded"
 (of "decode"), "tokens" (tokenizer.encode of each text), "token_counts" (if asked),
 "count_seconds", "build_seconds"} -- the times are measured here, inside T2T's process.
 
-To regenerate the golden files of the tests (from the repository root, main env):
+To regenerate the golden files of the tests (from the repository root, in the T2T venv):
 
-    TOKENMILL_T2T_PYTHON=/work/peers/t2t/bin/python python tests/vocab/make_golden_t2t.py
+    /work/peers/t2t/bin/python benchmarks/t2t_oracle/make_golden.py
 """
 
 from __future__ import annotations
@@ -46,9 +49,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 try:  # generator_utils names tf.estimator.ModeKeys at import; TF >= 2.16 no longer ships estimator
     tf.estimator  # noqa: B018
 except AttributeError:
-    tf.estimator = types.SimpleNamespace(
-        ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer")
-    )
+    tf.estimator = types.SimpleNamespace(ModeKeys=types.SimpleNamespace(TRAIN="train", EVAL="eval", PREDICT="infer"))
 
 from tensor2tensor.data_generators import generator_utils, text_encoder, tokenizer  # noqa: E402
 
@@ -70,6 +71,26 @@ def _token_counts(job: dict) -> dict:
         for tok in tokenizer.encode(text_encoder.native_to_unicode(item)):
             counts[tok] += 1
     return counts
+
+
+def resolve(job: dict, base: str) -> dict:
+    """Make the job's file paths absolute, relative to ``base``."""
+    job = dict(job)
+    for key in ("corpus", "encode_files"):
+        if key in job:
+            job[key] = [os.path.join(base, p) for p in job[key]]
+    for key in ("vocab_file", "store_vocab"):
+        if job.get(key):
+            job[key] = os.path.join(base, job[key])
+    return job
+
+
+def texts_to_encode(job: dict) -> list:
+    texts = []
+    for path in job.get("encode_files", []):
+        with open(path, encoding="utf-8", newline="") as f:
+            texts.extend(f.read().split("\n"))
+    return texts + list(job.get("encode", []))
 
 
 def run_job(job: dict) -> dict:
@@ -104,7 +125,7 @@ def run_job(job: dict) -> dict:
         encoder.store_to_file(job["store_vocab"])
     result["vocab"] = list(encoder.all_subtoken_strings)
     result["vocab_size"] = encoder.vocab_size
-    texts = job.get("encode", [])
+    texts = texts_to_encode(job)
     t0 = time.perf_counter()
     encodings = [encoder.encode(t) for t in texts]
     result["encode_seconds"] = time.perf_counter() - t0
@@ -121,7 +142,8 @@ def main(argv: list[str]) -> int:
         return 2
     with open(argv[1], encoding="utf-8") as f:
         jobs = json.load(f)
-    results = [run_job(job) for job in jobs]
+    base = os.path.dirname(os.path.abspath(argv[1]))
+    results = [run_job(resolve(job, base)) for job in jobs]
     tmp = argv[2] + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(results, f, ensure_ascii=False)

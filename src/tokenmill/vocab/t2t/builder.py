@@ -35,7 +35,7 @@ def check_reserved(reserved_tokens: Sequence[str] | None) -> list[str]:
     if reserved_tokens is None:
         return list(RESERVED_TOKENS)
     reserved = list(reserved_tokens)
-    for default, proposed in zip(RESERVED_TOKENS, reserved):
+    for default, proposed in zip(RESERVED_TOKENS, reserved, strict=False):
         if default != proposed:
             raise ConfigError(
                 f"reserved tokens {reserved!r} must start with {list(RESERVED_TOKENS)!r} "
@@ -78,9 +78,7 @@ class SubwordBuilder:
         self.trie = trie = build_suffix_trie(escaped, substring_cap(max_subtoken_length))
         lengths = np.fromiter((len(e) + 1 for e in escaped), dtype=np.int64, count=len(escaped))
         self._weight_at = np.repeat(weights, lengths)  # token count at every text offset
-        self._is_sep = np.frombuffer(trie.text.encode("utf-32-le", "surrogatepass"), np.uint32) == ord(
-            SEPARATOR
-        )
+        self._is_sep = np.frombuffer(trie.text.encode("utf-32-le", "surrogatepass"), np.uint32) == ord(SEPARATOR)
         self._count0 = self._interval_sums(self._weight_at[trie.sa], trie.node_l, trie.node_r)
         self._top = np.flatnonzero(trie.node_lo == 0)
         self._top_char = [trie.text[int(trie.sa[trie.node_l[v]])] for v in self._top]
@@ -131,6 +129,8 @@ class SubwordBuilder:
         top_is_cand = top_pos < len(cand)
         top_is_cand[top_is_cand] = cand[top_pos[top_is_cand]] == self._top[top_is_cand]
 
+        accepted_l = accepted_r = np.zeros(0, dtype=np.int64)
+        accepted_hi = np.zeros(0, dtype=np.int32)
         for iteration in range(num_iterations):
             if iteration > 0:
                 cum = self._boundary_cumsum(accepted_l, accepted_r, accepted_hi)
@@ -141,28 +141,26 @@ class SubwordBuilder:
                 top_cnt = self._count0[self._top]
             residual, up = self._accept(cnt, c_parent, levels, m)
             accepted = (residual >= m) & (c_hi >= 2)
-            accepted_l, accepted_r, accepted_hi = c_l[accepted], c_r[accepted], c_hi[accepted]
+            accepted_l, _accepted_r, accepted_hi = c_l[accepted], c_r[accepted], c_hi[accepted]
 
         # The alphabet's final counts: a character's node keeps what its chain did not pass up.
         top_final = top_cnt.copy()
         in_cand = top_pos[top_is_cand]
         hi_one = c_hi[in_cand] == 1
         top_final[top_is_cand] = np.where(hi_one, residual[in_cand], cnt[in_cand] - up[in_cand])
-        char_count = dict(zip(self._top_char, top_final.tolist()))
+        char_count = dict(zip(self._top_char, top_final.tolist(), strict=False))
         pairs = [(char_count.get(a, 0), a) for a in self.alphabet]
         text, sa = trie.text, trie.sa
         starts = sa[accepted_l].tolist()
         pairs.extend(
             (count, text[s : s + h])
-            for count, s, h in zip(residual[accepted].tolist(), starts, accepted_hi.tolist())
+            for count, s, h in zip(residual[accepted].tolist(), starts, accepted_hi.tolist(), strict=False)
         )
         pairs.sort(reverse=True)
         return self.escaped_reserved + [s for _, s in pairs]
 
     @staticmethod
-    def _accept(
-        cnt: np.ndarray, c_parent: np.ndarray, levels: np.ndarray, m: int
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _accept(cnt: np.ndarray, c_parent: np.ndarray, levels: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
         """Bottom-up longest-first acceptance: each node's count at its turn, and what it passes up."""
         passed = np.zeros(len(cnt), dtype=np.int64)
         residual = np.empty(len(cnt), dtype=np.int64)
@@ -186,7 +184,7 @@ class SubwordBuilder:
         n = len(trie.sa)
         best = np.ones(n, dtype=np.int32)
         order = np.argsort(acc_hi, kind="stable")
-        for left, right, h in zip(acc_l[order].tolist(), acc_r[order].tolist(), acc_hi[order].tolist()):
+        for left, right, h in zip(acc_l[order].tolist(), acc_r[order].tolist(), acc_hi[order].tolist(), strict=False):
             best[left:right] = h
         match = best[trie.rank]
         hit_at, hit_len = self._reserved_hits

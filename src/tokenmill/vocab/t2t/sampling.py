@@ -3,8 +3,9 @@
 For each file on its own, T2T keeps one line in ``countermax + 1`` with
 ``countermax = int(file_size_in_bytes / file_byte_budget / 2)``, starting with line ``countermax``,
 strips it, and subtracts its length in characters from the budget; it stops at the first line it
-would keep once the budget is used up.  Lines end at ``\\n`` only (TensorFlow's file reader), so a
-lone ``\\r`` or U+2028 stays inside a line until ``strip`` removes it from the ends.
+would keep once the budget is used up.  Lines are read as TensorFlow's reader returns them: they
+end at ``\\n`` only and every ``\\r`` is deleted, so U+2028 or a form feed stays inside a line
+unless ``strip`` removes it from the ends.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def sample_lines(path: str | os.PathLike[str], file_byte_budget: float) -> Itera
             if budget <= 0:
                 break
             try:
-                line = raw.decode("utf-8").strip()
+                line = raw.replace(b"\r", b"").decode("utf-8").strip()
             except UnicodeDecodeError as err:
                 raise FormatError(
                     f"{path}:{lineno}: not valid UTF-8 at byte {err.start} of the line; "

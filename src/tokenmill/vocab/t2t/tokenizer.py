@@ -79,7 +79,7 @@ def token_spans(lines: Sequence[str]) -> tuple[str, np.ndarray, np.ndarray, np.n
 def tokenize_many(lines: Sequence[str]) -> tuple[list[str], np.ndarray]:
     """All tokens of all lines (flat, in order) and the number of tokens per line."""
     joined, starts, ends, counts = token_spans(lines)
-    return [joined[a:b] for a, b in zip(starts.tolist(), ends.tolist())], counts
+    return [joined[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=False)], counts
 
 
 def tokenize(text: str) -> list[str]:
