@@ -20,6 +20,7 @@ bounded-size chunks. All token counts are int64.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,17 +146,49 @@ def plan_epochs(tokens_per_epoch: int, config: GPTIndexConfig) -> EpochPlan:
     return EpochPlan(epochs, tokens, separate, sans_final)
 
 
-def _shuffled_tiles(
-    documents: np.ndarray, num_epochs: int, rng: np.random.RandomState, out: np.ndarray
-) -> None:
-    """Fill ``out`` with ``documents`` repeated ``num_epochs`` times, shuffled by ``rng``.
+def _shuffle_epochs(
+    items: np.ndarray, num_epochs: int, rng: np.random.RandomState, separate_final_epoch: bool
+) -> np.ndarray:
+    """``items`` (int64) repeated ``num_epochs`` times and shuffled with megatron-core's draws.
 
-    The shuffle runs on an int64 copy: numpy's legacy shuffle has a fast path for 8-byte items and
-    draws the same random numbers for every dtype, so the permutation is Megatron's.
+    numpy's legacy shuffle draws the same random numbers for every dtype, so shuffling int64 items
+    (its fast 8-byte path) gives Megatron's permutation of its int32 document ids.
     """
-    work = np.tile(documents.astype(np.int64, copy=False), num_epochs)
-    rng.shuffle(work)
-    out[...] = work
+    count = len(items)
+    work = np.tile(items, int(num_epochs))
+    if not separate_final_epoch or num_epochs == 1:
+        rng.shuffle(work)
+    else:
+        split = count * (int(num_epochs) - 1)
+        rng.shuffle(work[:split])  # in place on the views
+        rng.shuffle(work[split:])
+    return work
+
+
+def _document_stream(
+    sizes: np.ndarray,
+    documents: np.ndarray,
+    num_epochs: int,
+    rng: np.random.RandomState,
+    separate_final_epoch: bool,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The document index, plus the document lengths in stream order when they could ride along.
+
+    Each item shuffled is ``id << 32 | size`` (both below 2^31), so after the shuffle the sizes are
+    already in stream order: the sample index then reads them sequentially instead of gathering
+    ``sizes[document_index]`` at random. Returns (document_index, lengths view, packed buffer).
+    """
+    fits = len(documents) == 0 or int(documents.max()) <= INT32_MAX
+    if fits and np.little_endian:
+        packed = documents.astype(np.int64) << 32
+        packed |= sizes[documents].astype(np.int64)
+        work = _shuffle_epochs(packed, num_epochs, rng, separate_final_epoch)
+        del packed
+        halves = work.view(np.int32).reshape(-1, 2)  # little-endian: [size, id] per item
+        return np.ascontiguousarray(halves[:, 1]), halves[:, 0], work
+    work = _shuffle_epochs(documents.astype(np.int64), num_epochs, rng, separate_final_epoch)
+    out = work.astype(np.int32 if fits else np.int64)
+    return out, None, None
 
 
 def build_document_index(
@@ -166,16 +199,9 @@ def build_document_index(
     Same draws as megatron-core's ``_build_document_index``. int32 unless ids reach 2^31.
     """
     documents = np.asarray(documents)
-    count = len(documents)
-    fits = count == 0 or int(documents.max()) <= INT32_MAX
-    out = np.empty(count * int(num_epochs), dtype=np.int32 if fits else np.int64)
-    if not separate_final_epoch or num_epochs == 1:
-        _shuffled_tiles(documents, int(num_epochs), rng, out)
-    else:
-        split = count * (int(num_epochs) - 1)
-        _shuffled_tiles(documents, int(num_epochs) - 1, rng, out[:split])
-        _shuffled_tiles(documents, 1, rng, out[split:])
-    return out
+    fits = len(documents) == 0 or int(documents.max()) <= INT32_MAX
+    work = _shuffle_epochs(documents.astype(np.int64), num_epochs, rng, separate_final_epoch)
+    return work.astype(np.int32 if fits else np.int64)
 
 
 def sample_index_dtype(sizes: np.ndarray, document_index: np.ndarray) -> np.dtype:
@@ -200,17 +226,41 @@ def build_sample_index(
     stream and L the sequence length. With ``drop_last_partial_sequence`` False a final partial sample
     ends at the last token of the stream.
     """
+    return _sample_index(
+        lambda begin, end: sizes[document_index[begin:end]],
+        len(document_index),
+        sample_index_dtype(sizes, document_index),
+        seq_length,
+        int(num_epochs) * int(tokens_per_epoch),
+        drop_last_partial_sequence,
+        add_extra_token,
+    )
+
+
+def _sample_index(
+    stream_lengths: Callable[[int, int], np.ndarray],
+    positions: int,
+    dtype: np.dtype,
+    seq_length: int,
+    total: int,
+    drop_last_partial_sequence: bool,
+    add_extra_token: bool,
+) -> np.ndarray:
+    """The sample index from the document lengths in stream order, read in chunks of _CHUNK positions.
+
+    Per chunk: running token ends C[p + 1]; how many samples have their last token by each end,
+    floor((C[p + 1] - extra) / L); ``np.repeat`` turns those counts into each sample's position.
+    """
     length = int(seq_length)
     extra = int(bool(add_extra_token))
-    total = int(num_epochs) * int(tokens_per_epoch)
     if length < 2:
         raise ConfigError(f"seq_length must be at least 2, got {seq_length}")
     num_samples = count_samples(total, length, bool(extra), drop_last_partial_sequence)
     # Samples whose last token lies inside the stream; any further ones (drop_last False) are partial.
     full = min(num_samples, max((total - extra) // length, 0))
-    out = np.empty((num_samples + 1, 2), dtype=sample_index_dtype(sizes, document_index))
+    out = np.empty((num_samples + 1, 2), dtype=dtype)
     out[0] = 0
-    positions = len(document_index)
+    shift = length.bit_length() - 1 if length & (length - 1) == 0 else None
     done = 0  # samples placed so far (rows 1..done)
     base = 0  # tokens before the current chunk
     complete = True  # whether every position was visited (then base is the stream total)
@@ -218,24 +268,32 @@ def build_sample_index(
         if done >= full:
             complete = False  # the remaining positions start no sample
             break
-        lengths = sizes[document_index[start : start + _CHUNK]].astype(np.int64)
-        ends = np.cumsum(lengths)
-        ends += base
-        reached = ends - extra
-        reached //= length
+        lengths = stream_lengths(start, min(start + _CHUNK, positions)).astype(np.int64)
+        ends = np.cumsum(lengths)  # token ends relative to the chunk start
+        chunk_tokens = int(ends[-1])
+        reached = ends + (base - extra)
+        if shift is not None:
+            reached >>= shift  # floor division by a power of two
+        else:
+            reached //= length
         np.clip(reached, 0, full, out=reached)
-        per_position = np.diff(reached, prepend=done)
         last = int(reached[-1])
         if last > done:
+            per_position = np.empty_like(reached)
+            per_position[0] = reached[0] - done
+            np.subtract(reached[1:], reached[:-1], out=per_position[1:])
             owner = np.repeat(np.arange(len(lengths), dtype=np.int64), per_position)
-            first_token = (np.arange(done + 1, last + 1, dtype=np.int64)) * length
-            first_token -= ends[owner] - lengths[owner]
+            ends -= lengths  # now where each position starts, relative to the chunk
+            first_token = np.arange(done + 1, last + 1, dtype=np.int64)
+            first_token *= length
+            first_token -= base
+            first_token -= ends[owner]
             owner += start
             out[done + 1 : last + 1, 0] = owner
             out[done + 1 : last + 1, 1] = first_token
+        base += chunk_tokens
         done = last
-        base = int(ends[-1])
-    if complete and base != total:
+    if complete and positions and base != total:
         raise ConfigError(
             f"tokens_per_epoch * num_epochs is {total} but the documents in document_index hold {base} tokens"
         )
@@ -244,7 +302,7 @@ def build_sample_index(
     if num_samples > full:
         # megatron-core: a sample running past the stream ends at the last token of the last document.
         out[full + 1 :, 0] = positions - 1
-        out[full + 1 :, 1] = int(sizes[document_index[positions - 1]]) - extra
+        out[full + 1 :, 1] = int(stream_lengths(positions - 1, positions)[0]) - extra
     return out
 
 
@@ -273,9 +331,7 @@ def tokens_per_epoch(sizes: np.ndarray, documents: np.ndarray | None) -> int:
     return int(np.asarray(sizes)[documents].sum(dtype=np.int64))
 
 
-def build_gpt_index(
-    sizes: np.ndarray, config: GPTIndexConfig, documents: np.ndarray | None = None
-) -> GPTIndex:
+def build_gpt_index(sizes: np.ndarray, config: GPTIndexConfig, documents: np.ndarray | None = None) -> GPTIndex:
     """Document, sample and shuffle index for the items ``documents`` of a store with item ``sizes``.
 
     ``documents`` are the item ids to draw from (Megatron's ``indexed_indices``, e.g. one split's
@@ -294,16 +350,19 @@ def build_gpt_index(
             raise ConfigError(f"documents name items outside the store's {len(sizes)} items")
     plan = plan_epochs(tokens_per_epoch(sizes, documents), config)
     rng = np.random.RandomState(int(config.seed))
-    document_index = build_document_index(documents, plan.num_epochs, rng, plan.separate_final_epoch)
-    sample_index = build_sample_index(
-        sizes,
-        document_index,
+    document_index, stream, work = _document_stream(sizes, documents, plan.num_epochs, rng, plan.separate_final_epoch)
+    if stream is None:
+        stream = sizes[document_index]  # ids of 2^31 and more: no packing, gather once
+    sample_index = _sample_index(
+        lambda begin, end, view=stream: view[begin:end],
+        len(document_index),
+        sample_index_dtype(sizes, document_index),
         config.seq_length,
-        plan.num_epochs,
-        plan.tokens_per_epoch,
+        plan.num_epochs * plan.tokens_per_epoch,
         config.drop_last_partial_sequence,
         config.add_extra_token,
     )
+    del stream, work
     num_rows = sample_index.shape[0] - 1
     first_range = plan.num_samples_sans_final_epoch if plan.separate_final_epoch else num_rows
     shuffle_index = build_shuffle_index(first_range, num_rows, rng)
