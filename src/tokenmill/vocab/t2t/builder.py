@@ -141,7 +141,7 @@ class SubwordBuilder:
                 top_cnt = self._count0[self._top]
             residual, up = self._accept(cnt, c_parent, levels, m)
             accepted = (residual >= m) & (c_hi >= 2)
-            accepted_l, _accepted_r, accepted_hi = c_l[accepted], c_r[accepted], c_hi[accepted]
+            accepted_l, accepted_r, accepted_hi = c_l[accepted], c_r[accepted], c_hi[accepted]
 
         # The alphabet's final counts: a character's node keeps what its chain did not pass up.
         top_final = top_cnt.copy()
