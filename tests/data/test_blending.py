@@ -8,6 +8,7 @@ from tests.data.peers_megatron import MegatronJobs
 
 from tokenmill.data import blending
 from tokenmill.data.blending import (
+    BlendedDataset,
     build_blending_indices,
     build_exhaustive_blending_indices,
     normalize_weights,
@@ -101,6 +102,53 @@ def test_bad_split_strings_are_config_errors(bad):
 def test_bad_weights_are_config_errors(bad):
     with pytest.raises(ConfigError, match="weights"):
         normalize_weights(bad)
+
+
+def gpt_dataset(prefix, first_token: int, num_samples: int):
+    """A small real GPTDataset whose tokens all lie in [first_token, first_token + 100)."""
+    from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
+    from tokenmill.store import IndexedDataset, IndexedWriter
+
+    rng = np.random.default_rng(first_token)
+    with IndexedWriter(prefix, layout="megatron", dtype=np.uint16) as writer:
+        for _ in range(60):
+            writer.add_item(first_token + rng.integers(0, 100, size=int(rng.integers(1, 40))))
+            writer.end_document()
+    return GPTDataset(IndexedDataset(prefix), GPTDatasetConfig(seq_length=16, seed=1, num_samples=num_samples))
+
+
+def test_blended_rows_are_the_chosen_samples_of_their_datasets(tmp_path):
+    datasets = [gpt_dataset(tmp_path / "a", 1000, 120), gpt_dataset(tmp_path / "b", 5000, 300)]
+    blend = BlendedDataset(datasets, [0.3, 0.7], size=400)
+    ids = np.arange(0, 400, 3)
+    batch = blend.get_batch(ids)
+    for row, i in enumerate(ids):
+        d, inner = int(blend.dataset_index[i]), int(blend.dataset_sample_index[i])
+        assert batch["dataset_id"][row] == d
+        one = datasets[d][inner]
+        np.testing.assert_array_equal(batch["tokens"][row], one["tokens"])
+        np.testing.assert_array_equal(batch["labels"][row], one["labels"])
+        cuts = batch["cu_seqlens"]
+        np.testing.assert_array_equal(cuts[(cuts >= row * 16) & (cuts <= row * 16 + 16)] - row * 16, one["cu_seqlens"])
+    assert np.all((batch["tokens"] >= 5000) == (batch["dataset_id"] == 1)[:, None])
+
+
+def test_a_blend_that_oversamples_a_dataset_is_a_config_error(tmp_path):
+    datasets = [gpt_dataset(tmp_path / "a", 1000, 50), gpt_dataset(tmp_path / "b", 5000, 50)]
+    with pytest.raises(ConfigError, match="asks dataset 1 for"):
+        BlendedDataset(datasets, [0.2, 0.8], size=len(datasets[1]) + 40)
+
+
+def test_a_blend_without_size_uses_every_counted_sample_once_and_caches(tmp_path):
+    datasets = [gpt_dataset(tmp_path / "a", 1000, 50), gpt_dataset(tmp_path / "b", 5000, 50)]
+    counts = [len(datasets[0]) // 2, len(datasets[1])]
+    blend = BlendedDataset(datasets, counts, cache_dir=str(tmp_path / "cache"))
+    again = BlendedDataset(datasets, counts, cache_dir=str(tmp_path / "cache"))
+    assert np.bincount(blend.dataset_index).tolist() == counts
+    assert isinstance(again.dataset_index, np.memmap)
+    np.testing.assert_array_equal(blend.dataset_sample_index, again.dataset_sample_index)
+    with pytest.raises(ConfigError, match="integers"):
+        BlendedDataset(datasets, [0.5, 0.5])
 
 
 # ---------------------------------------------------------------- megatron-core as the oracle

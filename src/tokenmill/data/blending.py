@@ -320,8 +320,114 @@ def split_document_ranges(split: str, num_documents: int) -> list[tuple[int, int
     return ranges
 
 
+class BlendedDataset:
+    """Samples of several datasets interleaved by weight, as megatron-core's ``BlendedDataset``.
+
+    ``datasets`` need ``len`` and ``get_batch(ids) -> dict`` (e.g. ``GPTDataset``). With ``size``,
+    ``size`` samples follow the normalized ``weights``; without it, ``weights`` are whole sample
+    counts and every one of them is used exactly once (megatron-core's exhaustive blend). Asking a
+    dataset for more samples than it has is a ConfigError that says by how much (give it more
+    ``num_samples``: megatron-core requests ``samples_per_dataset(..., surplus=0.005)``).
+    ``cache_dir`` caches the two index arrays like the GPT index.
+    """
+
+    def __init__(
+        self,
+        datasets: Sequence,
+        weights: Sequence[float],
+        size: int | None = None,
+        *,
+        cache_dir: str | None = None,
+    ) -> None:
+        if len(datasets) != len(weights) or not datasets:
+            raise ConfigError(f"give one weight per dataset: {len(datasets)} datasets, {len(weights)} weights")
+        self.datasets = list(datasets)
+        if size is None:
+            counts = [int(w) for w in weights]
+            if [float(c) for c in counts] != [float(w) for w in weights]:
+                raise ConfigError(f"without a blend size the weights are sample counts (integers), got {weights}")
+            settings: dict[str, object] = {"exhaustive": counts}
+
+            def build() -> tuple[np.ndarray, np.ndarray]:
+                return build_exhaustive_blending_indices(counts)
+        else:
+            normalized = normalize_weights(weights)
+            settings = {"weights": normalized.tolist(), "size": int(size)}
+
+            def build() -> tuple[np.ndarray, np.ndarray]:
+                return build_blending_indices(normalized, int(size))
+
+        if cache_dir is None:
+            self.dataset_index, self.dataset_sample_index = build()
+        else:
+            from tokenmill.data.index_cache import IndexCache
+
+            def build_arrays() -> dict[str, np.ndarray]:
+                dataset_index, dataset_sample_index = build()
+                return {"dataset_index": dataset_index, "dataset_sample_index": dataset_sample_index}
+
+            entry = IndexCache(cache_dir).get_or_build("blend", settings, build_arrays)
+            self.dataset_index = entry.arrays["dataset_index"]
+            self.dataset_sample_index = entry.arrays["dataset_sample_index"]
+        wanted = np.bincount(np.asarray(self.dataset_index), minlength=len(self.datasets))
+        for d, dataset in enumerate(self.datasets):
+            if wanted[d] > len(dataset):
+                raise ConfigError(
+                    f"the blend asks dataset {d} for {int(wanted[d])} samples but it has {len(dataset)}; "
+                    f"build it with at least {int(wanted[d])} samples (num_samples)"
+                )
+
+    def __len__(self) -> int:
+        return int(self.dataset_index.shape[0])
+
+    def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
+        """The samples' rows from their datasets, in order, plus ``dataset_id`` per row.
+
+        Row arrays are stacked back in request order; a flat ``cu_seqlens`` (over the flattened
+        batch) is rebuilt from each row's own boundaries.
+        """
+        ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if ids.size and (int(ids.min()) < -n or int(ids.max()) >= n):
+            raise IndexError(f"sample index out of range for a blend of {n} samples")
+        ids = np.where(ids < 0, ids + n, ids)
+        which = np.asarray(self.dataset_index[ids], dtype=np.int64)
+        inner = np.asarray(self.dataset_sample_index[ids], dtype=np.int64)
+        out: dict[str, np.ndarray | int] = {"dataset_id": which.astype(np.int16)}
+        cuts: list[np.ndarray] = []
+        width = 0
+        for d in np.unique(which):
+            rows = np.flatnonzero(which == d)
+            part = self.datasets[int(d)].get_batch(inner[rows])
+            for key, value in part.items():
+                if key in ("cu_seqlens", "max_seqlen"):
+                    continue
+                if key not in out:
+                    out[key] = np.empty((len(ids), *value.shape[1:]), dtype=value.dtype)
+                out[key][rows] = value  # type: ignore[index]
+            if "cu_seqlens" in part:
+                width = part["tokens"].shape[1]
+                boundaries = np.asarray(part["cu_seqlens"][:-1], dtype=np.int64)
+                cuts.append(rows[boundaries // width] * width + boundaries % width)
+        if cuts:
+            flat = np.sort(np.concatenate(cuts))
+            cu_seqlens = np.append(flat, len(ids) * width).astype(np.int32)
+            out["cu_seqlens"] = cu_seqlens
+            out["max_seqlen"] = int(np.diff(cu_seqlens).max())
+        return out
+
+    def __getitem__(self, i: int) -> dict[str, np.ndarray | int]:
+        """One sample as 1-D arrays (``cu_seqlens`` for its row alone)."""
+        batch = self.get_batch([int(i)])
+        return {
+            key: value[0] if isinstance(value, np.ndarray) and key != "cu_seqlens" else value
+            for key, value in batch.items()
+        }
+
+
 __all__ = [
     "SPLIT_NAMES",
+    "BlendedDataset",
     "build_blending_indices",
     "build_exhaustive_blending_indices",
     "normalize_weights",

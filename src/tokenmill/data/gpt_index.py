@@ -15,7 +15,9 @@ and settings (its ``_build_document_index``, ``helpers.build_sample_idx``, ``_bu
 Unlike megatron-core's C++ loop, the sample index is computed in closed form: sample k starts at
 global token k * seq_length of the concatenated stream, so its document position is found from a
 running cumulative sum of document lengths (``np.repeat`` over per-position sample counts), in
-bounded-size chunks. All token counts are int64.
+bounded-size chunks. The document sizes ride along the document shuffle (each shuffled item is
+``id << 32 | size``), so that pass reads them in stream order instead of gathering them at random.
+All token counts are int64.
 """
 
 from __future__ import annotations
