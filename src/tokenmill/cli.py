@@ -12,6 +12,7 @@ import click
 
 from tokenmill import __version__
 from tokenmill.commands.inspect import inspect
+from tokenmill.commands.prepare import prepare_command
 from tokenmill.commands.verify import verify
 from tokenmill.errors import TokenmillError
 
@@ -40,6 +41,7 @@ def cli() -> None:
     """
 
 
+cli.add_command(prepare_command)
 cli.add_command(verify)
 cli.add_command(inspect)
 

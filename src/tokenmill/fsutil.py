@@ -68,10 +68,10 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w", encoding: str | 
         handle.flush()
 
 
-def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as pretty, key-sorted JSON atomically."""
+def write_json(path: str | os.PathLike[str], obj: Any, *, sort_keys: bool = True) -> None:
+    """Write ``obj`` as pretty JSON atomically (keys sorted unless their order carries meaning)."""
     with atomic_write(path) as handle:
-        json.dump(obj, handle, indent=2, sort_keys=True, ensure_ascii=False)
+        json.dump(obj, handle, indent=2, sort_keys=sort_keys, ensure_ascii=False)
         handle.write("\n")
 
 

@@ -26,7 +26,7 @@ FORMAT_VERSION = 1
 CHECKSUM_ALGORITHM = "xxh3_128"
 _HASH_CHUNK = 8 << 20
 # Files and folders that are not data: caches rebuilt on demand, locks, the manifest itself.
-_IGNORED_NAMES = {MANIFEST_NAME, ".cache", ".lock", ".state"}
+_IGNORED_NAMES = {MANIFEST_NAME, ".cache", ".lock", ".state", ".work"}
 
 
 def file_checksum(path: str | os.PathLike[str]) -> str:

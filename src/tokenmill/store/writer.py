@@ -109,8 +109,11 @@ class IndexedWriter:
         self._sizes.append(len(array))
         self.num_tokens += len(array)
 
-    def add_items(self, flat_tokens: np.ndarray, lengths: np.ndarray) -> None:
-        """Append many items at once: ``flat_tokens`` concatenated, ``lengths`` per item."""
+    def add_items(self, flat_tokens: np.ndarray, lengths: np.ndarray, *, documents: bool = False) -> None:
+        """Append many items at once: ``flat_tokens`` concatenated, ``lengths`` per item.
+
+        ``documents=True`` also makes every item its own document (Megatron layout).
+        """
         lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
         flat = np.asarray(flat_tokens).reshape(-1)
         if lengths.size and int(lengths.min()) < 0:
@@ -120,8 +123,11 @@ class IndexedWriter:
         if lengths.size and int(lengths.max()) > np.iinfo(np.int32).max:
             raise ValueError("an item longer than 2^31-1 tokens cannot be indexed")
         self._bin.write(self._cast(flat).tobytes())
+        base = len(self._sizes)
         self._sizes.extend(lengths.astype(np.int32))
         self.num_tokens += len(flat)
+        if documents:
+            self._documents.extend(np.arange(base + 1, len(self._sizes) + 1, dtype=np.int64))
 
     def end_document(self) -> None:
         """Close the current document (Megatron layout): everything since the last call is one document."""

@@ -1,0 +1,548 @@
+"""``tokenmill prepare``: raw text -> cleaned text -> tokenizer -> ids -> dictionaries -> stores.
+
+Stages (each restartable, see :mod:`tokenmill.prepare.state`), in order:
+
+1. ``clean.{split}``: read (alignment checked first), normalize, filter, drop held-out leaks,
+   dedup; cleaned text goes to ``.work/clean/{split}.{lang}`` (valid/test first: train's leakage
+   filter needs them).
+2. ``tokenizer``: train SentencePiece on a reservoir sample of cleaned train lines (or copy the
+   given ``.model``).
+3. ``encode.{split}.{lang}``: batched SentencePiece encoding (native threads) to id stores in
+   ``.work/ids``; piece counts of train are kept for the dictionary.
+4. ``dictionary``: fairseq ``dict.{lang}.txt`` from those counts (or the given dict files).
+5. ``binarize.{split}.{lang}``: ids mapped through the dictionary (one vectorized lookup), ``</s>``
+   appended, written as ``{split}.{src}-{tgt}.{lang}.bin/.idx`` (train optionally in ``shardNNN/``).
+
+Then ``preprocess.log`` and ``manifest.json`` are written. Nothing in the outputs depends on time
+or worker count, so a killed run that is re-run gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+from tqdm import tqdm
+
+from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
+from tokenmill.prepare.config import SPLITS, PrepareConfig
+from tokenmill.prepare.state import StageStore, file_identity, fingerprint
+from tokenmill.store import IndexedDataset, IndexedWriter
+from tokenmill.store.format import token_dtype
+from tokenmill.store.manifest import file_checksum, write_manifest
+from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
+from tokenmill.text.readers import Source
+from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
+
+log = logging.getLogger("tokenmill.prepare")
+WORK_DIR = ".work"
+_ITEMS_PER_BLOCK = 1 << 18
+
+
+@dataclass
+class PrepareSummary:
+    """What a run produced: per split and language counts, filter statistics, vocabularies."""
+
+    destdir: Path
+    splits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """split -> {"clean": {step: counts}, "langs": {lang: {"sentences", "tokens", "unk", "unk_percent"}}}."""
+    vocab: dict[str, Any] = field(default_factory=dict)
+    ran: list[str] = field(default_factory=list)
+    """Stages that ran in this invocation (the others were already done)."""
+    skipped: list[str] = field(default_factory=list)
+
+    def ordered(self) -> list[tuple[str, dict[str, Any]]]:
+        """Splits in train, valid, test order."""
+        return sorted(self.splits.items(), key=lambda item: SPLITS.index(item[0]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"splits": dict(self.ordered()), "vocab": self.vocab}
+
+    def table(self) -> str:
+        """A preprocess.log-style table: one row per split and language, then the cleaning counts."""
+        lines = [f"{'split':<8}{'lang':<8}{'sentences':>12}{'tokens':>14}{'<unk>':>10}{'% <unk>':>9}"]
+        for split, info in self.ordered():
+            for lang, row in info.get("langs", {}).items():
+                lines.append(
+                    f"{split:<8}{lang:<8}{row['sentences']:>12}{row['tokens']:>14}{row['unk']:>10}"
+                    f"{row['unk_percent']:>8.2f}%"
+                )
+        for split, info in self.ordered():
+            for step, counts in info.get("clean", {}).items():
+                shown = ", ".join(f"{k} {v}" for k, v in counts.items())
+                lines.append(f"{split} {step}: {shown}")
+        return "\n".join(lines)
+
+
+class Pipeline:
+    """One prepare run over a validated :class:`PrepareConfig`."""
+
+    def __init__(self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> None:
+        self.config = config.validate()
+        self.root = Path(config.destdir)
+        self.work = self.root / WORK_DIR
+        self.stages = StageStore(self.root, force=force)
+        self.progress = sys.stderr.isatty() if progress is None else progress
+        self.summary = PrepareSummary(self.root)
+        self.read_options = ReadOptions(
+            on_invalid_utf8=config.on_invalid_utf8,  # type: ignore[arg-type]
+            on_malformed=config.on_malformed,  # type: ignore[arg-type]
+            chunk_lines=config.chunk_lines,
+        )
+        self.keys: dict[str, str] = {}
+
+    # ---------------------------------------------------------------- helpers
+    def _stage(self, name: str, key: str, run: Callable[[], tuple[list[Path], dict[str, Any]]]) -> dict[str, Any]:
+        record = self.stages.done(name, key)
+        if record is None:
+            log.info("stage %s: running", name)
+            outputs, info = run()
+            _crash_point(f"{name}:before-record")
+            record = self.stages.finish(name, key, outputs, info)
+            _crash_point(name)
+            self.summary.ran.append(name)
+        else:
+            log.info("stage %s: up to date, skipped", name)
+            self.summary.skipped.append(name)
+        self.keys[name] = key
+        return record["info"]
+
+    def _bar(self, total: int | None, desc: str) -> tqdm:
+        return tqdm(total=total, desc=desc, unit=" lines", unit_scale=True, disable=not self.progress, leave=False)
+
+    def _input_files(self, split: str) -> tuple[list[str], list[str] | None]:
+        cfg = self.config
+        prefixes = cfg.split_prefixes()[split]
+        if cfg.input_format != "text":
+            return list(prefixes), None
+        src = [resolve_prefix(p, cfg.source_lang) for p in prefixes]  # type: ignore[arg-type]
+        tgt = None if cfg.monolingual else [resolve_prefix(p, cfg.target_lang) for p in prefixes]  # type: ignore[arg-type]
+        return src, tgt
+
+    def _open(self, files: list[str], tgt_files: list[str] | None) -> Source:
+        cfg = self.config
+        return open_source(
+            files,
+            cfg.input_format,  # type: ignore[arg-type]
+            tgt_files=tgt_files,
+            src_key=cfg.source_key or cfg.source_lang or "src",
+            tgt_key=cfg.target_key or cfg.target_lang or "tgt",
+            options=self.read_options,
+        )
+
+    def clean_path(self, split: str, lang: str) -> Path:
+        return self.work / "clean" / f"{split}.{lang}"
+
+    def _cleaned(self, split: str) -> Source:
+        langs = self.config.langs
+        files = [str(self.clean_path(split, langs[0]))]
+        tgt = None if self.config.monolingual else [str(self.clean_path(split, langs[1]))]
+        return open_source(files, tgt_files=tgt, options=ReadOptions(chunk_lines=self.config.chunk_lines))
+
+    def output_prefix(self, split: str, lang: str, shard: int | None = None) -> Path:
+        """fairseq's naming: ``{split}.{src}-{tgt}.{lang}`` (``-None`` for monolingual, as --only-source)."""
+        cfg = self.config
+        name = f"{split}.{cfg.source_lang}-{cfg.target_lang or 'None'}.{lang}"
+        return self.root / (f"shard{shard:03d}" if shard is not None else "") / name
+
+    # ---------------------------------------------------------------- stage 1: clean
+    def clean(self) -> None:
+        cfg = self.config
+        splits = [s for s in ("valid", "test", "train") if s in cfg.split_prefixes()]
+        for split in splits:
+            files, tgt_files = self._input_files(split)
+            heldout = split != "train"
+            filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
+            clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
+            leakage_refs = [] if heldout or cfg.leakage == "off" else [
+                self.keys[f"clean.{s}"] for s in splits if s != "train"
+            ]
+            key = fingerprint(
+                "clean", split, [file_identity(f) for f in files + (tgt_files or [])], cfg.input_format,
+                cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
+            )
+            info = self._stage(
+                f"clean.{split}", key,
+                lambda s=split, f=files, t=tgt_files, c=clean_config: self._run_clean(s, f, t, c),
+            )
+            self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
+
+    def _run_clean(self, split, files, tgt_files, clean_config) -> tuple[list[Path], dict[str, Any]]:
+        cfg = self.config
+        source = self._open(files, tgt_files)
+        total = source.scan()  # alignment is checked here, before anything is written
+        leakage = None
+        if split == "train" and cfg.leakage != "off":
+            leakage = LeakageFilter(cfg.leakage)  # type: ignore[arg-type]
+            for heldout in ("valid", "test"):
+                if heldout in cfg.split_prefixes():
+                    leakage.add_reference_chunks((c.src, c.tgt) for c in self._cleaned(heldout).chunks())
+        cleaner = Cleaner(clean_config, leakage)
+        outputs = [self.clean_path(split, lang) for lang in cfg.langs]
+        kept = 0
+        with atomic_write(outputs[0]) as src_out, (
+            atomic_write(outputs[1]) if len(outputs) > 1 else _null()
+        ) as tgt_out, self._bar(total, f"clean {split}") as bar:
+            for chunk in source.chunks():
+                cleaned = cleaner(chunk)
+                if cleaned.src:
+                    src_out.write("\n".join(cleaned.src) + "\n")
+                    if tgt_out is not None and cleaned.tgt is not None:
+                        tgt_out.write("\n".join(cleaned.tgt) + "\n")
+                kept += len(cleaned)
+                bar.update(chunk.n_read)
+                _crash_point(f"clean.{split}:midway")
+        stats = {"read": dict(source.stats.counts)}
+        stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
+        stats["kept"] = {"pairs" if tgt_files is not None or cfg.input_format != "text" else "lines": kept}
+        return outputs, {"stats": stats, "kept": kept}
+
+    # ---------------------------------------------------------------- stage 2: tokenizer
+    def model_path(self, lang: str) -> Path:
+        return self.root / ("spm.model" if self.config.joint_spm else f"spm.{lang}.model")
+
+    def spm_options(self) -> SentencePieceOptions:
+        cfg = self.config
+        return SentencePieceOptions(
+            vocab_size=cfg.vocab_size,
+            model_type=cfg.model_type,
+            character_coverage=cfg.character_coverage,
+            input_sentence_size=cfg.input_sentence_size,
+            user_defined_symbols=list(cfg.user_defined_symbols),
+            byte_fallback=cfg.byte_fallback,
+            num_threads=cfg.workers,
+            seed=cfg.seed,
+        )
+
+    def tokenizer(self) -> None:
+        cfg = self.config
+        if cfg.tokenizer != "sentencepiece":
+            return
+        models = sorted({self.model_path(lang) for lang in cfg.langs})
+        if cfg.spm_model:
+            key = fingerprint("tokenizer", file_identity(cfg.spm_model), [str(m) for m in models])
+
+            def copy() -> tuple[list[Path], dict[str, Any]]:
+                for model in models:
+                    with atomic_path(model) as tmp:
+                        shutil.copyfile(cfg.spm_model, tmp)  # type: ignore[arg-type]
+                return models, {"trained": False, "source": cfg.spm_model}
+
+            self._stage("tokenizer", key, copy)
+            return
+        options = self.spm_options()
+        key = fingerprint("tokenizer", self.keys["clean.train"], options.as_dict(), cfg.joint_spm)
+        self._stage("tokenizer", key, lambda: self._train_models(options))
+
+    def _train_models(self, options: SentencePieceOptions) -> tuple[list[Path], dict[str, Any]]:
+        cfg = self.config
+        groups = {self.model_path(lang): ([cfg.langs] if cfg.joint_spm else [[lang]])[0] for lang in cfg.langs}
+        written = []
+        for model, langs in groups.items():
+            reservoir = Reservoir(options.input_sentence_size, options.seed)
+            for lang in langs:
+                for chunk in open_source([str(self.clean_path("train", lang))]).chunks():
+                    reservoir.add(chunk.src)
+            used = min(reservoir.seen, reservoir.capacity)
+            log.info("training %s on %d of %d lines", model.name, used, reservoir.seen)
+            train_sentencepiece(reservoir.sample(), model, options)
+            written.append(model)
+        return written, {"trained": True, "sampled_from": {str(m): langs for m, langs in groups.items()}}
+
+    # ---------------------------------------------------------------- stage 3: encode
+    def ids_prefix(self, split: str, lang: str) -> Path:
+        return self.work / "ids" / f"{split}.{lang}"
+
+    def encode(self) -> None:
+        cfg = self.config
+        if cfg.tokenizer != "sentencepiece":
+            return
+        for split in cfg.split_prefixes():
+            for lang in cfg.langs:
+                model = self.model_path(lang)
+                key = fingerprint("encode", self.keys[f"clean.{split}"], file_checksum(model))
+                self._stage(f"encode.{split}.{lang}", key, lambda s=split, la=lang, m=model: self._run_encode(s, la, m))
+
+    def _run_encode(self, split: str, lang: str, model: Path) -> tuple[list[Path], dict[str, Any]]:
+        encoder = SentencePieceEncoder(model)
+        prefix = self.ids_prefix(split, lang)
+        counts = np.zeros(encoder.vocab_size, dtype=np.int64)
+        options = ReadOptions(chunk_lines=self.config.chunk_lines)
+        source = open_source([str(self.clean_path(split, lang))], options=options)
+        with IndexedWriter(prefix, vocab_size=encoder.vocab_size) as writer, self._bar(
+            source.scan(), f"encode {split}.{lang}"
+        ) as bar:
+            for chunk in source.chunks():
+                flat, lengths = encoder.encode_flat(chunk.src, num_threads=self.config.workers)
+                writer.add_items(flat, lengths)
+                if split == "train":
+                    counts += np.bincount(flat, minlength=encoder.vocab_size)
+                bar.update(len(chunk))
+                _crash_point(f"encode.{split}.{lang}:midway")
+        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if split == "train":
+            counts_path = prefix.with_name(f"train.{lang}.counts.npy")
+            with atomic_path(counts_path) as tmp, open(tmp, "wb") as handle:
+                np.save(handle, counts, allow_pickle=False)
+            outputs.append(counts_path)
+        return outputs, {}
+
+    # ---------------------------------------------------------------- stage 4: dictionaries
+    def dictionary(self) -> dict[str, Dictionary]:
+        cfg = self.config
+        langs = cfg.langs
+        given = {langs[0]: cfg.srcdict, **({langs[1]: cfg.tgtdict} if len(langs) > 1 else {})}
+        if cfg.joined_dictionary:
+            shared = cfg.srcdict or cfg.tgtdict
+            given = {lang: shared for lang in langs}
+        upstream = [self.keys.get(f"encode.train.{lang}", self.keys["clean.train"]) for lang in langs]
+        given_ids = {lang: file_identity(p) if p else None for lang, p in given.items()}
+        limits = (cfg.nwordssrc, cfg.nwordstgt, cfg.thresholdsrc, cfg.thresholdtgt, cfg.padding_factor)
+        key = fingerprint("dictionary", upstream, given_ids, limits, cfg.joined_dictionary, cfg.user_defined_symbols,
+                          cfg.tokenizer)
+        paths = {lang: self.root / f"dict.{lang}.txt" for lang in langs}
+        self._stage("dictionary", key, lambda: self._build_dictionaries(given, paths))
+        dictionaries = {lang: Dictionary.load(path) for lang, path in paths.items()}
+        self.summary.vocab = {
+            "dictionaries": {lang: {"file": paths[lang].name, "size": len(d)} for lang, d in dictionaries.items()},
+            "special": Dictionary().special_ids,
+            "tokenizer": cfg.tokenizer,
+            "spm_models": (
+                sorted({self.model_path(lang).name for lang in langs}) if cfg.tokenizer == "sentencepiece" else []
+            ),
+        }
+        return dictionaries
+
+    def _counts(self, lang: str) -> Counter[str]:
+        """Token counts of the training side ``lang``: pieces for SentencePiece, words for none."""
+        if self.config.tokenizer == "sentencepiece":
+            encoder = SentencePieceEncoder(self.model_path(lang))
+            array = np.load(self.ids_prefix("train", lang).with_name(f"train.{lang}.counts.npy"), allow_pickle=False)
+            proc = encoder.processor
+            return Counter({
+                proc.id_to_piece(i): int(array[i])
+                for i in np.flatnonzero(array).tolist()
+                if not (proc.is_control(i) or proc.is_unknown(i))
+            })
+        counts: Counter[str] = Counter()
+        for chunk in open_source([str(self.clean_path("train", lang))]).chunks():
+            counts.update(chain.from_iterable(line.split() for line in chunk.src))
+        return counts
+
+    def _build_dictionaries(self, given: dict[str, str | None], paths: dict[str, Path]):
+        cfg = self.config
+        langs = cfg.langs
+        limits = {langs[0]: (cfg.nwordssrc, cfg.thresholdsrc)}
+        if len(langs) > 1:
+            limits[langs[1]] = (cfg.nwordstgt, cfg.thresholdtgt)
+        extra = list(cfg.user_defined_symbols)
+        built: dict[str, Dictionary] = {}
+        if cfg.joined_dictionary and not any(given.values()):
+            total: Counter[str] = Counter()
+            for lang in langs:
+                total.update(self._counts(lang))
+            shared = Dictionary.from_counts(total, threshold=cfg.thresholdsrc, nwords=cfg.nwordssrc,
+                                            padding_factor=cfg.padding_factor, extra_symbols=extra)
+            built = dict.fromkeys(langs, shared)
+        else:
+            for lang in langs:
+                if given.get(lang):
+                    built[lang] = Dictionary.load(given[lang])  # type: ignore[arg-type]
+                else:
+                    nwords, threshold = limits[lang]
+                    built[lang] = Dictionary.from_counts(self._counts(lang), threshold=threshold, nwords=nwords,
+                                                         padding_factor=cfg.padding_factor, extra_symbols=extra)
+        for lang, dictionary in built.items():
+            dictionary.save(paths[lang])
+        return list(paths.values()), {lang: len(d) for lang, d in built.items()}
+
+    # ---------------------------------------------------------------- stage 5: binarize
+    def binarize(self, dictionaries: dict[str, Dictionary]) -> None:
+        cfg = self.config
+        for split in cfg.split_prefixes():
+            for lang in cfg.langs:
+                dict_path = self.root / f"dict.{lang}.txt"
+                upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
+                key = fingerprint("binarize", upstream, file_checksum(dict_path), cfg.layout, cfg.shard_size,
+                                  cfg.tokenizer, cfg.source_lang, cfg.target_lang)
+                info = self._stage(
+                    f"binarize.{split}.{lang}", key,
+                    lambda s=split, la=lang: self._run_binarize(s, la, dictionaries[la]),
+                )
+                self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
+
+    def _id_blocks(self, split: str, lang: str, dictionary: Dictionary) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(dictionary ids, lengths) blocks of one split and side, ``</s>`` not yet appended."""
+        if self.config.tokenizer == "sentencepiece":
+            encoder = SentencePieceEncoder(self.model_path(lang))
+            lookup = _piece_lookup(encoder, dictionary)
+            ids = IndexedDataset(self.ids_prefix(split, lang))
+            tokens = ids._tokens
+            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
+                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
+                first = int(ids.pointers[start]) // ids.dtype.itemsize
+                yield lookup[tokens[first : first + int(sizes.sum())]], sizes
+            return
+        lookup_word = dictionary.indices.get
+        unk = dictionary.unk_index
+        for chunk in open_source([str(self.clean_path(split, lang))]).chunks():
+            words = [line.split() for line in chunk.src]
+            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+            flat = np.fromiter((lookup_word(w, unk) for w in chain.from_iterable(words)), dtype=np.int64,
+                               count=int(lengths.sum()))
+            yield flat, lengths
+
+    def _run_binarize(self, split: str, lang: str, dictionary: Dictionary) -> tuple[list[Path], dict[str, Any]]:
+        cfg = self.config
+        eos, unk = dictionary.eos_index, dictionary.unk_index
+        megatron = cfg.layout == "megatron"
+        shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
+        shard = 0 if cfg.shard_size else None
+        writers: list[IndexedWriter] = []
+
+        def open_writer(index: int | None) -> IndexedWriter:
+            writer = IndexedWriter(self.output_prefix(split, lang, index), layout=cfg.layout,
+                                   dtype=token_dtype(len(dictionary)))
+            writers.append(writer)
+            return writer
+
+        writer = open_writer(shard)
+        sentences = tokens = unknown = 0
+        try:
+            for flat, lengths in self._id_blocks(split, lang, dictionary):
+                unknown += int(np.count_nonzero(flat == unk))
+                ends = np.cumsum(lengths)
+                with_eos = np.insert(flat, ends, eos)
+                out_lengths = lengths + 1
+                while len(out_lengths):
+                    room = shard_size - (len(writer)) if shard_size else len(out_lengths)
+                    if room == 0:
+                        shard = (shard or 0) + 1
+                        writer = open_writer(shard)
+                        continue
+                    take = min(room, len(out_lengths))
+                    cut = int(out_lengths[:take].sum())
+                    writer.add_items(with_eos[:cut], out_lengths[:take], documents=megatron)
+                    with_eos, out_lengths = with_eos[cut:], out_lengths[take:]
+                sentences += len(lengths)
+                tokens += int(lengths.sum()) + len(lengths)
+                _crash_point(f"binarize.{split}.{lang}:midway")
+        except BaseException:
+            for open_one in writers:
+                open_one.abort()
+            raise
+        outputs = []
+        for done in writers:
+            done.finalize()
+            outputs += [done.bin_file, done.idx_file]
+        info = {
+            "sentences": sentences,
+            "tokens": tokens,
+            "unk": unknown,
+            "unk_percent": round(100.0 * unknown / tokens, 4) if tokens else 0.0,
+            "shards": len(writers) if cfg.shard_size else 0,
+        }
+        return outputs, info
+
+    # ---------------------------------------------------------------- finishing
+    def finish(self) -> None:
+        cfg = self.config
+        shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
+        for shard_dir in shards:  # fairseq reads dictionaries from every data path
+            for lang in cfg.langs:
+                source = self.root / f"dict.{lang}.txt"
+                target = shard_dir / source.name
+                if not target.exists() or target.read_bytes() != source.read_bytes():
+                    with atomic_path(target) as tmp:
+                        shutil.copyfile(source, tmp)
+        with atomic_write(self.root / "preprocess.log") as handle:
+            handle.write(f"tokenmill prepare: {cfg.source_lang}-{cfg.target_lang or 'None'} -> {self.root}\n")
+            handle.write(self.summary.table() + "\n")
+        settings = cfg.to_dict()
+        write_manifest(self.root, settings=_jsonable(settings), vocab=self.summary.vocab,
+                       summary=_jsonable(self.summary.to_dict()))
+
+    def run(self) -> PrepareSummary:
+        self.root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.root / ".lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise TokenmillError(
+                f"{self.root} is being written by another tokenmill prepare (lock {self.root / '.lock'}); "
+                "wait for it to finish or use another --destdir"
+            ) from None
+        try:
+            # leftovers of a killed run: temporaries carry the dead process's id and are never reused
+            for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
+                remove_stale_temps(directory)
+            self.clean()
+            self.tokenizer()
+            self.encode()
+            dictionaries = self.dictionary()
+            self.binarize(dictionaries)
+            self.finish()
+        finally:
+            lock.release()
+        return self.summary
+
+
+def _piece_lookup(encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
+    """SentencePiece id -> dictionary id, as one array (unknown pieces -> ``<unk>``)."""
+    proc = encoder.processor
+    lookup = np.empty(encoder.vocab_size, dtype=np.int64)
+    for i in range(encoder.vocab_size):
+        if proc.is_unknown(i):
+            lookup[i] = dictionary.unk_index
+        else:
+            lookup[i] = dictionary.index(proc.id_to_piece(i))
+    return lookup
+
+
+def _crash_point(point: str) -> None:
+    """Test hook: ``TOKENMILL_CRASH_AT=<point>`` kills the process there with SIGKILL.
+
+    Points are stage names (after the stage is recorded), ``<stage>:before-record`` (outputs
+    written, record not yet) and ``<stage>:midway`` (inside a stage, after its first chunk). The
+    kill-and-rerun tests use it to stop a real run at exact places; unset, it does nothing.
+    """
+    if os.environ.get("TOKENMILL_CRASH_AT") == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def prepare(config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> PrepareSummary:
+    """Run the whole pipeline; re-running skips stages whose inputs and settings did not change."""
+    if not isinstance(config, PrepareConfig):
+        raise ConfigError("prepare() takes a PrepareConfig (see tokenmill.prepare.build_config)")
+    return Pipeline(config, force=force, progress=progress).run()

@@ -1,0 +1,46 @@
+"""Small real corpora on disk for the prepare tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    """A whitespace-tokenized en-de corpus where every word is easy to trace."""
+    data = tmp_path / "raw"
+    data.mkdir()
+    src = [f"s{i} w{i % 5} w{i % 3} x" for i in range(40)]
+    tgt = [f"t{i} v{i % 4} y" for i in range(40)]
+    write_lines(data / "train.en", src)
+    write_lines(data / "train.de", tgt)
+    write_lines(data / "valid.en", ["s100 w1", "s101 w2"])
+    write_lines(data / "valid.de", ["t100 v1", "t101 v2"])
+    return data
+
+
+@pytest.fixture
+def sample_settings(tmp_path) -> dict:
+    """The bundled English-Chinese sample with a tiny SentencePiece model."""
+    return {
+        "source_lang": "en",
+        "target_lang": "zh",
+        "trainpref": str(SAMPLE / "train"),
+        "validpref": str(SAMPLE / "valid"),
+        "testpref": str(SAMPLE / "test"),
+        "destdir": str(tmp_path / "out"),
+        "vocab_size": 200,
+        "character_coverage": 1.0,
+        "joined_dictionary": True,
+        "normalize": {"nfkc": True, "fullwidth": True},
+        "workers": 2,
+    }

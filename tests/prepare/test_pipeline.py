@@ -1,0 +1,185 @@
+"""End-to-end prepare runs on real files: what is written, what is dropped, and restarts."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+
+import numpy as np
+import pytest
+from tests.prepare.conftest import write_lines
+
+from tokenmill.errors import TokenmillError
+from tokenmill.prepare import build_config, prepare
+from tokenmill.store import IndexedDataset
+from tokenmill.store.manifest import read_manifest, verify_directory
+from tokenmill.vocab import Dictionary
+from tokenmill.vocab.sentencepiece import SentencePieceEncoder
+
+
+def words_settings(corpus, tmp_path, **extra) -> dict:
+    return {
+        "source_lang": "en",
+        "target_lang": "de",
+        "trainpref": str(corpus / "train"),
+        "validpref": str(corpus / "valid"),
+        "destdir": str(tmp_path / "bin"),
+        "tokenizer": "none",
+        **extra,
+    }
+
+
+def decoded(prefix, dictionary_path) -> list[str]:
+    dictionary = Dictionary.load(dictionary_path)
+    dataset = IndexedDataset(prefix)
+    return [dictionary.decode(dataset[i][:-1]) for i in range(len(dataset))]
+
+
+def test_sample_corpus_end_to_end(sample_settings):
+    summary = prepare(build_config(sample_settings), progress=False)
+    out = summary.destdir
+    assert verify_directory(out) == []
+    encoder = SentencePieceEncoder(out / "spm.model")
+    dictionary = Dictionary.load(out / "dict.zh.txt")
+    zh = IndexedDataset(out / "train.en-zh.zh")
+    en = IndexedDataset(out / "train.en-zh.en")
+    assert len(zh) == len(en) == summary.splits["train"]["langs"]["zh"]["sentences"]
+    # every item ends with </s>; ids decode back to the cleaned text
+    assert all(zh[i][-1] == dictionary.eos_index for i in range(len(zh)))
+    cleaned = (out / ".work" / "clean" / "train.zh").read_text(encoding="utf-8").split("\n")[:-1]
+    pieces = [dictionary.symbols[t] for t in zh[0][:-1]]
+    assert encoder.processor.decode_pieces(pieces) == cleaned[0]
+    # the dirty lines were handled and counted: one empty side, one duplicate
+    clean = summary.splits["train"]["clean"]
+    assert clean["filter"]["dropped_empty"] == 1 and clean["dedup"]["duplicates"] == 1
+    assert clean["read"]["read"] == 345 and clean["kept"]["pairs"] == 343
+    # full-width folded, U+2028 kept inside its line (the pair stays aligned)
+    assert "The room has 12 chairs." in (out / ".work" / "clean" / "train.en").read_text(encoding="utf-8")
+    manifest = read_manifest(out)
+    assert manifest.stores["train.en-zh.zh"]["items"] == 343
+    assert manifest.settings["source_lang"] == "en" and "splits" in manifest.summary
+    assert (out / "preprocess.log").read_text(encoding="utf-8").startswith("tokenmill prepare: en-zh")
+
+
+def test_output_order_equals_input_order_and_dictionary_ids_match(corpus, tmp_path):
+    summary = prepare(build_config(words_settings(corpus, tmp_path, chunk_lines=7)), progress=False)
+    out = summary.destdir
+    expected = (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]
+    assert decoded(out / "train.en-de.en", out / "dict.en.txt") == expected
+    dictionary = Dictionary.load(out / "dict.en.txt")
+    assert dictionary.symbols[4] == "x"  # the most frequent word comes first (fairseq's order)
+    assert len(dictionary) % 8 == 0
+
+
+def test_nwords_threshold_and_unknown_rate(corpus, tmp_path):
+    summary = prepare(build_config(words_settings(corpus, tmp_path, thresholdsrc=2, nwordstgt=8)), progress=False)
+    src_dict = Dictionary.load(summary.destdir / "dict.en.txt")
+    assert "s1" not in src_dict and "w1" in src_dict  # s1 occurs once, below the threshold
+    tgt_dict = Dictionary.load(summary.destdir / "dict.de.txt")
+    assert len(tgt_dict) == 8  # 4 specials + 4 words
+    row = summary.splits["train"]["langs"]["en"]
+    assert row["unk"] == 40 and row["unk_percent"] == pytest.approx(100 * 40 / row["tokens"], abs=1e-3)
+
+
+def test_tsv_jsonl_and_compressed_inputs_give_the_same_stores(corpus, tmp_path):
+    src = (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]
+    tgt = (corpus / "train.de").read_text(encoding="utf-8").split("\n")[:-1]
+    rows = "".join(f"{s}\t{t}\n" for s, t in zip(src, tgt, strict=True))
+    (tmp_path / "train.tsv.gz").write_bytes(gzip.compress(rows.encode()))
+    rows = "".join(json.dumps({"en": s, "de": t}) + "\n" for s, t in zip(src, tgt, strict=True))
+    (tmp_path / "train.jsonl.bz2").write_bytes(bz2.compress(rows.encode()))
+    base = {"source_lang": "en", "target_lang": "de", "tokenizer": "none", "leakage": "off"}
+    outputs = {}
+    for name, settings in {
+        "text": {"trainpref": str(corpus / "train")},
+        "tsv": {"trainpref": str(tmp_path / "train.tsv.gz"), "input_format": "tsv"},
+        "jsonl": {"trainpref": str(tmp_path / "train.jsonl.bz2"), "input_format": "jsonl"},
+    }.items():
+        out = tmp_path / name
+        prepare(build_config({**base, **settings, "destdir": str(out)}), progress=False)
+        outputs[name] = [(out / f"train.en-de.{lang}.bin").read_bytes() for lang in ("en", "de")]
+    assert outputs["text"] == outputs["tsv"] == outputs["jsonl"]
+
+
+def test_monolingual_megatron_layout_and_shards(corpus, tmp_path):
+    settings = {
+        "source_lang": "en",
+        "trainpref": str(corpus / "train"),
+        "destdir": str(tmp_path / "mono"),
+        "tokenizer": "none",
+        "layout": "megatron",
+        "shard_size": 15,
+    }
+    summary = prepare(build_config(settings), progress=False)
+    out = summary.destdir
+    shards = [IndexedDataset(out / f"shard{k:03d}" / "train.en-None.en") for k in range(3)]
+    assert [len(s) for s in shards] == [15, 15, 10]
+    assert all(s.layout.value == "megatron" for s in shards)
+    assert shards[2].document_indices.tolist() == list(range(11))
+    assert (out / "shard001" / "dict.en.txt").read_bytes() == (out / "dict.en.txt").read_bytes()
+    texts = [t for k in range(3) for t in decoded(out / f"shard{k:03d}" / "train.en-None.en", out / "dict.en.txt")]
+    assert texts == (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]
+    assert verify_directory(out) == []
+
+
+def test_rerun_skips_finished_stages_and_redoes_changed_ones(sample_settings):
+    first = prepare(build_config(sample_settings), progress=False)
+    assert "tokenizer" in first.ran
+    again = prepare(build_config(sample_settings), progress=False)
+    assert again.ran == []
+    changed = prepare(build_config({**sample_settings, "padding_factor": 4}), progress=False)
+    assert "dictionary" in changed.ran and "tokenizer" not in changed.ran and "clean.train" not in changed.ran
+    forced = prepare(build_config(sample_settings), force=True, progress=False)
+    assert "clean.train" in forced.ran and "tokenizer" in forced.ran
+
+
+def test_existing_spm_model_is_used(sample_settings, tmp_path):
+    first = prepare(build_config(sample_settings), progress=False)
+    other = {**sample_settings, "destdir": str(tmp_path / "second"), "spm_model": str(first.destdir / "spm.model")}
+    second = prepare(build_config(other), progress=False)
+    assert (second.destdir / "spm.model").read_bytes() == (first.destdir / "spm.model").read_bytes()
+    for name in ("train.en-zh.zh.bin", "dict.zh.txt"):
+        assert (second.destdir / name).read_bytes() == (first.destdir / name).read_bytes()
+
+
+def test_mismatched_line_counts_fail_before_anything_is_written(corpus, tmp_path):
+    write_lines(corpus / "train.de", ["only", "three", "lines"])
+    settings = words_settings(corpus, tmp_path)
+    with pytest.raises(TokenmillError) as info:
+        prepare(build_config(settings), progress=False)
+    message = str(info.value)
+    assert "train.en" in message and "train.de" in message and "40" in message and "3" in message
+    out = tmp_path / "bin"
+    assert not list(out.glob("*.bin")) and not (out / "manifest.json").exists()
+
+
+def test_invalid_utf8_error_names_file_and_line_or_is_skipped_and_counted(corpus, tmp_path):
+    raw = (corpus / "train.de").read_bytes().split(b"\n")
+    raw[6] = b"t6 \xff\xfe broken"
+    (corpus / "train.de").write_bytes(b"\n".join(raw))
+    with pytest.raises(TokenmillError, match=r"train\.de.*line 7|train\.de:7"):
+        prepare(build_config(words_settings(corpus, tmp_path)), progress=False)
+    summary = prepare(build_config(words_settings(corpus, tmp_path, on_invalid_utf8="skip")), progress=False)
+    assert summary.splits["train"]["clean"]["read"]["invalid_utf8_skipped"] == 1
+    en = decoded(summary.destdir / "train.en-de.en", summary.destdir / "dict.en.txt")
+    de = decoded(summary.destdir / "train.en-de.de", summary.destdir / "dict.de.txt")
+    assert len(en) == len(de) == 39 and "s6 w1 w0 x" not in en
+    assert all(s.split()[0][1:] == t.split()[0][1:] for s, t in zip(en, de, strict=True)), "pairs stay aligned"
+
+
+def test_leakage_removes_training_pairs_seen_in_valid(corpus, tmp_path):
+    write_lines(corpus / "valid.en", ["s3 w3 w0 x"])
+    write_lines(corpus / "valid.de", ["t3 v3 y"])
+    summary = prepare(build_config(words_settings(corpus, tmp_path)), progress=False)
+    assert summary.splits["train"]["clean"]["leakage"]["leaked"] == 1
+    assert "s3 w3 w0 x" not in decoded(summary.destdir / "train.en-de.en", summary.destdir / "dict.en.txt")
+    assert len(IndexedDataset(summary.destdir / "valid.en-de.en")) == 1
+
+
+def test_joined_dictionary_is_shared(corpus, tmp_path):
+    summary = prepare(build_config(words_settings(corpus, tmp_path, joined_dictionary=True)), progress=False)
+    en, de = (summary.destdir / "dict.en.txt").read_bytes(), (summary.destdir / "dict.de.txt").read_bytes()
+    assert en == de and b"s1 " in en and b"t1 " in en
+    tokens = IndexedDataset(summary.destdir / "train.en-de.de")
+    assert np.all(tokens[0][:-1] != Dictionary.unk_index)
