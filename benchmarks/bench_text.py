@@ -8,7 +8,9 @@ Compared in one run, on the same files:
   strip, length filters, a Python set of pairs for dedup);
 * ``tokenmill read``: ParallelFiles.chunks() only;
 * ``tokenmill clean``: read + Normalizer(fullwidth, control, whitespace) + filters (empty, max tokens,
-  ratio, identical, non-letters) + dedup, through :class:`tokenmill.text.Cleaner`.
+  char ratio, identical, non-letters) + dedup, through :class:`tokenmill.text.Cleaner` (the same
+  rules as the seed-style row, so both keep the same pairs);
+* ``tokenmill clean (defaults)``: read + CleanConfig() (control removal, whitespace, empty, dedup).
 
 Prints the median of ``--repeats`` runs and ratios. Usage: ``python benchmarks/bench_text.py --pairs 1000000``.
 Also times vectorized language ID against py3langid's own loop on ``--langid-lines`` lines.
@@ -111,6 +113,11 @@ CONFIG = CleanConfig(
 )
 
 
+def tokenmill_clean_defaults(src: Path, tgt: Path) -> int:
+    cleaner = Cleaner(CleanConfig())  # control removal + whitespace collapse, empty sides, dedup
+    return sum(len(cleaner(c)) for c in ParallelFiles([(src, tgt)], ReadOptions()).chunks())
+
+
 def tokenmill_clean(src: Path, tgt: Path) -> int:
     class_table()  # per-process table (~0.5 s once), built outside the timed loop by the warm-up run
     cleaner = Cleaner(CONFIG)
@@ -163,6 +170,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed-repeats", type=int, default=1, help="runs of the slow per-line baseline")
     parser.add_argument("--langid-lines", type=int, default=20_000)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
@@ -172,17 +180,19 @@ def main() -> None:
         size = (src.stat().st_size + tgt.stat().st_size) / 1e6
         print(
             f"generated {args.pairs:,} pairs ({size:.0f} MB) in {time.perf_counter() - t0:.1f}s; "
-            f"median of {args.repeats} runs, one process"
+            f"median of {args.repeats} runs ({args.seed_repeats} for seed-style), one process"
         )
         rows = [
             ("python for-line (read only)", python_for_line),
             ("tokenmill read", tokenmill_read),
             ("seed-style clean (per line)", seed_style_clean),
             ("tokenmill clean", tokenmill_clean),
+            ("tokenmill clean (defaults)", tokenmill_clean_defaults),
         ]
         results = {}
         for name, fn in rows:
-            sec, n = timed(fn, src, tgt, repeats=args.repeats)
+            repeats = args.seed_repeats if fn is seed_style_clean else args.repeats
+            sec, n = timed(fn, src, tgt, repeats=repeats)
             results[name] = sec
             print(f"{name:<30} {sec:7.2f}s  {args.pairs / sec:>12,.0f} pairs/s  {size / sec:7.1f} MB/s  -> {n:,} pairs")
         base, seed = results["python for-line (read only)"], results["seed-style clean (per line)"]

@@ -490,6 +490,9 @@ def _rechunk(blocks: Iterator[Block], n: int) -> Iterator[Block]:
     src: list = []
     tgt: list | None = None
     for s, t in blocks:
+        if not src and len(s) == n:  # already the right size: pass through without copying
+            yield s, t
+            continue
         src += s
         if t is not None:
             tgt = t if tgt is None else tgt + t
@@ -501,11 +504,14 @@ def _rechunk(blocks: Iterator[Block], n: int) -> Iterator[Block]:
         yield src, tgt
 
 
-def _to_chunk(start: int, src: list, tgt: list | None, stats: StepStats) -> Chunk:
-    """Drop items marked skipped (None: invalid UTF-8; _MALFORMED: bad row) from a block, counting them."""
+def _to_chunk(start: int, src: list, tgt: list | None, stats: StepStats, may_skip: bool) -> Chunk:
+    """Drop items marked skipped (None: invalid UTF-8; _MALFORMED: bad row) from a block, counting them.
+
+    ``may_skip`` is False when no policy is "skip": then no item can be marked and nothing is scanned.
+    """
     n = len(src)
     stats.add("read", n)
-    flagged = None in src or _MALFORMED in src or (tgt is not None and None in tgt)
+    flagged = may_skip and (None in src or _MALFORMED in src or (tgt is not None and None in tgt))
     if flagged:
         sides = (src,) if tgt is None else (src, tgt)
         bad_utf8 = [any(side[i] is None for side in sides) for i in range(n)]
@@ -594,8 +600,9 @@ class Source:
         n = chunk_lines or self.options.chunk_lines
         assert self._bounds is not None
         pos = start
+        may_skip = "skip" in (self.options.on_invalid_utf8, self.options.on_malformed)
         for s, t in _rechunk(self._blocks(start, stop, stats), n):
-            yield _to_chunk(pos, s, t, stats)
+            yield _to_chunk(pos, s, t, stats, may_skip)
             pos += len(s)
 
     def _blocks(self, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
@@ -607,7 +614,8 @@ class Source:
                 yield from self._file_blocks(i, a - lo, b - lo, stats)
 
     def _lines(self, path: str, index: LineIndex, a: int, b: int, stats: StepStats):
-        return _decoded_lines(path, self.options, stats, start_line=a, stop_line=b, index=index)
+        stop = None if b >= index.n_lines else b  # to the end: no need to count newlines on the way
+        return _decoded_lines(path, self.options, stats, start_line=a, stop_line=stop, index=index)
 
 
 class MonoSource(Source):
