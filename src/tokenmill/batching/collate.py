@@ -7,7 +7,7 @@ fairseq (``LanguagePairDataset.collate``)::
                    "prev_output_tokens": (B, T) = target with </s> moved to the front},
      "target": (B, T) right-padded or None}
 
-Rows are sorted by source length, longest first (stable), as fairseq sorts them. Widths are padded
+Rows are sorted by source length, longest first, as fairseq sorts them. Widths are padded
 up to ``pad_to_multiple``. With alignments: ``alignments`` and ``align_weights`` as fairseq makes them.
 
 OpenNMT-tf (``features``, ``labels``)::
@@ -89,6 +89,12 @@ def shift_eos_to_front(target: np.ndarray, lengths: np.ndarray, eos: int, pad: i
 
 
 def _order_by_source(dataset: PairDataset, indices: np.ndarray) -> np.ndarray:
+    """fairseq's row order: by source length, longest first; equal lengths keep batch order.
+
+    (fairseq uses ``torch.sort(descending=True)``, whose order among equal lengths is an accident
+    of torch's sort algorithm for more than 16 rows; rows of equal source length may therefore
+    come in another order than fairseq's, with identical contents.)
+    """
     if dataset.src_sizes is None:
         return indices
     return indices[np.argsort(-dataset.src_sizes[indices].astype(np.int64), kind="stable")]

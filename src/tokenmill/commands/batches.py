@@ -1,0 +1,129 @@
+"""``tokenmill batches DIR``: what an epoch will look like before training starts.
+
+Computes (or maps from the plan cache) the batch plan of one epoch and prints batches per rank,
+samples and tokens, padding, what the length filter and the budget dropped and why, and how long
+the plan took — as a table, or as one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from tokenmill.batching.config import MODES, BatchConfig
+from tokenmill.data.pairs import PairDataset, PairOptions
+from tokenmill.loader.iterator import BatchIterator
+
+
+def _row(label: str, value: object) -> str:
+    return f"  {label:<28} {value}"
+
+
+@click.command()
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--split", default="train", show_default=True, help="Split to look at.")
+@click.option("--src", "src_lang", default=None, help="Source language (default: from manifest.json or file names).")
+@click.option("--tgt", "tgt_lang", default=None, help="Target language (default: from manifest.json or file names).")
+@click.option("--shard", type=int, default=None, help="Shard folder number when the split lives in shardNNN/.")
+@click.option("--max-tokens", type=int, default=4096, show_default=True, help="Token budget per batch and side.")
+@click.option("--max-sentences", type=int, default=None, help="At most this many rows per batch.")
+@click.option("--mode", type=click.Choice(MODES), default="lowpad", show_default=True, help="Batching mode.")
+@click.option("--world-size", type=int, default=1, show_default=True, help="Number of ranks (GPUs).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the order.")
+@click.option("--epoch", type=int, default=1, show_default=True, help="Epoch to plan (1-based).")
+@click.option("--required-batch-size-multiple", type=int, default=1, show_default=True, help="Rows multiple (8 for fp16).")
+@click.option("--pad-to-multiple", type=int, default=1, show_default=True, help="Pad lengths to a multiple of this.")
+@click.option("--max-source-positions", type=int, default=None, help="Drop pairs with longer sources.")
+@click.option("--max-target-positions", type=int, default=None, help="Drop pairs with longer targets.")
+@click.option("--drop-last", is_flag=True, help="Drop batches that do not fill the last step instead of splitting.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache).")
+@click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def batches(
+    directory: str,
+    split: str,
+    src_lang: str | None,
+    tgt_lang: str | None,
+    shard: int | None,
+    max_tokens: int,
+    max_sentences: int | None,
+    mode: str,
+    world_size: int,
+    seed: int,
+    epoch: int,
+    required_batch_size_multiple: int,
+    pad_to_multiple: int,
+    max_source_positions: int | None,
+    max_target_positions: int | None,
+    drop_last: bool,
+    cache_dir: str | None,
+    no_cache: bool,
+    as_json: bool,
+) -> None:
+    """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank."""
+    began = time.perf_counter()
+    options = PairOptions(max_source_positions=max_source_positions, max_target_positions=max_target_positions)
+    dataset = PairDataset.from_dir(directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard)
+    config = BatchConfig(
+        mode=mode,
+        max_tokens=max_tokens,
+        max_sentences=max_sentences,
+        required_batch_size_multiple=required_batch_size_multiple,
+        pad_to_multiple=pad_to_multiple,
+        seed=seed,
+        drop_last=drop_last,
+    )
+    cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
+    iterator = BatchIterator(dataset, config, world_size=world_size, cache_dir=cache, collate=None)
+    plan = iterator.plan(epoch)
+    stats = plan.stats
+    elapsed = time.perf_counter() - began
+    report = {
+        "directory": directory,
+        "split": split,
+        "source_lang": dataset.src_lang,
+        "target_lang": dataset.tgt_lang,
+        "epoch": epoch,
+        "mode": mode,
+        "world_size": world_size,
+        "config": config.to_dict(),
+        "num_pairs": len(dataset),
+        "num_samples": stats.num_samples,
+        "num_dropped": stats.num_dropped,
+        "dropped": stats.dropped,
+        "num_batches": stats.num_batches,
+        "num_batches_per_rank": stats.num_batches_per_rank,
+        "src_tokens": stats.src_tokens,
+        "tgt_tokens": stats.tgt_tokens,
+        "tokens_per_rank": stats.tokens_per_rank,
+        "padded_tokens": stats.padded_tokens,
+        "padding_fraction": stats.padding_fraction,
+        "splits": stats.splits,
+        "merges": stats.merges,
+        "plan_seconds": stats.seconds,
+        "plan_cached": stats.cached,
+        "seconds": elapsed,
+    }
+    if as_json:
+        click.echo(json.dumps(report, sort_keys=True))
+        return
+    per_rank = stats.num_batches_per_rank
+    tokens = stats.tokens_per_rank
+    dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.dropped.items())) or "none"
+    lines = [
+        f"{directory} {split} ({dataset.src_lang}-{dataset.tgt_lang}), epoch {epoch}, mode {mode}, world size {world_size}",
+        _row("pairs in split", f"{len(dataset):,}"),
+        _row("samples this epoch", f"{stats.num_samples:,}"),
+        _row("dropped", f"{stats.num_dropped:,} ({dropped})"),
+        _row("batches", f"{stats.num_batches:,}"),
+        _row("batches per rank", f"{per_rank[0]:,} on each of {world_size} rank(s)"),
+        _row("tokens (source / target)", f"{stats.src_tokens:,} / {stats.tgt_tokens:,}"),
+        _row("tokens per rank (min-max)", f"{min(tokens):,} - {max(tokens):,}"),
+        _row("padding", f"{stats.padding_fraction:.2%} of {stats.padded_tokens:,} slots"),
+        _row("batches split / merged", f"{stats.splits} / {stats.merges}"),
+        _row("plan", f"{stats.seconds:.2f} s" + (" (from cache)" if stats.cached else "")),
+        _row("total", f"{elapsed:.2f} s"),
+    ]
+    click.echo("\n".join(lines))
