@@ -27,6 +27,7 @@ from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.fsutil import atomic_write
 from tokenmill.vocab.t2t.builder import SubwordBuilder, build_to_target_size
 from tokenmill.vocab.t2t.escape import ESCAPE_CHARS, escape_token, unescape_token
+from tokenmill.vocab.t2t.matcher import VocabTrie
 from tokenmill.vocab.t2t.sampling import sample_files
 from tokenmill.vocab.t2t.tokenizer import count_tokens, detokenize, token_spans, tokenize
 
@@ -34,6 +35,7 @@ PAD_ID = 0
 EOS_ID = 1
 NUM_RESERVED_IDS = 2  # what T2T strips in decode(strip_extraneous=True)
 _CACHE_LIMIT = 1 << 20  # distinct tokens kept with their ids (T2T caches 2**20 too)
+_BATCH_SEGMENT_MIN = 64  # from this many new distinct tokens on, segment them in one numpy pass
 
 
 class SubwordTextEncoder:
@@ -53,6 +55,16 @@ class SubwordTextEncoder:
             lengths_by_first.setdefault(s[0], set()).add(len(s))
         self._lengths_by_first = {c: tuple(sorted(ls, reverse=True)) for c, ls in lengths_by_first.items()}
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._trie: VocabTrie | None = None  # built on the first large batch
+        self._reset_rows()
+        self._in_alphabet = np.zeros(0, dtype=bool)  # code point -> in the alphabet (with the trie)
+
+    def _reset_rows(self) -> None:
+        """Empty the batch cache: token -> row; a row's ids are row_ids[row_start : + row_len]."""
+        self._rows: dict[str, int] = {}
+        self._row_start = np.zeros(0, dtype=np.int64)
+        self._row_len = np.zeros(0, dtype=np.int64)
+        self._row_ids = np.zeros(0, dtype=np.int64)
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -207,6 +219,44 @@ class SubwordTextEncoder:
             self._cache[token] = ids
         return ids
 
+    def _segment_many(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of many distinct tokens: ``(flat ids, count per token)``, vectorized for large lists."""
+        alphabet = self._alphabet
+        if len(tokens) < _BATCH_SEGMENT_MIN:
+            seqs = [self._segment(escape_token(t, alphabet)) for t in tokens]
+            counts = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+            return np.fromiter(chain.from_iterable(seqs), dtype=np.int64, count=int(counts.sum())), counts
+        if self._trie is None:
+            self._trie = VocabTrie(self._id_of)
+            inside = np.zeros(0x110001, dtype=bool)
+            inside[[ord(c) for c in alphabet]] = True
+            inside[ord("\n")] = False  # a newline is always escaped
+            self._in_alphabet = inside
+        # Tokens made only of alphabet characters (nearly all) escape with two replaces.
+        codes = np.frombuffer("".join(tokens).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        outside = np.zeros(len(tokens), dtype=np.int64)
+        if len(codes):
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+            bad = (~self._in_alphabet[codes]).astype(np.int64)
+            nonempty = lengths > 0
+            outside[nonempty] = np.add.reduceat(bad, starts[nonempty])
+        escaped = [
+            t.replace("\\", "\\\\").replace("_", "\\u") + "_" if not o else escape_token(t, alphabet)
+            for t, o in zip(tokens, outside.tolist(), strict=True)
+        ]
+        return self._trie.segment(escaped)
+
+    def _add_rows(self, tokens: list[str]) -> None:
+        """Give each new distinct token a row in the batch cache (its ids, stored contiguously)."""
+        ids, counts = self._segment_many(tokens)
+        first = len(self._rows)
+        self._rows.update(zip(tokens, range(first, first + len(tokens)), strict=True))
+        starts = len(self._row_ids) + np.cumsum(counts) - counts
+        self._row_start = np.concatenate((self._row_start, starts))
+        self._row_len = np.concatenate((self._row_len, counts))
+        self._row_ids = np.concatenate((self._row_ids, ids))
+
     def encode(self, text: str) -> list[int]:
         """Subtoken ids of ``text`` (T2T's ``encode``; no EOS appended)."""
         out: list[int] = []
@@ -226,15 +276,21 @@ class SubwordTextEncoder:
         With ``append_eos`` every line ends with EOS (id 1), as T2T's ``text2text_generate_encoded``
         writes training examples.  ``lengths`` is int64; ``flat`` has ``dtype``."""
         joined, starts, ends, counts = token_spans(texts)
-        tokens = [joined[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=False)]
-        cache_get = self._cache.get
-        seqs = [cache_get(t) for t in tokens]
-        if None in seqs:
-            token_ids = self._token_ids
-            seqs = [s if s is not None else token_ids(t) for s, t in zip(seqs, tokens, strict=False)]
-        per_token = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+        tokens = [joined[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+        rows = self._rows
+        missing = set(tokens).difference(rows)
+        if len(rows) + len(missing) > _CACHE_LIMIT:
+            self._reset_rows()
+            rows = self._rows
+            missing = set(tokens)
+        if missing:
+            self._add_rows(list(missing))
+        row = np.fromiter(map(rows.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        per_token = self._row_len[row]
         total = int(per_token.sum())
-        flat_ids = np.fromiter(chain.from_iterable(seqs), dtype=np.int64, count=total)
+        # ragged gather: the ids of token k are row_ids[row_start[row[k]] : + per_token[k]]
+        shift = np.repeat(self._row_start[row] - (np.cumsum(per_token) - per_token), per_token)
+        flat_ids = self._row_ids[shift + np.arange(total, dtype=np.int64)]
         lengths = np.zeros(len(texts), dtype=np.int64)
         nonempty = counts > 0
         if len(per_token):
