@@ -10,6 +10,8 @@ Jobs:
   ``FairseqTask.get_batch_iterator`` does (``numpy_seed(seed + epoch)`` + ``ordered_indices``,
   ``filter_indices_by_size``, ``batch_by_size``), then ``EpochBatchIterator.ordered_batches`` for
   each requested epoch. Saves the frozen batches and each epoch's batch order.
+* ``items``: ``LanguagePairDataset`` items with per-item options (``PrependTokenDataset`` for a
+  prepended token), for the given indices.
 * ``task``: ``TranslationTask`` on a prepared directory (``load_dataset`` + ``get_batch_iterator``
   + ``next_epoch_itr``); saves every collated batch of the first epoch.
 """
@@ -116,6 +118,38 @@ def task_job(workdir: Path, job: dict) -> dict:
     return {"num_batches": count + 1}
 
 
+def items_job(workdir: Path, job: dict) -> dict:
+    """Items of ``LanguagePairDataset`` (over ``PrependTokenDataset`` when asked) with per-item options."""
+    from fairseq.data import Dictionary, LanguagePairDataset, PrependTokenDataset, data_utils
+
+    dictionary = Dictionary()
+    for i in range(4, job["vocab"]):
+        dictionary.add_symbol(f"w{i}")
+    src = data_utils.load_indexed_dataset(job["src"], dictionary, "mmap")
+    tgt = data_utils.load_indexed_dataset(job["tgt"], dictionary, "mmap")
+    if job.get("prepend_src") is not None:
+        src = PrependTokenDataset(src, job["prepend_src"])
+    if job.get("prepend_tgt") is not None:
+        tgt = PrependTokenDataset(tgt, job["prepend_tgt"])
+    dataset = LanguagePairDataset(
+        src,
+        src.sizes,
+        dictionary,
+        tgt,
+        tgt.sizes,
+        dictionary,
+        append_bos=job.get("append_bos", False),
+        remove_eos_from_source=job.get("remove_eos_from_source", False),
+        append_eos_to_target=job.get("append_eos_to_target", False),
+    )
+    items = [dataset[i] for i in job["indices"]]
+    for side in ("source", "target"):
+        flat, lengths = _flatten([item[side].numpy() for item in items])
+        np.save(workdir / f"{job['id']}.{side}.flat.npy", flat)
+        np.save(workdir / f"{job['id']}.{side}.lengths.npy", lengths)
+    return {"count": len(items)}
+
+
 def main(workdir: str) -> None:
     warnings.filterwarnings("ignore")
     import logging
@@ -125,7 +159,8 @@ def main(workdir: str) -> None:
     jobs = json.loads((root / "request.json").read_text())
     results = {}
     for job in jobs:
-        results[job["id"]] = plan_job(root, job) if job["kind"] == "plan" else task_job(root, job)
+        run = {"plan": plan_job, "task": task_job, "items": items_job}[job["kind"]]
+        results[job["id"]] = run(root, job)
     (root / "result.json").write_text(json.dumps(results))
 
 

@@ -103,7 +103,8 @@ def flatten(batch: dict) -> dict:
 
 def test_collated_batches_equal_fairseq_translation_task_golden(tmp_path):
     iterator, task = golden_corpus_iterator(tmp_path)
-    ours = [flatten(b) for b in iterator]
+    with pytest.warns(UserWarning, match="skipped, as fairseq does"):  # pair 3's alignment reaches its </s>
+        ours = [flatten(b) for b in iterator]
     count = len({key.split(".")[0] for key in task if key.startswith("b")})
     assert len(ours) == count
     for i, batch in enumerate(ours):
