@@ -125,16 +125,10 @@ def write_sparse_store(prefix: Path, sizes: np.ndarray) -> None:
 
 def worker_tokenmill(args: dict) -> dict:
     sys.path.insert(0, str(REPO / "src"))
+    from tokenmill.data import gpt_index
     from tokenmill.data.blending import build_blending_indices, normalize_weights
     from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
-    from tokenmill.data.gpt_index import (
-        GPTIndexConfig,
-        build_document_index,
-        build_gpt_index,
-        build_sample_index,
-        build_shuffle_index,
-        plan_epochs,
-    )
+    from tokenmill.data.gpt_index import GPTIndexConfig, build_gpt_index, plan_epochs
     from tokenmill.store import IndexedDataset
 
     out: dict = {}
@@ -149,22 +143,32 @@ def worker_tokenmill(args: dict) -> dict:
     out["num_epochs"] = index.plan.num_epochs
     del index
 
-    # the three parts on their own
+    # the three parts on their own, as build_gpt_index runs them
     plan = plan_epochs(int(sizes.sum(dtype=np.int64)), config)
     documents = np.arange(len(sizes), dtype=np.int32)
     parts = {}
     started = time.perf_counter()
     rng = np.random.RandomState(config.seed)
-    document_index = build_document_index(documents, plan.num_epochs, rng, plan.separate_final_epoch)
+    packed = gpt_index._packed_stream(sizes, documents, plan.num_epochs, rng, plan.separate_final_epoch)
     parts["document index"] = time.perf_counter() - started
     started = time.perf_counter()
-    sample_index = build_sample_index(sizes, document_index, config.seq_length, plan.num_epochs, plan.tokens_per_epoch)
+    stream, ids = gpt_index._halves(packed)
+    sample_index = gpt_index._sample_index(
+        lambda begin, end, view=stream: view[begin:end],
+        len(packed),
+        gpt_index.sample_index_dtype(sizes, len(packed)),
+        config.seq_length,
+        plan.num_epochs * plan.tokens_per_epoch,
+        True,
+        True,
+    )
+    np.ascontiguousarray(ids)
     parts["sample index"] = time.perf_counter() - started
     started = time.perf_counter()
-    build_shuffle_index(len(sample_index) - 1, len(sample_index) - 1, rng)
+    gpt_index.build_shuffle_index(len(sample_index) - 1, len(sample_index) - 1, rng)
     parts["shuffle index"] = time.perf_counter() - started
     out["parts"] = parts
-    del document_index, sample_index
+    del packed, stream, ids, sample_index
 
     dataset_config = GPTDatasetConfig(
         seq_length=args["seq_length"], seed=args["seed"], num_samples=args["num_samples"], eod_id=EOD

@@ -89,6 +89,19 @@ def test_chunked_construction_matches_one_chunk(monkeypatch):
     assert whole.plan.num_epochs > 1
 
 
+def test_unpacked_route_for_huge_document_ids_gives_the_same_arrays(monkeypatch):
+    # Ids of 2^31 and more cannot ride along the shuffle packed with their sizes; that route must agree.
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(0, 200, size=3000).astype(np.int32)
+    config = GPTIndexConfig(seq_length=50, seed=2, num_samples=20_000)
+    packed = build_gpt_index(sizes, config)
+    monkeypatch.setattr(gpt_index, "_packed_stream", lambda *args: None)
+    plain = build_gpt_index(sizes, config)
+    for name in ("document_index", "sample_index", "shuffle_index"):
+        np.testing.assert_array_equal(getattr(packed, name), getattr(plain, name))
+        assert getattr(packed, name).dtype == getattr(plain, name).dtype
+
+
 def test_token_counts_past_two_to_the_31_stay_exact():
     sizes = np.array([2**30, 2**30 - 7, 2**30 + 13], dtype=np.int32)  # 3.2e9 tokens in one epoch
     document_index = np.array([2, 0, 1], dtype=np.int32)
