@@ -55,6 +55,10 @@ def test_default_removes_controls_and_collapses_whitespace() -> None:
     assert Normalizer()(lines) == ["a b", "xy", "p q", "tail", "", "bom", "keep nbsp"]
 
 
+def test_characters_past_the_lookup_tables_are_kept() -> None:
+    assert Normalizer()(["，😀\uff5e\U0010fffd x"]) == ["，😀\uff5e\U0010fffd x"]
+
+
 def test_control_removal_keeps_tab_without_collapse() -> None:
     only = Normalizer(remove_control=True, collapse_whitespace=False)
     assert only(["a\tb\x01c\x0bd\x85e"]) == ["a\tbc d e"]

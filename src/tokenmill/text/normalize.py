@@ -17,8 +17,9 @@ NFKC first, so what it produces (e.g. U+2003 EM SPACE from compatibility forms) 
 steps; control removal before the collapse, so a deleted control never leaves two spaces behind.
 
 Speed: a chunk is joined with ``\\n`` (lines never contain it when read by tokenmill.text.readers),
-turned into one numpy array of code points (``uint8`` for ASCII chunks, ``uint32`` otherwise) and
-steps 2-4 are table look-ups and masks over it. NFKC runs only on the lines that are not already
+turned into one numpy array of code points and steps 2-4 become table look-ups and masks over it
+(whitespace of any kind to U+0020), then runs of spaces are squeezed with ``str.replace``; ASCII
+chunks do the same with ``bytes.translate``/``bytes.replace``. NFKC runs only on the lines that are not already
 NFKC (``unicodedata.is_normalized``), after the full-width folding, which gives the same result (the
 folding replaces characters by their own compatibility decompositions) and leaves far fewer lines
 to normalize in CJK text. A chunk whose items contain ``\\n`` (possible from JSONL) is processed item
@@ -53,11 +54,11 @@ WHITESPACE = (
 )
 
 _KEEP, _DROP, _SPACE = 0, 1, 2
-_CTRL = np.zeros(0xA1, dtype=np.uint8)  # index min(cp, 0xA0): action of the control step
-_CTRL[[ord(c) for c in DELETED if ord(c) < 0xA0]] = _DROP
+_CTRL = np.zeros(0xFF01, dtype=np.uint8)  # control-step action per code point; the last entry (keep) covers the rest
+_CTRL[[ord(c) for c in DELETED]] = _DROP
 _CTRL[[ord(c) for c in SPACE_CONTROLS]] = _SPACE
 _WS_LIMIT = 0x3001
-_WS = np.zeros(_WS_LIMIT + 1, dtype=bool)  # index min(cp, 0x3001): whitespace other than "\n"
+_WS = np.zeros(_WS_LIMIT + 1, dtype=bool)  # whitespace other than "\n" per code point (past the end: no)
 _WS[[ord(c) for c in WHITESPACE if c != "\n"]] = True
 _NL = 10
 _ASCII_DELETE = bytes(ord(c) for c in DELETED if ord(c) < 0x80)
@@ -134,11 +135,14 @@ class Normalizer:
         if text.isascii():
             return self._ascii(text.encode("ascii")).decode("ascii")
         cps = _codepoints(text)
+        changed = False
         if self.remove_control:
-            cps = _remove_control(cps)
+            cps, changed = _remove_control(cps)
         if self.collapse_whitespace:
-            cps = _collapse(cps)
-        return cps.tobytes().decode("utf-32-le", "surrogatepass")
+            changed = _whitespace_to_space(cps) or changed
+        if changed:
+            text = cps.tobytes().decode("utf-32-le", "surrogatepass")
+        return _squeeze(text, " ", "\n") if self.collapse_whitespace else text
 
     def _ascii(self, data: bytes) -> bytes:
         """Steps 3-4 on ASCII bytes: two ``bytes.translate`` passes and a few ``replace`` passes."""
@@ -178,32 +182,36 @@ def _nfkc_lines(text: str) -> str:
     return "\n".join(lines)
 
 
-def _remove_control(cps: np.ndarray) -> np.ndarray:
-    """Drop Cc (but TAB, LF) and U+FEFF; whitespace-like controls become a space."""
-    action = _CTRL[np.minimum(cps, 0xA0)]
+def _remove_control(cps: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Drop Cc (but TAB, LF) and U+FEFF; whitespace-like controls become a space. (array, changed)."""
+    action = np.take(_CTRL, cps, mode="clip")  # code points past the table clip to its last entry: keep
+    if not action.any():
+        return cps, False
     cps[action == _SPACE] = 0x20
     drop = action == _DROP
-    if cps.dtype != np.uint8:
-        drop |= cps == 0xFEFF
-    return cps[~drop] if drop.any() else cps
+    return (cps[~drop] if drop.any() else cps), True
 
 
-def _collapse(cps: np.ndarray) -> np.ndarray:
-    """Whitespace runs to one space; none at line starts or ends (lines separated by LF)."""
-    ws = _WS[cps if cps.dtype == np.uint8 else np.minimum(cps, _WS_LIMIT)]
-    if not ws.any():
-        return cps
-    cps[ws] = 0x20
-    nl = cps == _NL
-    after = np.empty_like(ws)  # previous code point is whitespace, LF, or the start
-    after[0] = True
-    np.logical_or(ws[:-1], nl[:-1], out=after[1:])
-    cps = cps[~(ws & after)]  # keeps the first space of each run, and none at a line start
-    space = cps == 0x20
-    before = np.empty_like(space)  # next code point is LF or the end
-    before[-1:] = True
-    np.equal(cps[1:], _NL, out=before[:-1])
-    return cps[~(space & before)]
+def _whitespace_to_space(cps: np.ndarray) -> bool:
+    """In place: every whitespace code point but LF becomes U+0020; True if any changed."""
+    other = np.take(_WS, cps, mode="clip")  # past the table: not whitespace
+    other &= cps != 0x20
+    if not other.any():
+        return False
+    cps[other] = 0x20
+    return True
+
+
+def _squeeze(text, space, newline):  # type: ignore[no-untyped-def]
+    """Runs of ``space`` to one, and none next to ``newline`` or at either end (str or bytes)."""
+    double = space + space
+    while double in text:
+        text = text.replace(double, space)
+    if space + newline in text:
+        text = text.replace(space + newline, newline)
+    if newline + space in text:
+        text = text.replace(newline + space, newline)
+    return text.strip(space)
 
 
 def normalize_lines(lines: list[str], normalizer: Normalizer | None = None) -> list[str]:
