@@ -49,8 +49,14 @@ class LockstepWorker:
         self._stderr = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ, PYTHONWARNINGS="ignore", TF_CPP_MIN_LOG_LEVEL="3")
         self._proc = subprocess.Popen(
-            [python, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            text=True, env=env, cwd=REPO, bufsize=1,
+            [python, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env=env,
+            cwd=REPO,
+            bufsize=1,
         )
         self._expect(READY)
 

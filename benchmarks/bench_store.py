@@ -301,8 +301,11 @@ def lockstep(workers: dict[str, _peer.LockstepWorker], steps: range, label: str)
             for kind in kinds[shift:] + kinds[:shift]:
                 replies[kind].append(workers[kind].step(step))
             if (number + 1) % 10 == 0 or number + 1 == len(steps):
-                print(f"  {label}: {number + 1}/{len(steps)} steps, {time.perf_counter() - began:.0f}s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"  {label}: {number + 1}/{len(steps)} steps, {time.perf_counter() - began:.0f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     except BaseException:
         for worker in workers.values():
             worker.kill()
@@ -349,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         need = 3 * bin_bytes + 3 * 20 * items
         free = shutil.disk_usage(workdir).free
         if free < need * 1.1:
-            print(f"{workdir}: {free / 2**30:.1f} GiB free, the run needs ~{need / 2**30:.1f} GiB; use --workdir",
-                  file=sys.stderr)
+            print(
+                f"{workdir}: {free / 2**30:.1f} GiB free, the run needs ~{need / 2**30:.1f} GiB; use --workdir",
+                file=sys.stderr,
+            )
             return 2
         print(f"bench_store: {items:,} items, {n_tokens:,} tokens, in {workdir}", file=sys.stderr)
 
@@ -393,14 +398,34 @@ def main(argv: list[str] | None = None) -> int:
     report = render(info, items, n_tokens, bin_bytes, writes, reads, identical, args)
     print(report)
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"machine": info, "items": items, "tokens": n_tokens, "writes": writes, "reads": reads,
-             "identical": identical, "args": vars(args)}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "machine": info,
+                    "items": items,
+                    "tokens": n_tokens,
+                    "writes": writes,
+                    "reads": reads,
+                    "identical": identical,
+                    "args": vars(args),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 
-def render(info: dict, items: int, n_tokens: int, bin_bytes: int, writes: dict, reads: dict, identical: dict,
-           args: argparse.Namespace) -> str:
+def render(
+    info: dict,
+    items: int,
+    n_tokens: int,
+    bin_bytes: int,
+    writes: dict,
+    reads: dict,
+    identical: dict,
+    args: argparse.Namespace,
+) -> str:
     """The markdown report: machine, write table, read table, targets."""
     versions = {**writes["tm-loop"]["versions"], **writes["mcore"]["versions"]}
     lines = [
@@ -408,7 +433,8 @@ def render(info: dict, items: int, n_tokens: int, bin_bytes: int, writes: dict, 
         f"Machine: {info['cpu']}, {info['usable_cpus']} usable of {info['logical_cpus']} logical CPUs, "
         f"{info['ram_gib']} GiB RAM, Linux {info['kernel']}; load average {info['load_start'][0]:.2f} at start, "
         f"{info['load_end'][0]:.2f} at end (shared with other jobs). "
-        + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
+        + ", ".join(f"{k} {v}" for k, v in versions.items())
+        + ".",
         f"\nData: {items:,} items, lengths uniform in 1..{MAX_LEN}, {n_tokens:,} uint16 tokens "
         f"({bin_bytes / 1e6:,.0f} MB .bin), vocab {VOCAB}, seed {args.seed}.\n",
         "### Write (Megatron layout, one document per item)\n",
@@ -436,21 +462,32 @@ def render(info: dict, items: int, n_tokens: int, bin_bytes: int, writes: dict, 
         "megatron-core's only closes them. Peak RSS growth = VmHWM minus RSS after set-up (one 100k-item input "
         "chunk included). The batched path ends one document per batch (there is no batched "
         "one-document-per-item call), so its .idx has fewer document indices; its .bin is the same. Byte checks: "
-        + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in identical.items()) + ".\n"
+        + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in identical.items())
+        + ".\n"
     )
 
-    wall = {(kind, name): statistics.median(v[0] for v in values)
-            for kind, result in reads.items() for name, values in result["times"].items()}
-    cpu = {(kind, name): statistics.median(v[1] for v in values)
-           for kind, result in reads.items() for name, values in result["times"].items()}
+    wall = {
+        (kind, name): statistics.median(v[0] for v in values)
+        for kind, result in reads.items()
+        for name, values in result["times"].items()
+    }
+    cpu = {
+        (kind, name): statistics.median(v[1] for v in values)
+        for kind, result in reads.items()
+        for name, values in result["times"].items()
+    }
     lines += [
         f"### Random reads: {args.batch}-item batches, medians of {args.reps} batches (same warm files)\n",
         "| reader | method | wall ms/batch | CPU ms/batch | items/s | vs megatron-core ds[i] loop "
         "| vs tokenmill ds[i] loop |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    labels = {"loop": "loop of ds[i]", "loop+concat": "loop of ds[i] + np.concatenate",
-              "gather": "gather (flat + offsets)", "gather_padded": "gather_padded (matrix)"}
+    labels = {
+        "loop": "loop of ds[i]",
+        "loop+concat": "loop of ds[i] + np.concatenate",
+        "gather": "gather (flat + offsets)",
+        "gather_padded": "gather_padded (matrix)",
+    }
     for (kind, name), median in wall.items():
         lines.append(
             f"| {'megatron-core' if kind == 'mcore' else 'tokenmill'} | {labels[name]} | {median * 1e3:.2f} | "
@@ -468,18 +505,32 @@ def render(info: dict, items: int, n_tokens: int, bin_bytes: int, writes: dict, 
     )
 
     rows = [
-        ("writer, batched add_items, vs megatron-core builder", total["mcore"] / total["tm-batched"],
-         writes["mcore"]["cpu_s"] / writes["tm-batched"]["cpu_s"], 5),
-        ("writer, per-item add_item, vs megatron-core builder", total["mcore"] / total["tm-loop"],
-         writes["mcore"]["cpu_s"] / writes["tm-loop"]["cpu_s"], 5),
+        (
+            "writer, batched add_items, vs megatron-core builder",
+            total["mcore"] / total["tm-batched"],
+            writes["mcore"]["cpu_s"] / writes["tm-batched"]["cpu_s"],
+            5,
+        ),
+        (
+            "writer, per-item add_item, vs megatron-core builder",
+            total["mcore"] / total["tm-loop"],
+            writes["mcore"]["cpu_s"] / writes["tm-loop"]["cpu_s"],
+            5,
+        ),
     ]
-    for baseline, label in ((("mcore", "loop"), "megatron-core loop of ds[i]"),
-                            (("tm", "loop"), "tokenmill loop of ds[i]")):
+    for baseline, label in (
+        (("mcore", "loop"), "megatron-core loop of ds[i]"),
+        (("tm", "loop"), "tokenmill loop of ds[i]"),
+    ):
         for method in ("gather", "gather_padded"):
-            rows.append((f"{method} vs {label}", wall[baseline] / wall["tm", method],
-                         cpu[baseline] / cpu["tm", method], 20))
-    lines += ["### Against the issue's targets\n", "| measure | ratio (wall) | ratio (CPU time) | target | met |",
-              "|---|---:|---:|---:|---|"]
+            rows.append(
+                (f"{method} vs {label}", wall[baseline] / wall["tm", method], cpu[baseline] / cpu["tm", method], 20)
+            )
+    lines += [
+        "### Against the issue's targets\n",
+        "| measure | ratio (wall) | ratio (CPU time) | target | met |",
+        "|---|---:|---:|---:|---|",
+    ]
     for label, ratio, cpu_ratio, target in rows:
         met = "yes" if ratio >= target else "no"
         lines.append(f"| {label} | {ratio:.1f}x | {cpu_ratio:.1f}x | >= {target}x | {met} |")
