@@ -121,10 +121,11 @@ class PlanCache:
         assert loaded is not None
         return loaded, False
 
-    def prune(self, prefix: str, keep: set[str]) -> None:
-        """Delete entries named ``prefix*`` except those in ``keep`` (old epochs of one plan)."""
+    def prune(self, base: str, *, older_than: int) -> None:
+        """Delete the entries ``<base>-e<k>`` with ``k < older_than`` (past epochs of one plan)."""
         if self.directory is None or not self.directory.exists():
             return
-        for folder in self.directory.glob(f"{prefix}*"):
-            if folder.is_dir() and folder.name not in keep and ".tmp-" not in folder.name:
+        for folder in self.directory.glob(f"{base}-e*"):
+            suffix = folder.name[len(base) + 2 :]
+            if folder.is_dir() and suffix.isdigit() and int(suffix) < older_than:
                 shutil.rmtree(folder, ignore_errors=True)  # lock files stay: another process may hold one

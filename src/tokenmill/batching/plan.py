@@ -215,11 +215,8 @@ class Planner:
         (arrays, meta), cached = self.cache.get_or_build(
             key, lambda: compute_batches(self.sizes, self.config, epoch, self.world_size)
         )
-        if not cached and key_epoch:
-            self.cache.prune(
-                f"{self.base_key}-e",
-                {f"{self.base_key}-e{e}" for e in range(key_epoch - self.keep_epochs + 1, key_epoch + 1)},
-            )
+        if not cached and key_epoch > self.keep_epochs:
+            self.cache.prune(self.base_key, older_than=key_epoch - self.keep_epochs + 1)
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
         padded = padded_tokens(table, self.config.pad_to_multiple)
         steps = schedule(padded, self.world_size, step_permutation(self.config, epoch, self.world_size))

@@ -186,12 +186,18 @@ class BatchIterator:
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        """The position plus what it is only valid for (JSON-able; a few hundred bytes)."""
+        """The position plus what it is only valid for (JSON-able; a few hundred bytes).
+
+        After the last batch of an epoch the position is the start of the next epoch.
+        """
+        epoch, step = self.epoch, self.step
+        if step >= self.num_steps(epoch):
+            epoch, step = epoch + 1, 0
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
-            "epoch": self.epoch,
-            "step": self.step,
+            "epoch": epoch,
+            "step": step,
             "consumed": self.consumed,
             "world_size": self.world_size,
             "data": self.dataset.fingerprint(),

@@ -1,0 +1,70 @@
+"""``tokenmill batches DIR``: the epoch preview, as a table and as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+from tests.batching.corpus import make_pair_dir
+
+from tokenmill.commands.batches import batches
+
+
+def run(*args: str):
+    result = CliRunner().invoke(batches, list(args))
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output
+
+
+def test_json_report(tmp_path):
+    data = make_pair_dir(tmp_path / "data", 1000, seed=2)
+    out = run(
+        str(data),
+        "--json",
+        "--world-size",
+        "3",
+        "--max-tokens",
+        "512",
+        "--max-source-positions",
+        "25",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    )
+    report = json.loads(out)
+    assert report["num_pairs"] == 1000
+    assert report["num_samples"] + report["num_dropped"] == 1000
+    assert report["num_dropped"] == report["dropped"]["source_too_long"] > 0
+    assert len(report["num_batches_per_rank"]) == 3 and len(set(report["num_batches_per_rank"])) == 1
+    assert 0 < report["padding_fraction"] < 0.5
+    assert report["source_lang"] == "en" and report["plan_cached"] is False
+    again = json.loads(
+        run(
+            str(data),
+            "--json",
+            "--world-size",
+            "3",
+            "--max-tokens",
+            "512",
+            "--max-source-positions",
+            "25",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        )
+    )
+    assert again["plan_cached"] is True and again["num_batches"] == report["num_batches"]
+
+
+def test_table_report_names_modes_and_drops(tmp_path):
+    data = make_pair_dir(tmp_path / "data", 300, lengths=(np.array([3] * 299 + [500]), np.array([4] * 300)))
+    out = run(str(data), "--mode", "fairseq", "--max-tokens", "256", "--no-cache")
+    assert "mode fairseq" in out
+    assert "longer_than_max_tokens 1" in out
+    assert "batches per rank" in out and "padding" in out
+
+
+def test_bad_directory_is_a_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(batches, [str(tmp_path / "empty")])
+    assert result.exit_code != 0
+    assert "cannot tell the language pair" in str(result.exception)
