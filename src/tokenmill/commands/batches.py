@@ -33,12 +33,16 @@ def _row(label: str, value: object) -> str:
 @click.option("--world-size", type=int, default=1, show_default=True, help="Number of ranks (GPUs).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the order.")
 @click.option("--epoch", type=int, default=1, show_default=True, help="Epoch to plan (1-based).")
-@click.option("--required-batch-size-multiple", type=int, default=1, show_default=True, help="Rows multiple (8 for fp16).")
+@click.option(
+    "--required-batch-size-multiple", type=int, default=1, show_default=True, help="Rows multiple (8 for fp16)."
+)
 @click.option("--pad-to-multiple", type=int, default=1, show_default=True, help="Pad lengths to a multiple of this.")
 @click.option("--max-source-positions", type=int, default=None, help="Drop pairs with longer sources.")
 @click.option("--max-target-positions", type=int, default=None, help="Drop pairs with longer targets.")
 @click.option("--drop-last", is_flag=True, help="Drop batches that do not fill the last step instead of splitting.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache).")
+@click.option(
+    "--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache)."
+)
 @click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batches(
@@ -113,7 +117,8 @@ def batches(
     tokens = stats.tokens_per_rank
     dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.dropped.items())) or "none"
     lines = [
-        f"{directory} {split} ({dataset.src_lang}-{dataset.tgt_lang}), epoch {epoch}, mode {mode}, world size {world_size}",
+        f"{directory} {split} ({dataset.src_lang}-{dataset.tgt_lang}), epoch {epoch}, mode {mode}, "
+        f"world size {world_size}",
         _row("pairs in split", f"{len(dataset):,}"),
         _row("samples this epoch", f"{stats.num_samples:,}"),
         _row("dropped", f"{stats.num_dropped:,} ({dropped})"),
