@@ -148,3 +148,25 @@ def test_rewrite_replaces_previous_files_atomically(tmp_path):
         writer.add_item([7, 7, 7])
         raise RuntimeError("killed")
     assert IndexedDataset(tmp_path / "d")[0].tolist() == [1, 2], "the old store is intact"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gathers_equal_per_item_reads_for_random_batches(tmp_path, seed):
+    """Both read paths (strided windows, and per-token positions near the end) give the same items."""
+    rng = np.random.default_rng(seed)
+    items = [rng.integers(0, 60000, size=int(n)) for n in rng.integers(0, 50, size=500)]
+    items.append(rng.integers(0, 60000, size=120))  # a long last item: its window would leave the array
+    dataset = write(tmp_path / "d", items, vocab_size=60000)
+    for _ in range(20):
+        batch = rng.integers(-len(items), len(items), size=int(rng.integers(1, 64)))
+        if rng.random() < 0.3:
+            batch[0] = len(items) - 1
+        flat, offsets = dataset.gather(batch)
+        expected = [items[i] for i in batch]
+        assert [flat[offsets[k] : offsets[k + 1]].tolist() for k in range(len(batch))] == [x.tolist() for x in expected]
+        for left in (False, True):
+            matrix = dataset.gather_padded(batch, pad_id=1, left_pad=left, pad_to_multiple=8, dtype=np.int64)
+            assert matrix.shape[1] % 8 == 0
+            for row, item in zip(matrix, expected, strict=True):
+                pad = matrix.shape[1] - len(item)
+                assert row.tolist() == ([1] * pad + item.tolist() if left else item.tolist() + [1] * pad)

@@ -93,6 +93,8 @@ class IndexedWriter:
 
     # ---------------------------------------------------------------- adding
     def _cast(self, tokens: np.ndarray) -> np.ndarray:
+        if tokens.dtype == self.dtype:
+            return tokens
         if tokens.size and self._limits is not None:
             low, high = tokens.min(), tokens.max()
             if low < self._limits.min or high > self._limits.max:
@@ -105,7 +107,7 @@ class IndexedWriter:
     def add_item(self, tokens: np.ndarray | list[int]) -> None:
         """Append one item (a 1-D sequence of token ids)."""
         array = self._cast(np.asarray(tokens).reshape(-1))
-        self._bin.write(array.tobytes())
+        self._bin.write(np.ascontiguousarray(array).data)
         self._sizes.append(len(array))
         self.num_tokens += len(array)
 
@@ -122,7 +124,7 @@ class IndexedWriter:
             raise ValueError(f"lengths sum to {int(lengths.sum())} but {len(flat)} tokens were given")
         if lengths.size and int(lengths.max()) > np.iinfo(np.int32).max:
             raise ValueError("an item longer than 2^31-1 tokens cannot be indexed")
-        self._bin.write(self._cast(flat).tobytes())
+        self._bin.write(np.ascontiguousarray(self._cast(flat)).data)
         base = len(self._sizes)
         self._sizes.extend(lengths.astype(np.int32))
         self.num_tokens += len(flat)
