@@ -230,14 +230,20 @@ def test_decode_strip_extraneous_drops_trailing_pad_and_eos():
     assert enc.decode([*ids, EOS_ID]) == "river town<EOS>"  # T2T shows EOS when not stripped
 
 
+_LOADED = SubwordTextEncoder.load(GOLDEN / "t2t_all.subwords")
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40))
 def test_decode_inverts_encode(text):
-    enc = _LOADED
-    assert enc.decode(enc.encode(text)) == text
+    assert _LOADED.decode(_LOADED.encode(text)) == text
 
 
-_LOADED = SubwordTextEncoder.load(GOLDEN / "t2t_all.subwords")
+def test_encode_batch_of_nothing_and_of_empty_lines():
+    flat, lengths = _LOADED.encode_batch([])
+    assert flat.size == 0 and lengths.size == 0
+    flat, lengths = _LOADED.encode_batch(["", ""], append_eos=True)
+    assert flat.tolist() == [EOS_ID, EOS_ID] and lengths.tolist() == [1, 1]
 
 
 # ------------------------------------------------------------------- bad input

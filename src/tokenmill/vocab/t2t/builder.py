@@ -182,7 +182,7 @@ class SubwordBuilder:
         and return the cumulative boundary weight in suffix-array order."""
         trie = self.trie
         n = len(trie.sa)
-        best = np.ones(n, dtype=np.int32)
+        best = np.ones(n + 1, dtype=np.int32)  # the extra slot answers rank -1 (separators; never read)
         order = np.argsort(acc_hi, kind="stable")
         for left, right, h in zip(acc_l[order].tolist(), acc_r[order].tolist(), acc_hi[order].tolist(), strict=False):
             best[left:right] = h
@@ -192,7 +192,7 @@ class SubwordBuilder:
             np.maximum.at(match, hit_at, hit_len)
         is_sep = self._is_sep
         weights = np.zeros(n, dtype=np.int64)
-        cur = trie.token_start
+        cur = trie.token_start[~is_sep[trie.token_start]]  # (no tokens at all: text is one separator)
         while cur.size:
             weights[trie.rank[cur]] = self._weight_at[cur]
             nxt = cur + match[cur]
