@@ -145,7 +145,7 @@ def main() -> int:
         sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
 
         def ours_cold():
-            enc._reset_rows()
+            enc.clear_cache()
             return enc.encode_batch(lines)
 
         cold_s, (flat, _) = median_time(ours_cold, args.repeats)

@@ -166,7 +166,7 @@ def test_matches_live_t2t_on_random_token_counts(tmp_path):
             "token_counts": counts,
             "num_iterations": rng.choice([1, 2, 4]),
             "max_subtoken_length": rng.choice([None, None, 2, 3, 5, 1]),
-            "reserved_tokens": rng.choice([None, ["<pad>", "<EOS>", "ab_"], [], ["<pad>"]]),
+            "reserved_tokens": rng.choice([None, ["<pad>", "<EOS>", "ab_"], [], ["<pad>"], ["<pad>", "<EOS>", "ab"]]),
             "encode": ["".join(rng.choice(alphabet + " ☃") for _ in range(30)) for _ in range(3)],
         }
         if rng.random() < 0.5:

@@ -41,6 +41,9 @@ _BATCH_SEGMENT_MIN = 64  # from this many new distinct tokens on, segment them i
 class SubwordTextEncoder:
     """An invertible subword encoder over a fixed list of subtoken strings (id = position in the list)."""
 
+    PAD_ID = PAD_ID
+    EOS_ID = EOS_ID
+
     def __init__(self, subtoken_strings: Sequence[str]) -> None:
         strings = list(subtoken_strings)
         if not strings:
@@ -48,7 +51,6 @@ class SubwordTextEncoder:
         self._strings = strings
         # Later duplicates win and empty strings get no id, as in T2T's dict comprehension.
         self._id_of = {s: i for i, s in enumerate(strings) if s}
-        self._max_len = max(len(s) for s in strings)
         self._alphabet = frozenset(chain.from_iterable(strings)) | ESCAPE_CHARS
         lengths_by_first: dict[str, set[int]] = {}
         for s in self._id_of:
@@ -58,6 +60,11 @@ class SubwordTextEncoder:
         self._trie: VocabTrie | None = None  # built on the first large batch
         self._reset_rows()
         self._in_alphabet = np.zeros(0, dtype=bool)  # code point -> in the alphabet (with the trie)
+
+    def clear_cache(self) -> None:
+        """Forget the cached ids of tokens seen so far (memory; cold-cache timings)."""
+        self._cache.clear()
+        self._reset_rows()
 
     def _reset_rows(self) -> None:
         """Empty the batch cache: token -> row; a row's ids are row_ids[row_start : + row_len]."""
