@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peer import how_to_get, peer_python  # noqa: E402
+from _peer import how_to_get, peer_python
 
 DATA = Path(__file__).resolve().parent / ".data" / "prepare"
 LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyz"))
@@ -179,13 +179,16 @@ def main() -> None:
     for i, pairs in enumerate(sizes):
         rows.append(bench(pairs, vocab, with_fairseq=not args.no_fairseq and i == 0))
         print(json.dumps(rows[-1]))
-    print("\n| pairs | tokenmill prepare | spm encode (floor) | ratio | spm text + fairseq-preprocess | speed-up | peak RSS |")
+    header = ("| pairs | tokenmill prepare | spm encode (floor) | ratio | spm text + fairseq-preprocess "
+              "| speed-up | peak RSS |")
+    print("\n" + header)
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         fairseq = f"{row['fairseq_total_s']:.1f} s" if "fairseq_total_s" in row else "-"
         speedup = f"{row['fairseq_total_s'] / row['tokenmill_s']:.1f}x" if "fairseq_total_s" in row else "-"
-        print(f"| {row['pairs']:,} | {row['tokenmill_s']:.1f} s | {row['spm_encode_s']:.1f} s | "
-              f"{row['tokenmill_s'] / row['spm_encode_s']:.2f}x | {fairseq} | {speedup} | {row['tokenmill_rss_mb']:.0f} MB |")
+        ratio = row["tokenmill_s"] / row["spm_encode_s"]
+        print(f"| {row['pairs']:,} | {row['tokenmill_s']:.1f} s | {row['spm_encode_s']:.1f} s | {ratio:.2f}x | "
+              f"{fairseq} | {speedup} | {row['tokenmill_rss_mb']:.0f} MB |")
 
 
 if __name__ == "__main__":

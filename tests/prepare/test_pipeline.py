@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 import pytest
-from tests.prepare.conftest import write_lines
 
+from tests.prepare.conftest import write_lines
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare import build_config, prepare
 from tokenmill.store import IndexedDataset
@@ -183,3 +183,15 @@ def test_joined_dictionary_is_shared(corpus, tmp_path):
     assert en == de and b"s1 " in en and b"t1 " in en
     tokens = IndexedDataset(summary.destdir / "train.en-de.de")
     assert np.all(tokens[0][:-1] != Dictionary.unk_index)
+
+
+def test_cleaning_on_worker_processes_equals_one_process(sample_settings, tmp_path, monkeypatch):
+    from tokenmill.prepare import pipeline
+
+    monkeypatch.setattr(pipeline, "_PARALLEL_CLEAN_MIN_LINES", 0)
+    settings = {**sample_settings, "tokenizer": "none", "chunk_lines": 40}
+    one = prepare(build_config({**settings, "workers": 1, "destdir": str(tmp_path / "one")}), progress=False)
+    two = prepare(build_config({**settings, "workers": 2, "destdir": str(tmp_path / "two")}), progress=False)
+    assert one.splits == two.splits  # the same counters per cleaning step
+    for name in ("train.en-zh.en.bin", "train.en-zh.zh.bin", "train.en-zh.zh.idx", "dict.en.txt"):
+        assert (one.destdir / name).read_bytes() == (two.destdir / name).read_bytes(), name

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.peers import run_peer
 
+from tests.peers import run_peer
 from tokenmill.store import IndexedDataset, IndexedWriter
 
 ITEMS = [[5, 6, 7], [8], [], [9, 10, 11, 12, 4000], [70] * 33]

@@ -38,6 +38,7 @@ from tqdm import tqdm
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
 from tokenmill.prepare.config import SPLITS, PrepareConfig
+from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
 from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
@@ -50,6 +51,7 @@ from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, Sente
 log = logging.getLogger("tokenmill.prepare")
 WORK_DIR = ".work"
 _ITEMS_PER_BLOCK = 1 << 18
+_PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
 
 
 @dataclass
@@ -196,8 +198,8 @@ class Pipeline:
         with atomic_write(outputs[0]) as src_out, (
             atomic_write(outputs[1]) if len(outputs) > 1 else _null()
         ) as tgt_out, self._bar(total, f"clean {split}") as bar:
-            for chunk in source.chunks():
-                cleaned = cleaner(chunk)
+            workers = self.config.workers if total >= _PARALLEL_CLEAN_MIN_LINES else 1
+            for chunk, cleaned in clean_chunks(source.chunks(), cleaner, workers):
                 if cleaned.src:
                     src_out.write("\n".join(cleaned.src) + "\n")
                     if tgt_out is not None and cleaned.tgt is not None:
