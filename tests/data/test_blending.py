@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.data.peers_megatron import MegatronJobs
 
+from tests.data.peers_megatron import MegatronJobs
 from tokenmill.data import blending
 from tokenmill.data.blending import (
     BlendedDataset,
@@ -69,6 +69,16 @@ def test_block_parallel_greedy_recovers_from_wrong_guesses(monkeypatch):
     weights = normalize_weights([5, 3, 2, 1, 1])
     dataset_index, _ = build_blending_indices(weights, 20_000)
     np.testing.assert_array_equal(dataset_index, scalar_reference(weights, 20_000))
+
+
+def test_many_narrow_blocks_of_many_datasets_stay_exact(monkeypatch):
+    # 3750 blocks side by side: flat count positions pass the int16 range of dataset ids.
+    monkeypatch.setattr(blending, "_WARMUP", 8)
+    monkeypatch.setattr(blending, "_MIN_BLOCK", 16)
+    weights = normalize_weights(np.arange(1, 13))
+    dataset_index, sample_index = build_blending_indices(weights, 60_000)
+    np.testing.assert_array_equal(dataset_index, scalar_reference(weights, 60_000))
+    np.testing.assert_array_equal(sample_index, blending._sample_numbers(dataset_index, 12))
 
 
 def test_exhaustive_blend_uses_every_sample_exactly_once():

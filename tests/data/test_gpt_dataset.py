@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.data.peers_megatron import MegatronJobs
 
+from tests.data.peers_megatron import MegatronJobs
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.errors import ConfigError
 from tokenmill.store import IndexedDataset, IndexedWriter

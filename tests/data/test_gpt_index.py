@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.data.peers_megatron import MegatronJobs
 
+from tests.data.peers_megatron import MegatronJobs
 from tokenmill.data import gpt_index
 from tokenmill.data.gpt_index import (
     GPTIndexConfig,

@@ -110,6 +110,8 @@ class _Blocks:
         self.choice = np.empty(width, dtype=np.int16)
         self.onehot = np.empty((num, width), dtype=bool)
         self.taken = np.empty(width, dtype=np.float64)
+        self.where = np.empty(width, dtype=np.int64)
+        self.columns = np.arange(width, dtype=np.int64)
 
     def step(self, counts: np.ndarray, first: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         """One greedy step of every run (sample number ``first + t``); updates ``counts`` (D, runs) in
@@ -134,16 +136,24 @@ class _Blocks:
             counts[0] += better
             np.logical_not(better, out=choice, casting="unsafe")
             return choice, taken
-        best[...] = errors[0]
-        choice.fill(0)
-        for d in range(1, errors.shape[0]):  # first maximum wins ties, as the C++ loop's ">"
-            np.greater(errors[d], best, out=better)
+        # The first dataset holding the maximum wins, as the C++ loop's strict ">" picks it.
+        np.max(errors, axis=0, out=best)
+        for d in range(errors.shape[0] - 1, -1, -1):
+            np.equal(errors[d], best, out=better)
             np.copyto(choice, d, where=better)
-            np.maximum(best, errors[d], out=best)
-        onehot = self.onehot[:, :width]
-        np.equal(choice, self.labels, out=onehot)
-        np.sum(np.multiply(onehot, counts, out=errors), axis=0, out=taken)
-        counts += onehot
+        if errors.shape[0] <= 3:
+            onehot = self.onehot[:, :width]
+            np.equal(choice, self.labels, out=onehot)
+            np.sum(np.multiply(onehot, counts, out=errors), axis=0, out=taken)
+            counts += onehot
+        else:  # many datasets: touch only the chosen count of each run
+            flat = counts.reshape(-1)
+            assert np.shares_memory(flat, counts), "counts must be C-contiguous"
+            where = self.where[:width]
+            np.multiply(choice, width, out=where, dtype=np.int64)  # not int16: it would wrap
+            where += self.columns[:width]
+            np.take(flat, where, out=taken)
+            flat[where] = taken + 1
         return choice, taken
 
     def run(
