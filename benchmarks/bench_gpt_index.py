@@ -1,27 +1,30 @@
 """GPT sample index and blending: tokenmill vs megatron-core, side by side in one run.
 
-What is timed (each implementation in its own fresh process, median of --repeats runs):
+Each implementation runs in its own long-lived process (megatron-core in its peer interpreter);
+the driver asks them for one measurement at a time, alternating between the two, so that a busy
+machine slows both alike. Figures are medians of --repeats rounds.
 
-* index build: the document, sample and shuffle index for every document of the store.
+* index build: document, sample and shuffle index for every document of the store.
   tokenmill: ``build_gpt_index``. megatron-core: its real
   ``GPTDataset._build_document_sample_shuffle_indices`` (``_build_document_index`` +
   ``helpers.build_sample_idx`` (C++) + ``_build_shuffle_index`` and the Python around them), called
   with a mock config so it builds in memory without writing its cache. Peak memory is the rise of
-  the process's peak RSS over the build (``/proc/self/clear_refs`` resets it), so the C++ helper's
-  allocations count too; "B/sample" divides it by the number of samples.
-* first start: open the store and construct the dataset with an empty cache folder (build + write
-  the ``.npy`` cache): ``tokenmill.data.gpt_dataset.GPTDataset(cache_dir=...)`` vs megatron-core's
-  ``GPTDataset(path_to_cache=...)``.
-* cached start: opening the store (tokenmill's reader verifies every pointer; megatron-core's does
-  not), then constructing the dataset with the cache present and reading a first batch of 8 samples.
+  the process's peak RSS during the build (``/proc/self/clear_refs`` resets it), so the C++
+  helper's allocations count too; "per sample" divides it by the number of samples.
+* the three parts timed alone, as each implementation runs them.
+* first start: open the store and construct the dataset on an empty cache folder (build + write
+  the ``.npy`` cache): tokenmill's ``GPTDataset(cache_dir=...)`` vs megatron-core's
+  ``GPTDataset`` with ``path_to_cache``.
+* cached start: opening the store (tokenmill's reader checks every pointer; megatron-core's does
+  not), then constructing the dataset with its cache present and reading a batch of 8 samples.
 * blending: ``build_blending_indices`` vs megatron-core's C++ ``helpers.build_blending_indices``.
 
-The store is real on-disk Megatron layout: a ``.idx`` with the document sizes and a sparse ``.bin``
-of the right length (the benchmark never reads most tokens, so they need no disk space).
-Both sides' arrays are hashed and compared: the table says whether they are identical.
+The store is real on-disk Megatron layout: an ``.idx`` with the document sizes and a sparse ``.bin``
+of the right length (most tokens are never read, so they take no disk space). Both sides' arrays
+are hashed and compared; the tables say whether they are identical.
 
     python benchmarks/bench_gpt_index.py            # 5M documents, ~5B tokens, seq 2048, 2 epochs
-    python benchmarks/bench_gpt_index.py --quick    # 200k documents, one repeat (smoke run)
+    python benchmarks/bench_gpt_index.py --quick    # 200k documents, one round (smoke run)
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ DEFAULT_MEGATRON_PYTHON = "/work/peers/mcore/bin/python"
 EOD = 0
 
 
-# ---------------------------------------------------------------- shared helpers (both processes)
+# ---------------------------------------------------------------- measuring (both processes)
 
 
 def _status(key: str) -> int:
@@ -57,18 +60,18 @@ def _status(key: str) -> int:
     return 0
 
 
-def _reset_peak() -> int:
-    """Reset the peak-RSS counter; returns the current RSS (the baseline)."""
+def _measure(function) -> tuple[float, int, object]:
+    """Seconds, rise of peak RSS over the call, and the result."""
     try:
         with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")
+            handle.write("5")  # reset the peak-RSS counter
     except OSError:
         pass
-    return _status("VmRSS:")
-
-
-def _peak_since(baseline: int) -> int:
-    return max(_status("VmHWM:") - baseline, 0)
+    baseline = _status("VmRSS:")
+    started = time.perf_counter()
+    result = function()
+    seconds = time.perf_counter() - started
+    return seconds, max(_status("VmHWM:") - baseline, 0), result
 
 
 def _digest(*arrays: np.ndarray) -> str:
@@ -78,19 +81,6 @@ def _digest(*arrays: np.ndarray) -> str:
         digest.update(str(contiguous.shape).encode())
         digest.update(np.asarray(contiguous, dtype=np.int64).tobytes())
     return digest.hexdigest()
-
-
-def _timed(function, repeats: int) -> tuple[float, list[float], int, object]:
-    """Median seconds, all times, the largest peak-RSS rise, and the last result."""
-    times, peaks, result = [], [], None
-    for _ in range(repeats):
-        result = None
-        baseline = _reset_peak()
-        started = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - started)
-        peaks.append(_peak_since(baseline))
-    return statistics.median(times), times, max(peaks), result
 
 
 # ---------------------------------------------------------------- the store
@@ -120,209 +110,282 @@ def write_sparse_store(prefix: Path, sizes: np.ndarray) -> None:
         handle.truncate(int(sizes.sum(dtype=np.int64)) * itemsize)
 
 
-# ---------------------------------------------------------------- workers
+# ---------------------------------------------------------------- the two workers
 
 
-def worker_tokenmill(args: dict) -> dict:
-    sys.path.insert(0, str(REPO / "src"))
-    from tokenmill.data import gpt_index
-    from tokenmill.data.blending import build_blending_indices, normalize_weights
-    from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
-    from tokenmill.data.gpt_index import GPTIndexConfig, build_gpt_index, plan_epochs
-    from tokenmill.store import IndexedDataset
+class TokenmillWorker:
+    """Runs tokenmill's side of every measurement."""
 
-    out: dict = {}
-    prefix, repeats = args["prefix"], args["repeats"]
-    sizes = np.array(IndexedDataset(prefix).sizes)  # in RAM, as megatron-core's copy
-    config = GPTIndexConfig(seq_length=args["seq_length"], seed=args["seed"], num_samples=args["num_samples"])
-    median, times, peak, index = _timed(lambda: build_gpt_index(sizes, config), repeats)
-    out["build"] = {"median": median, "times": times, "peak": peak, "samples": len(index)}
-    out["digest"] = _digest(index.document_index, index.sample_index, index.shuffle_index)
-    out["array_bytes"] = index.document_index.nbytes + index.sample_index.nbytes + index.shuffle_index.nbytes
-    out["separate_final_epoch"] = index.plan.separate_final_epoch
-    out["num_epochs"] = index.plan.num_epochs
-    del index
+    def __init__(self, args: dict) -> None:
+        sys.path.insert(0, str(REPO / "src"))
+        from tokenmill.data import gpt_index
+        from tokenmill.data.blending import build_blending_indices, normalize_weights
+        from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
+        from tokenmill.store import IndexedDataset
 
-    # the three parts on their own, as build_gpt_index runs them
-    plan = plan_epochs(int(sizes.sum(dtype=np.int64)), config)
-    documents = np.arange(len(sizes), dtype=np.int32)
-    parts = {}
-    started = time.perf_counter()
-    rng = np.random.RandomState(config.seed)
-    packed = gpt_index._packed_stream(sizes, documents, plan.num_epochs, rng, plan.separate_final_epoch)
-    parts["document index"] = time.perf_counter() - started
-    started = time.perf_counter()
-    stream, ids = gpt_index._halves(packed)
-    sample_index = gpt_index._sample_index(
-        lambda begin, end, view=stream: view[begin:end],
-        len(packed),
-        gpt_index.sample_index_dtype(sizes, len(packed)),
-        config.seq_length,
-        plan.num_epochs * plan.tokens_per_epoch,
-        True,
-        True,
-    )
-    np.ascontiguousarray(ids)
-    parts["sample index"] = time.perf_counter() - started
-    started = time.perf_counter()
-    gpt_index.build_shuffle_index(len(sample_index) - 1, len(sample_index) - 1, rng)
-    parts["shuffle index"] = time.perf_counter() - started
-    out["parts"] = parts
-    del packed, stream, ids, sample_index
+        self.gpt_index, self.GPTDataset, self.IndexedDataset = gpt_index, GPTDataset, IndexedDataset
+        self.build_blending_indices, self.normalize_weights = build_blending_indices, normalize_weights
+        self.args = args
+        self.sizes = np.array(IndexedDataset(args["prefix"]).sizes)  # in RAM, like megatron-core's copy
+        self.config = gpt_index.GPTIndexConfig(
+            seq_length=args["seq_length"], seed=args["seed"], num_samples=args["num_samples"]
+        )
+        self.dataset_config = GPTDatasetConfig(
+            seq_length=args["seq_length"], seed=args["seed"], num_samples=args["num_samples"], eod_id=EOD
+        )
+        self.cache = Path(args["cache"])
 
-    dataset_config = GPTDatasetConfig(
-        seq_length=args["seq_length"], seed=args["seed"], num_samples=args["num_samples"], eod_id=EOD
-    )
-    cache = Path(args["cache"])
+    def build(self) -> dict:
+        seconds, peak, index = _measure(lambda: self.gpt_index.build_gpt_index(self.sizes, self.config))
+        return {
+            "seconds": seconds,
+            "peak": peak,
+            "samples": len(index),
+            "digest": _digest(index.document_index, index.sample_index, index.shuffle_index),
+            "array_bytes": index.document_index.nbytes + index.sample_index.nbytes + index.shuffle_index.nbytes,
+            "epochs": index.plan.num_epochs,
+            "separate": index.plan.separate_final_epoch,
+        }
 
-    def first_start():
-        shutil.rmtree(cache, ignore_errors=True)
-        return GPTDataset(IndexedDataset(prefix), dataset_config, cache_dir=cache)
+    def parts(self) -> dict:
+        """The three steps as ``build_gpt_index`` runs them."""
+        g, sizes, config = self.gpt_index, self.sizes, self.config
+        plan = g.plan_epochs(int(sizes.sum(dtype=np.int64)), config)
+        documents = np.arange(len(sizes), dtype=np.int32)
+        rng = np.random.RandomState(config.seed)
+        out = {}
+        out["document index"], _, packed = _measure(
+            lambda: g._packed_stream(sizes, documents, plan.num_epochs, rng, plan.separate_final_epoch)
+        )
+        stream, ids = g._halves(packed)
 
-    store = IndexedDataset(prefix)
+        def sample_index():
+            rows = g._sample_index(
+                lambda begin, end: stream[begin:end],
+                len(packed),
+                g.sample_index_dtype(sizes, len(packed)),
+                config.seq_length,
+                plan.num_epochs * plan.tokens_per_epoch,
+                True,
+                True,
+            )
+            np.ascontiguousarray(ids)  # the document index proper
+            return rows
 
-    def cached_start():
-        dataset = GPTDataset(store, dataset_config, cache_dir=cache)
-        dataset.get_batch(np.arange(8))
-        return dataset
+        out["sample index"], _, rows = _measure(sample_index)
+        out["shuffle index"], _, _ = _measure(lambda: g.build_shuffle_index(len(rows) - 1, len(rows) - 1, rng))
+        return out
 
-    median, times, peak, _ = _timed(first_start, repeats)
-    out["first_start"] = {"median": median, "times": times, "peak": peak}
-    median, times, _, _ = _timed(lambda: IndexedDataset(prefix), max(repeats, 3))
-    out["open_store"] = {"median": median, "times": times}
-    median, times, peak, _ = _timed(cached_start, max(repeats, 3))
-    out["cached_start"] = {"median": median, "times": times, "peak": peak}
-    shutil.rmtree(cache, ignore_errors=True)
+    def first_start(self) -> dict:
+        shutil.rmtree(self.cache, ignore_errors=True)
+        seconds, peak, _ = _measure(
+            lambda: self.GPTDataset(self.IndexedDataset(self.args["prefix"]), self.dataset_config, cache_dir=self.cache)
+        )
+        return {"seconds": seconds, "peak": peak}
 
-    blends = {}
-    for name, (weights, size) in args["blends"].items():
-        normalized = normalize_weights(weights)
-        median, times, _, result = _timed(lambda w=normalized, n=size: build_blending_indices(w, n), repeats)
-        blends[name] = {"median": median, "times": times, "digest": _digest(*result)}
-    out["blends"] = blends
-    return out
+    def open_store(self) -> dict:
+        seconds, _, self.store = _measure(lambda: self.IndexedDataset(self.args["prefix"]))
+        return {"seconds": seconds}
+
+    def cached_start(self) -> dict:
+        def start():
+            dataset = self.GPTDataset(self.store, self.dataset_config, cache_dir=self.cache)
+            dataset.get_batch(np.arange(8))
+
+        seconds, _, _ = _measure(start)
+        return {"seconds": seconds}
+
+    def blend(self, name: str) -> dict:
+        weights, size = self.args["blends"][name]
+        normalized = self.normalize_weights(weights)
+        seconds, _, result = _measure(lambda: self.build_blending_indices(normalized, size))
+        return {"seconds": seconds, "digest": _digest(*result)}
 
 
-def worker_megatron(args: dict) -> dict:
-    import logging
-    import types
-    import typing
-    import warnings
+class MegatronWorker:
+    """Runs megatron-core's side of every measurement (in its own interpreter)."""
 
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
-    from megatron.core.datasets import helpers
-    from megatron.core.datasets.gpt_dataset import (
-        GPTDataset,
-        GPTDatasetConfig,
-        _build_document_index,
-        _build_shuffle_index,
-    )
-    from megatron.core.datasets.indexed_dataset import IndexedDataset
-    from megatron.core.datasets.utils import Split, normalize
+    def __init__(self, args: dict) -> None:
+        import logging
+        import typing
+        import warnings
 
-    class Tokenizer:
-        vocab_size = 32000
-        eod = EOD
-        unique_identifiers: typing.ClassVar[dict] = {"class": "BenchTokenizer"}
+        warnings.filterwarnings("ignore")
+        logging.disable(logging.WARNING)
+        from megatron.core.datasets import gpt_dataset as mgpt
+        from megatron.core.datasets import helpers
+        from megatron.core.datasets.indexed_dataset import IndexedDataset
+        from megatron.core.datasets.utils import Split, normalize
 
-    out: dict = {}
-    prefix, repeats = args["prefix"], args["repeats"]
-    low = IndexedDataset(prefix, multimodal=False, mmap=True)
-    sizes = low.sequence_lengths.copy()
-    indices = np.arange(len(sizes), dtype=np.int32)
-    common = dict(
-        random_seed=args["seed"],
-        sequence_length=args["seq_length"],
-        tokenizer=Tokenizer(),
-        reset_position_ids=False,
-        reset_attention_mask=False,
-        eod_mask_loss=False,
-        create_attention_mask=False,
-    )
-    mock_config = GPTDatasetConfig(**common)  # no blend: megatron-core builds in memory, writes no cache
+        class Tokenizer:
+            vocab_size = 32000
+            eod = EOD
+            unique_identifiers: typing.ClassVar[dict] = {"class": "BenchTokenizer"}
 
-    def build():
+        self.helpers, self.mgpt, self.IndexedDataset, self.Split, self.normalize = (
+            helpers,
+            mgpt,
+            IndexedDataset,
+            Split,
+            normalize,
+        )
+        self.args = args
+        prefix = args["prefix"]
+        low_level = IndexedDataset(prefix, multimodal=False, mmap=True)  # keep open: it unmaps on deletion
+        self.sizes = low_level.sequence_lengths.copy()
+        del low_level
+        self.indices = np.arange(len(self.sizes), dtype=np.int32)
+        common = dict(
+            random_seed=args["seed"],
+            sequence_length=args["seq_length"],
+            tokenizer=Tokenizer(),
+            reset_position_ids=False,
+            reset_attention_mask=False,
+            eod_mask_loss=False,
+            create_attention_mask=False,
+        )
+        self.mock_config = mgpt.GPTDatasetConfig(**common)  # no blend: builds in memory, writes no cache
+        self.cache = Path(args["cache"])
+        self.disk_config = mgpt.GPTDatasetConfig(
+            **common, blend=([prefix], None), split="1,0,0", path_to_cache=str(self.cache)
+        )
+
+    def build(self) -> dict:
+        import types
+
+        mgpt = self.mgpt
         stub = types.SimpleNamespace(
-            config=mock_config,
-            dataset=types.SimpleNamespace(sequence_lengths=sizes, path_prefix=prefix),
-            indices=indices,
-            num_samples=args["num_samples"],
-            index_split=Split.train,
+            config=self.mock_config,
+            dataset=types.SimpleNamespace(sequence_lengths=self.sizes, path_prefix=self.args["prefix"]),
+            indices=self.indices,
+            num_samples=self.args["num_samples"],
+            index_split=self.Split.train,
             unique_description_hash="bench",
         )
-        stub._get_num_tokens_per_epoch = lambda: GPTDataset._get_num_tokens_per_epoch(stub)
-        stub._get_num_epochs = lambda tokens: GPTDataset._get_num_epochs(stub, tokens)
-        return GPTDataset._build_document_sample_shuffle_indices(stub)
+        stub._get_num_tokens_per_epoch = lambda: mgpt.GPTDataset._get_num_tokens_per_epoch(stub)
+        stub._get_num_epochs = lambda tokens: mgpt.GPTDataset._get_num_epochs(stub, tokens)
+        seconds, peak, arrays = _measure(lambda: mgpt.GPTDataset._build_document_sample_shuffle_indices(stub))
+        return {
+            "seconds": seconds,
+            "peak": peak,
+            "samples": int(arrays[2].shape[0]),
+            "digest": _digest(*arrays),
+            "array_bytes": int(sum(a.nbytes for a in arrays)),
+        }
 
-    median, times, peak, arrays = _timed(build, repeats)
-    out["build"] = {"median": median, "times": times, "peak": peak, "samples": int(arrays[2].shape[0])}
-    out["digest"] = _digest(*arrays)
-    out["array_bytes"] = int(sum(a.nbytes for a in arrays))
-    del arrays
+    def parts(self) -> dict:
+        """The three steps with the same calls GPTDataset makes (the final epoch is not separate here)."""
+        sizes, args, mgpt = self.sizes, self.args, self.mgpt
+        tokens = int(np.sum(sizes[self.indices]))
+        epochs, total = 1, tokens
+        while total < args["num_samples"] * args["seq_length"] + 1:
+            epochs, total = epochs + 1, total + tokens
+        rng = np.random.RandomState(args["seed"])
+        out = {}
+        out["document index"], _, document_index = _measure(
+            lambda: mgpt._build_document_index(self.indices, epochs, rng, False)
+        )
+        out["sample index"], _, rows = _measure(
+            lambda: self.helpers.build_sample_idx(sizes, document_index, args["seq_length"], epochs, tokens, True, True)
+        )
+        out["shuffle index"], _, _ = _measure(
+            lambda: mgpt._build_shuffle_index(rows.shape[0] - 1, rows.shape[0] - 1, rng)
+        )
+        return out
 
-    # the three parts on their own (same calls as GPTDataset makes)
-    tokens = int(np.sum(sizes[indices]))
-    epochs, total = 1, tokens
-    while total < args["num_samples"] * args["seq_length"] + 1:
-        epochs, total = epochs + 1, total + tokens
-    parts = {}
-    rng = np.random.RandomState(args["seed"])
-    started = time.perf_counter()
-    document_index = _build_document_index(indices, epochs, rng, False)
-    parts["document index"] = time.perf_counter() - started
-    started = time.perf_counter()
-    sample_index = helpers.build_sample_idx(sizes, document_index, args["seq_length"], epochs, tokens, True, True)
-    parts["sample index"] = time.perf_counter() - started
-    started = time.perf_counter()
-    _build_shuffle_index(sample_index.shape[0] - 1, sample_index.shape[0] - 1, rng)
-    parts["shuffle index"] = time.perf_counter() - started
-    out["parts"] = parts
-    del document_index, sample_index
+    def _construct(self, store):
+        return self.mgpt.GPTDataset(
+            store, self.args["prefix"], self.indices, self.args["num_samples"], self.Split.train, self.disk_config
+        )
 
-    cache = Path(args["cache"])
-    disk_config = GPTDatasetConfig(**common, blend=([prefix], None), split="1,0,0", path_to_cache=str(cache))
+    def first_start(self) -> dict:
+        shutil.rmtree(self.cache, ignore_errors=True)
+        seconds, peak, _ = _measure(
+            lambda: self._construct(self.IndexedDataset(self.args["prefix"], multimodal=False, mmap=True))
+        )
+        return {"seconds": seconds, "peak": peak}
 
-    def open_store():
-        return IndexedDataset(prefix, multimodal=False, mmap=True)
+    def open_store(self) -> dict:
+        seconds, _, self.store = _measure(lambda: self.IndexedDataset(self.args["prefix"], multimodal=False, mmap=True))
+        return {"seconds": seconds}
 
-    def first_start():
-        shutil.rmtree(cache, ignore_errors=True)
-        return GPTDataset(open_store(), prefix, indices, args["num_samples"], Split.train, disk_config)
+    def cached_start(self) -> dict:
+        def start():
+            dataset = self._construct(self.store)
+            for i in range(8):
+                dataset[i]
 
-    store = open_store()
+        seconds, _, _ = _measure(start)
+        return {"seconds": seconds}
 
-    def cached_start():
-        dataset = GPTDataset(store, prefix, indices, args["num_samples"], Split.train, disk_config)
-        for i in range(8):
-            dataset[i]
-        return dataset
+    def blend(self, name: str) -> dict:
+        weights, size = self.args["blends"][name]
+        normalized = self.normalize(weights)
 
-    median, times, peak, _ = _timed(first_start, repeats)
-    out["first_start"] = {"median": median, "times": times, "peak": peak}
-    median, times, _, _ = _timed(open_store, max(repeats, 3))
-    out["open_store"] = {"median": median, "times": times}
-    median, times, peak, _ = _timed(cached_start, max(repeats, 3))
-    out["cached_start"] = {"median": median, "times": times, "peak": peak}
-    shutil.rmtree(cache, ignore_errors=True)
-
-    blends = {}
-    for name, (weights, size) in args["blends"].items():
-        normalized = normalize(weights)
-
-        def blend(w=normalized, n=size):
-            dataset_index = np.zeros(n, dtype=np.int16)
-            dataset_sample_index = np.zeros(n, dtype=np.int64)
-            helpers.build_blending_indices(dataset_index, dataset_sample_index, w, len(w), n, False)
+        def run():
+            dataset_index = np.zeros(size, dtype=np.int16)
+            dataset_sample_index = np.zeros(size, dtype=np.int64)
+            self.helpers.build_blending_indices(
+                dataset_index, dataset_sample_index, normalized, len(normalized), size, False
+            )
             return dataset_index, dataset_sample_index
 
-        median, times, _, result = _timed(blend, repeats)
-        blends[name] = {"median": median, "times": times, "digest": _digest(*result)}
-    out["blends"] = blends
-    return out
+        seconds, _, result = _measure(run)
+        return {"seconds": seconds, "digest": _digest(*result)}
+
+
+def serve(kind: str, args: dict) -> None:
+    """Worker loop: one command per stdin line ("build", "blend:NAME", ...), one JSON line back."""
+    worker = TokenmillWorker(args) if kind == "tokenmill" else MegatronWorker(args)
+    print("READY", flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "quit":
+            break
+        if command.startswith("blend:"):
+            result = worker.blend(command[len("blend:") :])
+        else:
+            result = getattr(worker, command)()
+        print(json.dumps(result), flush=True)
+    shutil.rmtree(args["cache"], ignore_errors=True)
 
 
 # ---------------------------------------------------------------- driver
+
+
+class Remote:
+    """A worker process the driver talks to."""
+
+    def __init__(self, python: str, kind: str, args: dict) -> None:
+        self.kind = kind
+        self.proc = subprocess.Popen(
+            [python, str(HERE), "--worker", kind, json.dumps(args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONWARNINGS="ignore"),
+        )
+        self._expect_ready()
+
+    def _expect_ready(self) -> None:
+        for line in self.proc.stdout:
+            if line.strip() == "READY":
+                return
+        raise SystemExit(f"{self.kind} worker did not start (exit {self.proc.wait()})")
+
+    def ask(self, command: str) -> dict:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"{self.kind} worker died during {command!r} (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait()
 
 
 def megatron_python(explicit: str | None) -> str | None:
@@ -336,58 +399,36 @@ def megatron_python(explicit: str | None) -> str | None:
     return sys.executable
 
 
-def run_worker(python: str, kind: str, args: dict) -> dict:
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [python, str(HERE), "--worker", kind, json.dumps(args)], capture_output=True, text=True, env=env
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} worker failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _fmt_ratio(ours: float, theirs: float) -> str:
-    return f"{theirs / ours:.2f}x" if ours > 0 else "-"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="200k documents, one repeat")
-    parser.add_argument("--docs", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="200k documents, 1M-sample blends, one round")
+    parser.add_argument("--docs", type=int, default=None, help="documents (default 5,000,000)")
     parser.add_argument("--mean-tokens", type=float, default=1000.0)
     parser.add_argument("--seq-length", type=int, default=2048)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--blend-size", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=None, help="rounds (default 5; 1 with --quick)")
+    parser.add_argument("--blend-size", type=int, default=None, help="blend samples (default 10,000,000)")
     parser.add_argument("--workdir", default="/tmp/tokenmill-bench-gpt-index")
     parser.add_argument("--megatron-python", default=None)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("payload", nargs="?", help=argparse.SUPPRESS)
     options = parser.parse_args()
-
     if options.worker:
-        args = json.loads(options.payload)
-        result = worker_tokenmill(args) if options.worker == "tokenmill" else worker_megatron(args)
-        print(json.dumps(result))
+        serve(options.worker, json.loads(options.payload))
         return
 
     num_docs = options.docs or (200_000 if options.quick else 5_000_000)
-    repeats = options.repeats or (1 if options.quick else 3)
+    repeats = options.repeats or (1 if options.quick else 5)
     blend_size = options.blend_size or (1_000_000 if options.quick else 10_000_000)
     workdir = Path(options.workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     sizes = make_sizes(num_docs, options.mean_tokens)
     tokens = int(sizes.sum(dtype=np.int64))
-    # As many samples as `epochs` passes hold: megatron-core's num_samples for that many epochs.
+    # megatron-core's num_samples for `epochs` full passes (its GPTDataset then needs exactly that many)
     num_samples = (options.epochs * tokens - 1) // options.seq_length
     prefix = workdir / "store" / "docs"
-    started = time.perf_counter()
     write_sparse_store(prefix, sizes)
-    print(
-        f"store: {num_docs:,} documents, {tokens:,} tokens (mean {tokens / num_docs:.0f}), "
-        f"written in {time.perf_counter() - started:.1f} s at {prefix}"
-    )
     rng = np.random.default_rng(3)
     blends = {
         "2 datasets": ([0.3, 0.7], blend_size),
@@ -399,79 +440,81 @@ def main() -> None:
         "seq_length": options.seq_length,
         "seed": options.seed,
         "num_samples": num_samples,
-        "repeats": repeats,
         "blends": blends,
     }
-    ours = run_worker(sys.executable, "tokenmill", {**common, "cache": str(workdir / "cache-tokenmill")})
+    workers = {"tokenmill": Remote(sys.executable, "tokenmill", {**common, "cache": str(workdir / "cache-tm")})}
     peer = megatron_python(options.megatron_python)
-    theirs = None
     if peer is None:
         print("megatron-core not found (set TOKENMILL_MEGATRON_PYTHON): tokenmill figures only")
     else:
-        theirs = run_worker(peer, "megatron", {**common, "cache": str(workdir / "cache-megatron")})
-    shutil.rmtree(workdir, ignore_errors=True)
+        workers["megatron-core"] = Remote(peer, "megatron", {**common, "cache": str(workdir / "cache-mc")})
+    commands = ["build", "parts", "first_start", "open_store", "cached_start"] + [f"blend:{b}" for b in blends]
+    results: dict[str, dict[str, list[dict]]] = {name: {c: [] for c in commands} for name in workers}
+    try:
+        for round_number in range(repeats):
+            order = list(workers) if round_number % 2 == 0 else list(reversed(workers))
+            for command in commands:
+                for name in order:
+                    results[name][command].append(workers[name].ask(command))
+    finally:
+        for worker in workers.values():
+            worker.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    report(results, num_docs, tokens, options, repeats, blend_size, blends)
 
-    samples = ours["build"]["samples"]
-    print(
-        f"\nGPT index: {num_docs:,} documents, {tokens / 1e9:.2f}B tokens, seq_length {options.seq_length}, "
-        f"{ours['num_epochs']} epochs -> {samples:,} samples (separate final epoch: "
-        f"{ours['separate_final_epoch']}); median of {repeats} run(s)"
-    )
-    header = f"{'':34s}{'tokenmill':>14s}{'megatron-core':>16s}{'megatron/ours':>15s}"
-    print(header)
-    print("-" * len(header))
+
+def report(results: dict, num_docs: int, tokens: int, options, repeats: int, blend_size: int, blends: dict) -> None:
+    ours = results["tokenmill"]
+    theirs = results.get("megatron-core")
+    first_build = ours["build"][0]
+    samples = first_build["samples"]
+
+    def median(side: dict | None, command: str, key: str = "seconds") -> float | None:
+        if side is None:
+            return None
+        return statistics.median(r[key] for r in side[command])
+
+    def largest(side: dict | None, command: str, key: str) -> float | None:
+        return None if side is None else max(r[key] for r in side[command])
+
+    header = f"{'':36s}{'tokenmill':>14s}{'megatron-core':>16s}{'megatron/ours':>15s}"
 
     def row(label: str, a: float, b: float | None, unit: str = "s", digits: int = 3) -> None:
-        ours_text = f"{a:.{digits}f} {unit}"
         theirs_text = "-" if b is None else f"{b:.{digits}f} {unit}"
-        ratio = "-" if b is None else _fmt_ratio(a, b)
-        print(f"{label:34s}{ours_text:>14s}{theirs_text:>16s}{ratio:>15s}")
+        ratio = "-" if b is None or a <= 0 else f"{b / a:.2f}x"
+        print(f"{label:36s}{f'{a:.{digits}f} {unit}':>14s}{theirs_text:>16s}{ratio:>15s}")
 
-    get = (lambda *keys: None) if theirs is None else (lambda *keys: _dig(theirs, keys))
-    row("index build", ours["build"]["median"], get("build", "median"))
+    print(
+        f"GPT index: {num_docs:,} documents, {tokens / 1e9:.2f}B tokens (mean {tokens / num_docs:.0f}), "
+        f"seq_length {options.seq_length}, {first_build['epochs']} epochs -> {samples:,} samples "
+        f"(separate final epoch: {first_build['separate']}); median of {repeats} alternating round(s)"
+    )
+    print(header)
+    print("-" * len(header))
+    row("index build", median(ours, "build"), median(theirs, "build"))
     for part in ("document index", "sample index", "shuffle index"):
-        row(f"  {part} (one run)", ours["parts"][part], get("parts", part))
-    row(
-        "  peak memory", ours["build"]["peak"] / 1e6, None if theirs is None else theirs["build"]["peak"] / 1e6, "MB", 0
-    )
-    row(
-        "  peak memory per sample",
-        ours["build"]["peak"] / samples,
-        None if theirs is None else theirs["build"]["peak"] / samples,
-        "B",
-        1,
-    )
-    row(
-        "  arrays per sample",
-        ours["array_bytes"] / samples,
-        None if theirs is None else theirs["array_bytes"] / samples,
-        "B",
-        1,
-    )
-    row("first start (build + write cache)", ours["first_start"]["median"], get("first_start", "median"))
-    row("cached start: open the store", ours["open_store"]["median"], get("open_store", "median"))
-    row("cached start: index + batch of 8", ours["cached_start"]["median"], get("cached_start", "median"))
+        b = None if theirs is None else statistics.median(r[part] for r in theirs["parts"])
+        row(f"  {part}", statistics.median(r[part] for r in ours["parts"]), b)
+    peak_ours, peak_theirs = largest(ours, "build", "peak"), largest(theirs, "build", "peak")
+    row("  peak memory (largest)", peak_ours / 1e6, None if peak_theirs is None else peak_theirs / 1e6, "MB", 0)
+    row("  peak memory per sample", peak_ours / samples, None if theirs is None else peak_theirs / samples, "B", 1)
+    array_theirs = None if theirs is None else theirs["build"][0]["array_bytes"] / samples
+    row("  index arrays per sample", first_build["array_bytes"] / samples, array_theirs, "B", 1)
+    row("first start (build + write cache)", median(ours, "first_start"), median(theirs, "first_start"))
+    row("cached start: open the store", median(ours, "open_store"), median(theirs, "open_store"))
+    row("cached start: index + batch of 8", median(ours, "cached_start"), median(theirs, "cached_start"))
     if theirs is not None:
-        same = ours["digest"] == theirs["digest"]
+        same = all(r["digest"] == theirs["build"][0]["digest"] for r in ours["build"] + theirs["build"])
         print(f"identical document/sample/shuffle index: {'yes' if same else 'NO'}")
 
-    print(f"\nblending indices, {blend_size:,} samples; median of {repeats} run(s)")
+    print(f"\nblending indices, {blend_size:,} samples; median of {repeats} alternating round(s)")
     print(header)
     print("-" * len(header))
     for name in blends:
-        b = None if theirs is None else theirs["blends"][name]["median"]
-        row(name, ours["blends"][name]["median"], b)
-        if theirs is not None and ours["blends"][name]["digest"] != theirs["blends"][name]["digest"]:
-            print(f"  {name}: blending indices DIFFER from megatron-core")
+        row(name, median(ours, f"blend:{name}"), median(theirs, f"blend:{name}"))
     if theirs is not None:
-        same = all(ours["blends"][n]["digest"] == theirs["blends"][n]["digest"] for n in blends)
+        same = all(ours[f"blend:{n}"][0]["digest"] == theirs[f"blend:{n}"][0]["digest"] for n in blends)
         print(f"identical dataset_index/dataset_sample_index: {'yes' if same else 'NO'}")
-
-
-def _dig(data: dict, keys: tuple) -> float:
-    for key in keys:
-        data = data[key]
-    return data
 
 
 if __name__ == "__main__":
