@@ -46,7 +46,7 @@ def test_second_start_maps_the_cached_plan(tmp_path):
     assert set(meta["arrays"]) == {"order", "starts", "stops", "max_src", "max_tgt", "sum_src", "sum_tgt"}
     second = Planner(sizes, config, data_fingerprint="d", cache=PlanCache(tmp_path)).plan(1)
     assert second.stats.cached
-    assert isinstance(second.order, np.memmap) and not second.order.flags.writeable
+    assert isinstance(second.order.base, np.memmap) and not second.order.flags.writeable
     assert stream(first) == stream(second)
     assert second.stats.padding_fraction == pytest.approx(first.stats.padding_fraction)
 

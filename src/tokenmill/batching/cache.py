@@ -64,8 +64,9 @@ class PlanCache:
             return None
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
-            arrays = {
-                name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in meta["arrays"]
+            arrays = {  # plain ndarray views over the maps: np.memmap's per-slice Python hooks are slow
+                name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
+                for name in meta["arrays"]
             }
         except (OSError, ValueError, KeyError) as error:
             raise TokenmillError(

@@ -73,9 +73,19 @@ def pad_rows(
 def shift_eos_to_front(target: np.ndarray, lengths: np.ndarray, eos: int, pad: int, *, left: bool) -> np.ndarray:
     """fairseq's ``prev_output_tokens``: each row's tokens moved one place right, ``</s>`` first."""
     rows, width = target.shape
-    prev = np.empty_like(target)
     if width == 0:
+        return np.empty_like(target)
+    if not left and rows and int(np.minimum.reduce(lengths)) > 0:
+        # one spare slot at the end lets row r's stray last token at column lengths[r] be reset
+        # with one flat write even when lengths[r] == width (it lands on the next row's column 0,
+        # which is set to </s> afterwards)
+        flat = np.empty(rows * width + 1, dtype=target.dtype)
+        prev = flat[:-1].reshape(rows, width)
+        prev[:, 1:] = target[:, :-1]
+        flat[np.arange(0, rows * width, width) + lengths] = pad
+        prev[:, 0] = eos
         return prev
+    prev = np.empty_like(target)
     prev[:, 1:] = target[:, :-1]
     prev[:, 0] = pad
     index = np.arange(rows)
@@ -97,7 +107,9 @@ def _order_by_source(dataset: PairDataset, indices: np.ndarray) -> np.ndarray:
     """
     if dataset.src_sizes is None:
         return indices
-    return indices[np.argsort(-dataset.src_sizes[indices].astype(np.int64), kind="stable")]
+    lengths = dataset.src_sizes[indices].astype(np.int64)
+    np.negative(lengths, out=lengths)
+    return indices[np.argsort(lengths, kind="stable")]
 
 
 def collate_fairseq(dataset: PairDataset, indices: np.ndarray, options: CollateOptions | None = None) -> dict[str, Any]:
@@ -105,40 +117,33 @@ def collate_fairseq(dataset: PairDataset, indices: np.ndarray, options: CollateO
     o = options or CollateOptions()
     pad, eos = dataset.options.pad, dataset.options.eos
     indices = _order_by_source(dataset, np.asarray(indices))
-    src = dataset.rows(indices, "source")
-    tgt = dataset.rows(indices, "target")
+    src = dataset.padded(indices, "source", pad, left=o.left_pad_source, multiple=o.pad_to_multiple, dtype=o.dtype)
+    tgt = dataset.padded(indices, "target", pad, left=o.left_pad_target, multiple=o.pad_to_multiple, dtype=o.dtype)
     batch: dict[str, Any] = {"id": indices.astype(np.int64), "nsentences": len(indices)}
     net_input: dict[str, Any] = {}
-    src_lengths = None
     if src is not None:
-        src_lengths = src.lengths
-        net_input["src_tokens"] = pad_rows(
-            src.tokens, src.offsets, pad, left=o.left_pad_source, multiple=o.pad_to_multiple, dtype=o.dtype
-        )
-        net_input["src_lengths"] = src_lengths
+        net_input["src_tokens"], net_input["src_lengths"] = src
     target = None
     if tgt is not None:
-        tgt_lengths = tgt.lengths
-        target = pad_rows(
-            tgt.tokens, tgt.offsets, pad, left=o.left_pad_target, multiple=o.pad_to_multiple, dtype=o.dtype
-        )
+        target, tgt_lengths = tgt
         batch["ntokens"] = int(tgt_lengths.sum())
         if o.input_feeding:
             net_input["prev_output_tokens"] = shift_eos_to_front(target, tgt_lengths, eos, pad, left=o.left_pad_target)
     else:
-        batch["ntokens"] = int(src_lengths.sum()) if src_lengths is not None else 0
+        batch["ntokens"] = int(src[1].sum()) if src is not None else 0
     batch["net_input"] = net_input
     batch["target"] = target
     aligned = dataset.alignment_pairs(indices)
     if aligned is not None and src is not None and tgt is not None:
         pairs, pair_offsets = aligned
-        pairs = pairs + np.repeat(np.stack([src.shift, tgt.shift], axis=1), np.diff(pair_offsets), axis=0)
+        shifts = np.stack([dataset.shift(indices, "source"), dataset.shift(indices, "target")], axis=1)
+        pairs = pairs + np.repeat(shifts, np.diff(pair_offsets), axis=0)
         result = fairseq_alignments(
             pairs,
             pair_offsets,
-            src.lengths,
-            tgt.lengths,
-            net_input["src_tokens"].shape[1],
+            src[1],
+            tgt[1],
+            src[0].shape[1],
             target.shape[1],  # type: ignore[union-attr]
             left_pad_source=o.left_pad_source,
             left_pad_target=o.left_pad_target,

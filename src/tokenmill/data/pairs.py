@@ -101,6 +101,63 @@ class SideRows:
         return np.diff(self.offsets)
 
 
+class _Windows:
+    """A store's tokens seen as overlapping rows of the longest sentence's width (no copy).
+
+    Row ``p`` is the tokens from position ``p`` on, so a batch is one fancy-indexed copy of the
+    rows where its sentences start (or, left-padded, end) plus a mask: no index arithmetic per
+    token. Sentences too close to the end of the array for a full window use the general path.
+    """
+
+    def __init__(self, tokens: np.ndarray, sizes: np.ndarray, pointers: np.ndarray, width: int) -> None:
+        self.sizes = sizes
+        self.pointers = pointers
+        self.shift = tokens.dtype.itemsize.bit_length() - 1  # byte pointer -> token position
+        self.last = len(tokens) - width
+        self.columns = np.arange(width, dtype=sizes.dtype)  # same dtype as lengths: no casting in compares
+        step = tokens.strides[0]
+        self.view = np.lib.stride_tricks.as_strided(
+            tokens, shape=(self.last + 1, width), strides=(step, step), writeable=False
+        )
+
+    @classmethod
+    def over(cls, store: IndexedDataset) -> _Windows | None:
+        if len(store) == 0 or store.bin_file.stat().st_size == 0 or store.dtype.itemsize not in (1, 2, 4, 8):
+            return None
+        tokens = np.memmap(store.bin_file, dtype=store.dtype, mode="r").view(np.ndarray)
+        width = int(store.sizes.max())
+        if width == 0 or width > len(tokens):
+            return None
+        return cls(tokens, store.sizes, store.pointers, width)
+
+    def padded(
+        self, indices: np.ndarray, pad: int, *, left: bool, multiple: int, dtype: Any
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        # (every call here is one numpy call on a batch-sized array: this runs once per batch and side)
+        lengths = self.sizes[indices]
+        if not len(lengths):
+            return None
+        longest = int(np.maximum.reduce(lengths))
+        begin = self.pointers[indices]
+        begin >>= self.shift
+        if left:
+            begin += lengths
+            begin -= longest
+        if int(np.minimum.reduce(begin)) < 0 or int(np.maximum.reduce(begin)) > self.last:
+            return None
+        width = -(-longest // multiple) * multiple if multiple > 1 else longest
+        rows = self.view[begin, :longest]
+        columns = self.columns[:longest]
+        if left:
+            valid = columns >= (np.int32(longest) - lengths)[:, None]
+        else:
+            valid = columns < lengths[:, None]
+        out = np.empty((len(lengths), width), dtype=dtype)
+        out.fill(pad)
+        np.copyto(out[:, width - longest :] if left else out[:, :longest], rows, where=valid, casting="unsafe")
+        return out, lengths.astype(np.int64)
+
+
 def _side_lengths(raw: np.ndarray, prepend: int | None, bos: bool, drop_eos: bool) -> np.ndarray:
     delta = int(prepend is not None) + int(bos) - int(drop_eos)
     if delta == 0:
@@ -151,6 +208,7 @@ class PairDataset:
         self.keep, self.filter_report = self._filter()
         self._fingerprint: str | None = None
         self._symbols: dict[str, np.ndarray] = {}
+        self._windows: dict[str, _Windows | None] = {}
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -288,6 +346,47 @@ class PairDataset:
     def _side(self, which: str) -> IndexedDataset | None:
         return self.src if which == "source" else self.tgt
 
+    def plain(self, which: str) -> bool:
+        """Whether rows of this side are the stored sentences unchanged (no per-item option applies)."""
+        o = self.options
+        if which == "source":
+            return o.prepend_src is None and not o.append_bos and not o.remove_eos_from_source
+        return o.prepend_tgt is None and not o.append_bos and not o.append_eos_to_target
+
+    def padded(
+        self, indices: np.ndarray, which: str, pad: int, *, left: bool = False, multiple: int = 1, dtype: Any = np.int64
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Rows of ``indices`` on one side as a padded (rows, width) matrix and their lengths.
+
+        Stored sentences are copied straight into the matrix through fixed-width windows over the
+        token array (a handful of numpy calls per batch); with per-item options the rows are built
+        first (:meth:`rows`). None when the side is absent.
+        """
+        store = self._side(which)
+        if store is None:
+            return None
+        indices = np.asarray(indices)
+        if self.plain(which):
+            if which not in self._windows:
+                self._windows[which] = _Windows.over(store)
+            windows = self._windows[which]
+            if windows is not None:
+                result = windows.padded(indices, pad, left=left, multiple=multiple, dtype=dtype)
+                if result is not None:
+                    return result
+        from tokenmill.batching.collate import pad_rows
+
+        rows = self.rows(indices, which)
+        assert rows is not None
+        return pad_rows(rows.tokens, rows.offsets, pad, left=left, multiple=multiple, dtype=dtype), rows.lengths
+
+    def shift(self, indices: np.ndarray, which: str) -> np.ndarray:
+        """Tokens the options put before each row's stored tokens (alignment positions move by this)."""
+        if self.plain(which):
+            return np.zeros(len(indices), dtype=np.int64)
+        rows = self.rows(indices, which)
+        return rows.shift if rows is not None else np.zeros(len(indices), dtype=np.int64)
+
     def rows(self, indices: np.ndarray, which: str) -> SideRows | None:
         """Rows of ``indices`` on one side (``"source"`` or ``"target"``) with the options applied."""
         store = self._side(which)
@@ -379,7 +478,7 @@ class PairDataset:
         return self._symbols[which]
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, Any]:  # reopened by path: no arrays travel
         return {
             "src": None if self.src is None else self.src.prefix,
             "tgt": None if self.tgt is None else self.tgt.prefix,
