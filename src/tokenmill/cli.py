@@ -11,6 +11,7 @@ import sys
 import click
 
 from tokenmill import __version__
+from tokenmill.commands.batches import batches
 from tokenmill.commands.inspect import inspect
 from tokenmill.commands.prepare import prepare_command
 from tokenmill.commands.verify import verify
@@ -38,11 +39,13 @@ def cli() -> None:
       tokenmill prepare -c examples/config.yaml     # clean, tokenize, binarize
       tokenmill verify data-bin/                    # check files against manifest.json
       tokenmill inspect data-bin/train.en-de.de --range 0:3
+      tokenmill batches data-bin --max-tokens 4096 --world-size 8   # what an epoch will be
     """
 
 
 cli.add_command(prepare_command)
 cli.add_command(verify)
+cli.add_command(batches)
 cli.add_command(inspect)
 
 
