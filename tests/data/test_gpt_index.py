@@ -259,7 +259,6 @@ def test_three_arrays_equal_megatron_gpt_dataset(megatron, corpus_sizes, case):
     assert len(ours) == megatron.results[case]["length"]
 
 
-@pytest.mark.megatron
 def test_cases_cover_both_final_epoch_rules(corpus_sizes):
     plans = {
         case: plan_epochs(int(corpus_sizes.sum()), GPTIndexConfig(**settings))
