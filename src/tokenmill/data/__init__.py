@@ -1,0 +1,18 @@
+"""Datasets over the token store: translation pairs, packed GPT samples, weighted blends."""
+
+from tokenmill.data.blending import BlendedDataset, build_blending_indices, normalize_weights, split_document_ranges
+from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
+from tokenmill.data.gpt_index import GPTIndexConfig, build_gpt_index
+from tokenmill.data.index_cache import IndexCache
+
+__all__ = [
+    "BlendedDataset",
+    "GPTDataset",
+    "GPTDatasetConfig",
+    "GPTIndexConfig",
+    "IndexCache",
+    "build_blending_indices",
+    "build_gpt_index",
+    "normalize_weights",
+    "split_document_ranges",
+]
