@@ -59,17 +59,19 @@ def test_hilbert_curve_visits_each_cell_once_through_neighbours():
 def test_curve_keys_rank_occupied_cells_along_the_curve():
     src = np.array([5, 1, 5, 2, 1], dtype=np.int32)
     tgt = np.array([5, 1, 5, 2, 3], dtype=np.int32)
-    keys = curve_keys(src, tgt)
+    keys, cell_src, cell_tgt = curve_keys(src, tgt)
     assert keys[0] == keys[2]  # same cell, same key
     assert sorted(set(keys.tolist())) == [0, 1, 2, 3]  # dense ranks of the 4 occupied cells
+    assert np.array_equal(cell_src[keys], src) and np.array_equal(cell_tgt[keys], tgt)
 
 
 def test_curve_order_groups_equal_lengths_and_randomizes_ties():
     rng = np.random.default_rng(0)
     src = rng.integers(1, 6, 2000).astype(np.int32)
     tgt = rng.integers(1, 6, 2000).astype(np.int32)
-    a = curve_order(None, src, tgt, generator(1, 1, 1))
-    b = curve_order(None, src, tgt, generator(1, 2, 1))
+    a, a_src, a_tgt = curve_order(None, src, tgt, generator(1, 1, 1))
+    b, _, _ = curve_order(None, src, tgt, generator(1, 2, 1))
+    assert np.array_equal(a_src, src[a]) and np.array_equal(a_tgt, tgt[a])  # lengths in order, from cell runs
     assert sorted(a.tolist()) == list(range(2000))
     cells = src[a].astype(np.int64) * 10 + tgt[a]
     assert (np.diff(cells) != 0).sum() == len(np.unique(cells)) - 1  # each cell in one run

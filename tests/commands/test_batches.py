@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
-from tests.batching.corpus import make_pair_dir
 
+from tests.batching.corpus import make_pair_dir
 from tokenmill.commands.batches import batches
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Plan caches and verification stamps of these tests stay out of ~/.cache."""
+    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 def run(*args: str):

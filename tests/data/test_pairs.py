@@ -7,14 +7,20 @@ import pickle
 
 import numpy as np
 import pytest
+
 from tests.batching.corpus import make_pair_dir, pair_lengths
 from tests.batching.fairseq_peer import run_jobs, split_batches
-
-from tokenmill.data.pairs import PairDataset, PairOptions
+from tokenmill.data.pairs import PairDataset, PairOptions, open_store, stamp_dir
 from tokenmill.errors import ConfigError, FormatError
 from tokenmill.store import IndexedDataset, IndexedWriter
 
 EOS, BOS = 2, 0
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Plan caches and verification stamps of these tests stay out of ~/.cache."""
+    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 @pytest.fixture
@@ -180,3 +186,19 @@ def test_items_equal_fairseq_language_pair_dataset(small, tmp_path, options):
             np.load(tmp_path / "fs" / f"i.{side}.flat.npy"), np.load(tmp_path / "fs" / f"i.{side}.lengths.npy")
         )
         assert [dataset[i][side].tolist() for i in indices] == [t.tolist() for t in theirs]
+
+
+def test_pointer_scan_runs_once_per_unchanged_store(data):
+    prefix = str(data / "train.en-de.en")
+    open_store(prefix)
+    stamps = list(stamp_dir().iterdir())
+    assert len(stamps) == 1
+    open_store(prefix)  # same files: the stamp is reused, no new one
+    assert list(stamp_dir().iterdir()) == stamps
+    # garble one pointer: the files changed, so the scan runs again and catches it
+    index = bytearray((data / "train.en-de.en.idx").read_bytes())
+    pointer = 26 + 4 * 300 + 8 * 5  # header, sizes, then pointer of item 5
+    index[pointer] ^= 0x10
+    (data / "train.en-de.en.idx").write_bytes(bytes(index))
+    with pytest.raises(FormatError, match="pointer of item 5"):
+        open_store(prefix)

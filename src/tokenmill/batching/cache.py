@@ -9,6 +9,8 @@ Keys are fingerprints of data and settings; no pickle anywhere (``allow_pickle=F
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import os
@@ -42,6 +44,19 @@ def fingerprint(obj: Any) -> str:
 
 
 Entry = tuple[dict[str, np.ndarray], dict[str, Any]]
+
+
+def release_heap() -> None:
+    """Give freed heap memory back to the OS (glibc's ``malloc_trim``; a no-op elsewhere).
+
+    Computing a plan frees hundreds of MB of temporaries; glibc keeps them in its heap (counted in
+    the process's resident memory) unless asked to trim. The plan itself is read back memory-mapped.
+    """
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 class PlanCache:
@@ -118,6 +133,8 @@ class PlanCache:
                 return found, True
             arrays, meta = build()
             self.store(key, arrays, meta)
+            del arrays
+        release_heap()
         loaded = self.load(key)
         assert loaded is not None
         return loaded, False

@@ -63,6 +63,34 @@ def ordered(sizes: Sizes, order: np.ndarray) -> tuple[np.ndarray, np.ndarray | N
     return sizes.src[order], (sizes.tgt[order] if sizes.tgt is not None else None)
 
 
+_GRID_LIMIT = 1 << 24
+
+
+def ordered_by_length(sizes: Sizes, order: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Source and target lengths in ``order`` when ``order`` is sorted by (source, target) length.
+
+    Every run of equal lengths is one (source, target) cell, so the lengths in order are the cells'
+    lengths repeated by their counts: a bincount and two repeats instead of gathering 2 x N values
+    in random order (several times faster for tens of millions of samples).
+    """
+    src, tgt = sizes.src, sizes.tgt
+    width = int(tgt.max()) + 1 if tgt is not None and len(tgt) else 1
+    height = int(src.max()) + 1 if len(src) else 1
+    if width * height > _GRID_LIMIT:
+        return ordered(sizes, order)
+    cell = src.astype(np.int64) * width
+    if tgt is not None:
+        cell += tgt
+    if sizes.keep is not None:
+        cell = cell[sizes.keep]
+    counts = np.bincount(cell, minlength=width * height)
+    occupied = np.flatnonzero(counts)
+    runs = counts[occupied]
+    src_in_order = np.repeat((occupied // width).astype(src.dtype), runs)
+    tgt_in_order = np.repeat((occupied % width).astype(tgt.dtype), runs) if tgt is not None else None
+    return src_in_order, tgt_in_order
+
+
 def row_costs(src: np.ndarray, tgt: np.ndarray | None, pad_to_multiple: int) -> np.ndarray:
     """Cost of one row of each sample: its longest side, padded (inputs already in plan order)."""
     cost = src if tgt is None else np.maximum(src, tgt)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered, row_costs
+from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered_by_length, row_costs
 from tokenmill.batching.order import fairseq_order, index_dtype
 from tokenmill.batching.pack import pack_greedy
 
@@ -32,7 +32,7 @@ def cut(sizes: Sizes, config: BatchConfig) -> Cut:
     dropped: dict[str, int] = {}
     if sizes.keep is not None:
         order = order[sizes.keep[order]]
-    src, tgt = ordered(sizes, order)
+    src, tgt = ordered_by_length(sizes, order)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
     ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)

@@ -14,7 +14,7 @@ is shuffled every epoch as well.
 from __future__ import annotations
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered, row_costs
+from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
 from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
 from tokenmill.batching.pack import pack_greedy
 
@@ -24,8 +24,7 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
     dropped: dict[str, int] = {}
     rng = generator(config.seed, epoch, SAMPLE_SHUFFLE)
     ids = None if sizes.keep is None else sizes.kept_ids()
-    order = curve_order(ids, sizes.src, sizes.tgt, rng)
-    src, tgt = ordered(sizes, order)
+    order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
     ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)

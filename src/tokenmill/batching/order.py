@@ -86,25 +86,28 @@ def hilbert_index(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
 _GRID_LIMIT = 1 << 24  # (source x target) length grids up to this many cells get a lookup table
 
 
-def curve_keys(src: np.ndarray, tgt: np.ndarray) -> np.ndarray:
+def curve_keys(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense ranks of each sample's (source, target) length cell along the Hilbert curve.
 
-    Cells that are neighbours on the curve are neighbours in the length plane, so a run of
-    consecutive keys covers a compact square of lengths (not a long strip, as a sort by source
-    then target does). The curve is evaluated once per occupied cell, not once per sample.
+    Returns (key per sample, source length of each key, target length of each key). Cells that
+    are neighbours on the curve are neighbours in the length plane, so a run of consecutive keys
+    covers a compact square of lengths (not a long strip, as a sort by source then target does).
+    The curve is evaluated once per occupied cell, not once per sample.
     """
     width = int(tgt.max()) + 1 if len(tgt) else 1
     height = int(src.max()) + 1 if len(src) else 1
     bits = max(int(max(width, height) - 1).bit_length(), 1)
     if width * height > _GRID_LIMIT:
         ranks = hilbert_index(src, tgt, bits)
-        return np.unique(ranks, return_inverse=True)[1].astype(np.int64)
+        _, first, keys = np.unique(ranks, return_index=True, return_inverse=True)
+        return keys.astype(np.int64), src[first], tgt[first]
     cell = src.astype(np.int64) * width + tgt
     occupied = np.flatnonzero(np.bincount(cell, minlength=width * height))
-    along = np.argsort(hilbert_index(occupied // width, occupied % width, bits), kind="stable")
+    occupied = occupied[np.argsort(hilbert_index(occupied // width, occupied % width, bits), kind="stable")]
     table = np.zeros(width * height, dtype=np.int32)
-    table[occupied[along]] = np.arange(len(occupied), dtype=np.int32)
-    return table[cell]
+    table[occupied] = np.arange(len(occupied), dtype=np.int32)
+    lengths_dtype = np.result_type(src.dtype, tgt.dtype)
+    return table[cell], (occupied // width).astype(lengths_dtype), (occupied % width).astype(lengths_dtype)
 
 
 def radix_argsort(keys: np.ndarray) -> np.ndarray:
@@ -129,22 +132,28 @@ def random_ties(n: int, rng: np.random.Generator) -> np.ndarray:
 
 def curve_order(
     ids: np.ndarray | None, src_sizes: np.ndarray, tgt_sizes: np.ndarray | None, rng: np.random.Generator
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``ids`` (None: every sample) sorted along the Hilbert curve of (source, target) length.
 
     Ties — samples with the same lengths, thousands of them in a real corpus — come out in a fresh
-    random order for every generator. With one side only, this is a plain length sort.
+    random order for every generator. With one side only, this is a plain length sort. Returns
+    (order, source lengths in that order, target lengths in that order); the lengths come from the
+    run length of each cell, not from gathering 2 x N values in random order.
     """
     src = src_sizes if ids is None else src_sizes[ids]
     if tgt_sizes is not None:
-        keys = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids])
+        keys, cell_src, cell_tgt = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids])
     else:
         keys = src
+        cell_src = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
+        cell_tgt = None
     shuffled = random_ties(len(keys), rng)
     positions = shuffled[radix_argsort(keys[shuffled])]
-    if ids is None:
-        return positions.astype(index_dtype(len(src_sizes)), copy=False)
-    return ids[positions]
+    counts = np.bincount(keys, minlength=len(cell_src))
+    src_in_order = np.repeat(cell_src, counts)
+    tgt_in_order = np.repeat(cell_tgt, counts) if cell_tgt is not None else None
+    order = positions.astype(index_dtype(len(src_sizes)), copy=False) if ids is None else ids[positions]
+    return order, src_in_order, tgt_in_order
 
 
 def random_shard_order(n: int, shard_size: int, rng: np.random.Generator) -> np.ndarray:
