@@ -195,3 +195,20 @@ def test_cleaning_on_worker_processes_equals_one_process(sample_settings, tmp_pa
     assert one.splits == two.splits  # the same counters per cleaning step
     for name in ("train.en-zh.en.bin", "train.en-zh.zh.bin", "train.en-zh.zh.idx", "dict.en.txt"):
         assert (one.destdir / name).read_bytes() == (two.destdir / name).read_bytes(), name
+
+
+def test_t2t_subword_tokenizer_end_to_end(sample_settings):
+    from tokenmill.vocab.t2t_subword import SubwordTextEncoder
+
+    settings = {**sample_settings, "tokenizer": "t2t-subword", "approx_vocab_size": 300, "joined_dictionary": False}
+    summary = prepare(build_config(settings), progress=False)
+    out = summary.destdir
+    encoder = SubwordTextEncoder.load(out / "vocab.subwords")
+    zh = IndexedDataset(out / "train.en-zh.zh")
+    cleaned = (out / ".work" / "clean" / "train.zh").read_text(encoding="utf-8").split("\n")[:-1]
+    assert zh[0][-1] == 1, "T2T's <EOS>=1 ends every item"
+    assert zh[0][:-1].tolist() == encoder.encode(cleaned[0])
+    assert encoder.decode(zh[5][:-1].tolist()) == cleaned[5]
+    assert not (out / "dict.zh.txt").exists()
+    assert read_manifest(out).vocab["special"] == {"pad": 0, "eos": 1}
+    assert verify_directory(out) == []

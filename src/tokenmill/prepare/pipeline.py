@@ -47,6 +47,7 @@ from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, Re
 from tokenmill.text.readers import Source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
+from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 
 log = logging.getLogger("tokenmill.prepare")
 WORK_DIR = ".work"
@@ -229,8 +230,17 @@ class Pipeline:
             seed=cfg.seed,
         )
 
+    def t2t_vocab_path(self, lang: str) -> Path:
+        return self.root / ("vocab.subwords" if self.config.joint_spm else f"vocab.{lang}.subwords")
+
     def tokenizer(self) -> None:
         cfg = self.config
+        if cfg.tokenizer == "t2t-subword":
+            settings = (cfg.approx_vocab_size, cfg.file_byte_budget, cfg.max_subtoken_length, cfg.joint_spm,
+                        cfg.user_defined_symbols)
+            key = fingerprint("tokenizer-t2t", self.keys["clean.train"], settings)
+            self._stage("tokenizer", key, self._train_t2t)
+            return
         if cfg.tokenizer != "sentencepiece":
             return
         models = sorted({self.model_path(lang) for lang in cfg.langs})
@@ -263,6 +273,22 @@ class Pipeline:
             train_sentencepiece(reservoir.sample(), model, options)
             written.append(model)
         return written, {"trained": True, "sampled_from": {str(m): langs for m, langs in groups.items()}}
+
+    def _train_t2t(self) -> tuple[list[Path], dict[str, Any]]:
+        """T2T's vocabulary: byte-budget sample of each cleaned train file, built to the target size."""
+        cfg = self.config
+        reserved = ["<pad>", "<EOS>", *cfg.user_defined_symbols]
+        groups = {self.t2t_vocab_path(lang): (cfg.langs if cfg.joint_spm else [lang]) for lang in cfg.langs}
+        sizes = {}
+        for vocab, langs in groups.items():
+            encoder = SubwordTextEncoder.build_from_files(
+                [self.clean_path("train", lang) for lang in langs], cfg.approx_vocab_size,
+                file_byte_budget=cfg.file_byte_budget, max_subtoken_length=cfg.max_subtoken_length,
+                reserved_tokens=reserved,
+            )
+            encoder.save(vocab)
+            sizes[vocab.name] = encoder.vocab_size
+        return list(groups), {"vocab_sizes": sizes}
 
     # ---------------------------------------------------------------- stage 3: encode
     def ids_prefix(self, split: str, lang: str) -> Path:
@@ -306,6 +332,13 @@ class Pipeline:
     def dictionary(self) -> dict[str, Dictionary]:
         cfg = self.config
         langs = cfg.langs
+        if cfg.tokenizer == "t2t-subword":  # T2T ids are stored as they are: <pad>=0, <EOS>=1, no dict
+            self.summary.vocab = {
+                "t2t_vocabs": {lang: self.t2t_vocab_path(lang).name for lang in langs},
+                "special": {"pad": 0, "eos": 1},
+                "tokenizer": cfg.tokenizer,
+            }
+            return {}
         given = {langs[0]: cfg.srcdict, **({langs[1]: cfg.tgtdict} if len(langs) > 1 else {})}
         if cfg.joined_dictionary:
             shared = cfg.srcdict or cfg.tgtdict
@@ -376,18 +409,27 @@ class Pipeline:
         cfg = self.config
         for split in cfg.split_prefixes():
             for lang in cfg.langs:
-                dict_path = self.root / f"dict.{lang}.txt"
+                t2t = cfg.tokenizer == "t2t-subword"
+                vocab_path = self.t2t_vocab_path(lang) if t2t else self.root / f"dict.{lang}.txt"
                 upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
-                key = fingerprint("binarize", upstream, file_checksum(dict_path), cfg.layout, cfg.shard_size,
+                key = fingerprint("binarize", upstream, file_checksum(vocab_path), cfg.layout, cfg.shard_size,
                                   cfg.tokenizer, cfg.source_lang, cfg.target_lang)
                 info = self._stage(
                     f"binarize.{split}.{lang}", key,
-                    lambda s=split, la=lang: self._run_binarize(s, la, dictionaries[la]),
+                    lambda s=split, la=lang: self._run_binarize(s, la, dictionaries.get(la)),
                 )
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
 
-    def _id_blocks(self, split: str, lang: str, dictionary: Dictionary) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(dictionary ids, lengths) blocks of one split and side, ``</s>`` not yet appended."""
+    def _id_blocks(
+        self, split: str, lang: str, dictionary: Dictionary | None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, lengths) blocks of one split and side, end-of-sentence not yet appended."""
+        if self.config.tokenizer == "t2t-subword":
+            encoder = SubwordTextEncoder.load(self.t2t_vocab_path(lang))
+            for chunk in open_source([str(self.clean_path(split, lang))]).chunks():
+                yield encoder.encode_batch(chunk.src)
+            return
+        assert dictionary is not None
         if self.config.tokenizer == "sentencepiece":
             encoder = SentencePieceEncoder(self.model_path(lang))
             lookup = _piece_lookup(encoder, dictionary)
@@ -407,9 +449,14 @@ class Pipeline:
                                count=int(lengths.sum()))
             yield flat, lengths
 
-    def _run_binarize(self, split: str, lang: str, dictionary: Dictionary) -> tuple[list[Path], dict[str, Any]]:
+    def _run_binarize(
+        self, split: str, lang: str, dictionary: Dictionary | None
+    ) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
-        eos, unk = dictionary.eos_index, dictionary.unk_index
+        if dictionary is None:  # T2T: <EOS>=1 appended as text2text_generate_encoded does; no <unk>
+            vocab_size, eos, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, 1, -1
+        else:
+            vocab_size, eos, unk = len(dictionary), dictionary.eos_index, dictionary.unk_index
         megatron = cfg.layout == "megatron"
         shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
         shard = 0 if cfg.shard_size else None
@@ -417,7 +464,7 @@ class Pipeline:
 
         def open_writer(index: int | None) -> IndexedWriter:
             writer = IndexedWriter(self.output_prefix(split, lang, index), layout=cfg.layout,
-                                   dtype=token_dtype(len(dictionary)))
+                                   dtype=token_dtype(vocab_size))
             writers.append(writer)
             return writer
 
@@ -464,7 +511,7 @@ class Pipeline:
         cfg = self.config
         shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
         for shard_dir in shards:  # fairseq reads dictionaries from every data path
-            for lang in cfg.langs:
+            for lang in cfg.langs if cfg.tokenizer != "t2t-subword" else []:
                 source = self.root / f"dict.{lang}.txt"
                 target = shard_dir / source.name
                 if not target.exists() or target.read_bytes() != source.read_bytes():
