@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.peers import REPO, require_peer
 
+from tests.peers import REPO, require_peer
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.vocab.t2t.escape import escape_token, unescape_token
 from tokenmill.vocab.t2t.sampling import sample_lines

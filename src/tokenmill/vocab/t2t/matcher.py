@@ -84,7 +84,7 @@ class VocabTrie:
             if (best_len == 0).any():
                 where = int(cur[np.flatnonzero(best_len == 0)[0]])
                 raise TokenmillError(
-                    f"the vocabulary cannot spell {text[where:text.index(_SEP, where)]!r}: character "
+                    f"the vocabulary cannot spell {text[where : text.index(_SEP, where)]!r}: character "
                     f"{text[where]!r} is not a subtoken of its own (not a vocabulary T2T built?)"
                 )
             found_at.append(cur)
