@@ -36,19 +36,22 @@ def _local(chunk: Chunk) -> tuple[Chunk, np.ndarray, dict[str, dict[str, int]]]:
 
 
 def clean_chunks(
-    chunks: Iterable[Chunk], cleaner: Cleaner, workers: int, *, in_flight: int = 4
-) -> Iterator[tuple[Chunk, Chunk]]:
-    """Yield (raw chunk, cleaned chunk) in input order; ``cleaner`` does dedup and collects all stats."""
+    chunks: Iterable[Chunk], cleaner: Cleaner, workers: int, *, in_flight: int = 2
+) -> Iterator[tuple[int, Chunk]]:
+    """Yield (items read, cleaned chunk) in input order; ``cleaner`` does dedup and collects all stats.
+
+    At most ``workers * in_flight`` chunks are on their way at once, so memory does not grow.
+    """
     if workers <= 1:
         for chunk in chunks:
-            yield chunk, cleaner(chunk)
+            yield chunk.n_read, cleaner(chunk)
         return
     # fork where available: workers need no re-import of __main__ (which breaks for stdin/notebooks)
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init,
                              initargs=(cleaner.config, cleaner.leakage)) as pool:
-        pending: deque[tuple[Chunk, Future]] = deque()
+        pending: deque[tuple[int, Future]] = deque()
         iterator = iter(chunks)
         exhausted = False
         while pending or not exhausted:
@@ -57,11 +60,11 @@ def clean_chunks(
                 if chunk is None:
                     exhausted = True
                     break
-                pending.append((chunk, pool.submit(_local, chunk)))
+                pending.append((chunk.n_read, pool.submit(_local, chunk)))
             if not pending:
                 break
-            raw, future = pending.popleft()
+            n_read, future = pending.popleft()
             cleaned, keys, counts = future.result()
             for name, values in counts.items():
                 cleaner.stats[name].merge(StepStats(name, values))
-            yield raw, cleaner.dedup(cleaned, keys)
+            yield n_read, cleaner.dedup(cleaned, keys)

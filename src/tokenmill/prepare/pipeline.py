@@ -51,7 +51,8 @@ from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 
 log = logging.getLogger("tokenmill.prepare")
 WORK_DIR = ".work"
-_ITEMS_PER_BLOCK = 1 << 18
+_ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id arrays
+_CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 _PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
 
 
@@ -200,13 +201,14 @@ class Pipeline:
             atomic_write(outputs[1]) if len(outputs) > 1 else _null()
         ) as tgt_out, self._bar(total, f"clean {split}") as bar:
             workers = self.config.workers if total >= _PARALLEL_CLEAN_MIN_LINES else 1
-            for chunk, cleaned in clean_chunks(source.chunks(), cleaner, workers):
+            chunks = source.chunks(chunk_lines=min(cfg.chunk_lines, _CLEAN_CHUNK_LINES))
+            for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
                 if cleaned.src:
                     src_out.write("\n".join(cleaned.src) + "\n")
                     if tgt_out is not None and cleaned.tgt is not None:
                         tgt_out.write("\n".join(cleaned.tgt) + "\n")
                 kept += len(cleaned)
-                bar.update(chunk.n_read)
+                bar.update(n_read)
                 _crash_point(f"clean.{split}:midway")
         stats = {"read": dict(source.stats.counts)}
         stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
@@ -433,12 +435,13 @@ class Pipeline:
         if self.config.tokenizer == "sentencepiece":
             encoder = SentencePieceEncoder(self.model_path(lang))
             lookup = _piece_lookup(encoder, dictionary)
-            ids = IndexedDataset(self.ids_prefix(split, lang))
-            tokens = ids._tokens
-            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
-                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
-                first = int(ids.pointers[start]) // ids.dtype.itemsize
-                yield lookup[tokens[first : first + int(sizes.sum())]], sizes
+            ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
+            # plain sequential reads, not the map: the process's memory must not grow with the corpus
+            with open(ids.bin_file, "rb") as tokens:
+                for start in range(0, len(ids), _ITEMS_PER_BLOCK):
+                    sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
+                    block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum()))
+                    yield lookup[block], sizes
             return
         lookup_word = dictionary.indices.get
         unk = dictionary.unk_index
