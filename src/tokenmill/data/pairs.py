@@ -588,7 +588,7 @@ def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str |
     listing = ", ".join(f"{a}-{b}" for a, b in sorted(found)) or "none"
     raise ConfigError(
         f"cannot tell the language pair of split {split!r} in {folder} (found: {listing}){hint}; "
-        "give src_lang and tgt_lang"
+        "give src_lang and tgt_lang (--src and --tgt on the command line)"
     )
 
 
