@@ -31,6 +31,7 @@ import xxhash
 from filelock import FileLock
 
 from tokenmill.errors import FormatError, TokenmillError
+from tokenmill.fsutil import fsync_dir
 
 CACHE_FORMAT = 1
 """Bump when the arrays' meaning changes, so old entries stop matching."""
@@ -62,19 +63,6 @@ class CacheEntry:
     arrays: dict[str, np.ndarray]
     built: bool
     meta: dict
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _write_npy(path: Path, array: np.ndarray) -> None:
@@ -203,12 +191,12 @@ class IndexCache:
                 json.dump(meta, handle, indent=2, sort_keys=True)
                 handle.flush()
                 os.fsync(handle.fileno())
-            _fsync_dir(tmp)
+            fsync_dir(tmp)
             if final.exists():
                 # A folder without meta.json is never a finished entry (we hold its lock): replace it.
                 shutil.rmtree(final)
             os.rename(tmp, final)
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         except BaseException:
             with contextlib.suppress(OSError):
                 shutil.rmtree(tmp)
