@@ -21,7 +21,7 @@ from tokenmill.fsutil import commit, temp_name
 from tokenmill.store.format import MAGIC, VERSION, Layout, dtype_code, token_dtype
 from tokenmill.store.reader import IndexedDataset, split_prefix
 
-_POINTER_BLOCK = 1 << 22
+_POINTER_BLOCK = 1 << 20  # items per block when deriving pointers (8 MB of int64)
 _WRITE_BUFFER = 8 << 20
 
 
@@ -174,7 +174,7 @@ class IndexedWriter:
             idx.write(np.array([n], dtype="<u8").tobytes())
             if self.layout is Layout.MEGATRON:
                 idx.write(np.array([len(self._documents)], dtype="<u8").tobytes())
-            idx.write(sizes.astype("<i4", copy=False).tobytes())
+            idx.write(np.ascontiguousarray(sizes, dtype="<i4").data)
             carry = 0
             for start in range(0, n, _POINTER_BLOCK):
                 block = sizes[start : start + _POINTER_BLOCK].astype(np.int64)
@@ -183,10 +183,10 @@ class IndexedWriter:
                 np.cumsum(block[:-1], out=pointers[1:])
                 pointers[1:] += carry
                 pointers *= self.dtype.itemsize
-                idx.write(pointers.astype("<i8", copy=False).tobytes())
+                idx.write(pointers.astype("<i8", copy=False).data)
                 carry += int(block.sum())
             if self.layout is Layout.MEGATRON:
-                idx.write(self._documents.view().astype("<i8", copy=False).tobytes())
+                idx.write(np.ascontiguousarray(self._documents.view(), dtype="<i8").data)
 
     def finalize(self) -> None:
         """Write the index and move both files into place atomically (``.idx`` last)."""
