@@ -59,3 +59,29 @@ def test_fairseq_reads_the_same_ids_as_fairseq_preprocess_produces(sample_settin
             for suffix in (".bin", ".idx"):
                 name = f"{split}.en-zh.{lang}{suffix}"
                 assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+FAIRSEQ_ALIGN = """
+from fairseq.data import Dictionary
+from fairseq.tasks.translation import load_langpair_dataset
+p = PAYLOAD
+ds = load_langpair_dataset(p["dir"], "train", "en", Dictionary.load(p["dir"] + "/dict.en.txt"), "de",
+                           Dictionary.load(p["dir"] + "/dict.de.txt"), combine=False, dataset_impl="mmap",
+                           upsample_primary=1, left_pad_source=True, left_pad_target=False,
+                           max_source_positions=1024, max_target_positions=1024, load_alignments=True)
+print("RESULT:" + json.dumps([ds[i]["alignment"].tolist() for i in range(len(ds))]))
+"""
+
+
+@pytest.mark.fairseq
+def test_fairseq_loads_the_alignments_prepare_writes(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "train.en").write_text("a b c\nd e\nf\n", encoding="utf-8")
+    (raw / "train.de").write_text("x y\nz w v\nu\n", encoding="utf-8")
+    (raw / "train.align").write_text("0-0 1-1 2-1\n0-0 1-2\n0-0\n", encoding="utf-8")
+    settings = {"source_lang": "en", "target_lang": "de", "trainpref": str(raw / "train"), "tokenizer": "none",
+                "align_suffix": "align", "destdir": str(tmp_path / "bin")}
+    prepare(build_config(settings), progress=False)
+    seen = run_peer("fairseq", FAIRSEQ_ALIGN, {"dir": str(tmp_path / "bin")})
+    assert seen == [[0, 0, 1, 1, 2, 1], [0, 0, 1, 2], [0, 0]]

@@ -212,3 +212,45 @@ def test_t2t_subword_tokenizer_end_to_end(sample_settings):
     assert not (out / "dict.zh.txt").exists()
     assert read_manifest(out).vocab["special"] == {"pad": 0, "eos": 1}
     assert verify_directory(out) == []
+
+
+def test_word_alignments_follow_their_pairs_through_cleaning(corpus, tmp_path):
+    src = (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]
+    # alignment i: "0-0 1-<i % 3>"; pairs 4 and 9 duplicate pair 1 and are dropped by dedup
+    src[4] = src[9] = src[1]
+    tgt = (corpus / "train.de").read_text(encoding="utf-8").split("\n")[:-1]
+    tgt[4] = tgt[9] = tgt[1]
+    write_lines(corpus / "train.en", src)
+    write_lines(corpus / "train.de", tgt)
+    write_lines(corpus / "train.align", [f"0-0 1-{i % 3}" for i in range(40)])
+    write_lines(corpus / "valid.align", ["0-0", ""])
+    settings = words_settings(corpus, tmp_path, align_suffix="align", shard_size=20)
+    summary = prepare(build_config(settings), progress=False)
+    out = summary.destdir
+    kept = [i for i in range(40) if i not in (4, 9)]
+    stored = [a for k in (0, 1) for a in _items(out / f"shard{k:03d}" / "train.align.en-de")]
+    assert stored == [[0, 0, 1, i % 3] for i in kept]
+    shard = out / "shard000"
+    assert len(IndexedDataset(shard / "train.align.en-de")) == len(IndexedDataset(shard / "train.en-de.en"))
+    assert _items(out / "shard000" / "valid.align.en-de") == [[0, 0], []]
+
+    from tokenmill.data.pairs import PairDataset
+
+    dataset = PairDataset.from_dir(out, "train", shard=0, alignments=True)
+    assert dataset.align is not None and len(dataset.align) == 20
+
+
+def _items(prefix):
+    dataset = IndexedDataset(prefix)
+    return [dataset[i].tolist() for i in range(len(dataset))]
+
+
+def test_alignment_file_with_a_wrong_line_count_or_format_is_an_error(corpus, tmp_path):
+    write_lines(corpus / "train.align", ["0-0"] * 39)
+    with pytest.raises(TokenmillError, match="39 alignment lines for 40 sentence pairs"):
+        prepare(build_config(words_settings(corpus, tmp_path, align_suffix="align", validpref=None)), progress=False)
+    write_lines(corpus / "train.align", ["0-0"] * 7 + ["0:1"] + ["0-0"] * 32)
+    with pytest.raises(TokenmillError, match="line 8 of the cleaned alignments"):
+        prepare(build_config(words_settings(corpus, tmp_path, align_suffix="align", validpref=None)), progress=False)
+    with pytest.raises(TokenmillError, match="--align-suffix needs --tokenizer none"):
+        build_config({**words_settings(corpus, tmp_path, align_suffix="align"), "tokenizer": "sentencepiece"})

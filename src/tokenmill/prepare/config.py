@@ -49,6 +49,9 @@ class PrepareConfig:
     """JSONL key of the target side (default: target_lang)."""
     on_invalid_utf8: str = "error"
     """error (stop at file:line) | replace (U+FFFD, counted) | skip (drop the pair, counted)."""
+    align_suffix: str | None = None
+    """Word alignments beside the pairs, {pref}.{align_suffix}: one Pharaoh line ("0-0 1-2") per pair,
+    positions of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer none)."""
     on_malformed: str = "error"
     """TSV/JSONL rows without both fields: error | skip (counted)."""
 
@@ -157,6 +160,13 @@ class PrepareConfig:
             raise ConfigError(f"--layout must be fairseq or megatron, not {self.layout!r}") from None
         if self.shard_size < 0 or self.workers < 1 or self.chunk_lines < 1 or self.padding_factor < 1:
             raise ConfigError("--shard-size must be >= 0; --workers, --chunk-lines and --padding-factor >= 1")
+        if self.align_suffix and (self.tokenizer != "none" or self.input_format != "text" or self.monolingual):
+            raise ConfigError(
+                "--align-suffix needs --tokenizer none, --input-format text and both languages: alignment "
+                "positions count the whitespace tokens that are stored"
+            )
+        if self.align_suffix and self.on_invalid_utf8 == "skip":
+            raise ConfigError("--align-suffix cannot be combined with --on-invalid-utf8 skip (use error or replace)")
         if self.leakage not in ("pair", "source", "target", "either", "off"):
             raise ConfigError(f"--leakage must be pair, source, target, either or off, not {self.leakage!r}")
         if self.joined_dictionary and self.srcdict and self.tgtdict and self.srcdict != self.tgtdict:

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
 from tokenmill.prepare.config import SPLITS, PrepareConfig
 from tokenmill.prepare.parallel import clean_chunks
@@ -44,13 +46,14 @@ from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.manifest import file_checksum, write_manifest
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
-from tokenmill.text.readers import Source
+from tokenmill.text.readers import Chunk, Source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
 from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 
 log = logging.getLogger("tokenmill.prepare")
 WORK_DIR = ".work"
+_PHARAOH = re.compile(r"(?:\d+-\d+(?: \d+-\d+)*)?")
 _ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id arrays
 _CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 _PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
@@ -174,8 +177,9 @@ class Pipeline:
             leakage_refs = [] if heldout or cfg.leakage == "off" else [
                 self.keys[f"clean.{s}"] for s in splits if s != "train"
             ]
+            align_files = self._align_files(split)
             key = fingerprint(
-                "clean", split, [file_identity(f) for f in files + (tgt_files or [])], cfg.input_format,
+                "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files], cfg.input_format,
                 cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
             )
             info = self._stage(
@@ -183,6 +187,28 @@ class Pipeline:
                 lambda s=split, f=files, t=tgt_files, c=clean_config: self._run_clean(s, f, t, c),
             )
             self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
+
+    def _align_files(self, split: str) -> list[str]:
+        """The word-alignment files of a split (``{pref}.{align_suffix}``), if alignments were asked for."""
+        suffix = self.config.align_suffix
+        return [resolve_prefix(p, suffix) for p in self.config.split_prefixes()[split]] if suffix else []
+
+    def _with_alignments(self, split: str, chunks: Iterator[Chunk], pairs: int) -> Iterator[Chunk]:
+        """Attach each pair's alignment line (``chunk.extra``) so cleaning keeps or drops them together."""
+        files = self._align_files(split)
+        if not files:
+            yield from chunks
+            return
+        aligned = open_source(files, options=self.read_options)
+        if aligned.scan() != pairs:
+            raise TokenmillError(
+                f"{', '.join(files)}: {aligned.scan()} alignment lines for {pairs} sentence pairs; "
+                "the alignment file must have one line per pair"
+            )
+        lines = chain.from_iterable(c.src for c in aligned.chunks())
+        for chunk in chunks:
+            chunk.extra = list(islice(lines, chunk.n_read))
+            yield chunk
 
     def _run_clean(self, split, files, tgt_files, clean_config) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
@@ -196,24 +222,31 @@ class Pipeline:
                     leakage.add_reference_chunks((c.src, c.tgt) for c in self._cleaned(heldout).chunks())
         cleaner = Cleaner(clean_config, leakage)
         outputs = [self.clean_path(split, lang) for lang in cfg.langs]
+        align_out = self.clean_path(split, "align") if cfg.align_suffix else None
         kept = 0
         with atomic_write(outputs[0]) as src_out, (
             atomic_write(outputs[1]) if len(outputs) > 1 else _null()
-        ) as tgt_out, self._bar(total, f"clean {split}") as bar:
+        ) as tgt_out, (atomic_write(align_out) if align_out else _null()) as extra_out, self._bar(
+            total, f"clean {split}"
+        ) as bar:
             workers = self.config.workers if total >= _PARALLEL_CLEAN_MIN_LINES else 1
-            chunks = source.chunks(chunk_lines=min(cfg.chunk_lines, _CLEAN_CHUNK_LINES))
+            chunks = self._with_alignments(
+                split, source.chunks(chunk_lines=min(cfg.chunk_lines, _CLEAN_CHUNK_LINES)), total
+            )
             for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
                 if cleaned.src:
                     src_out.write("\n".join(cleaned.src) + "\n")
                     if tgt_out is not None and cleaned.tgt is not None:
                         tgt_out.write("\n".join(cleaned.tgt) + "\n")
+                    if extra_out is not None and cleaned.extra is not None:
+                        extra_out.write("\n".join(cleaned.extra) + "\n")
                 kept += len(cleaned)
                 bar.update(n_read)
                 _crash_point(f"clean.{split}:midway")
         stats = {"read": dict(source.stats.counts)}
         stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
         stats["kept"] = {"pairs" if tgt_files is not None or cfg.input_format != "text" else "lines": kept}
-        return outputs, {"stats": stats, "kept": kept}
+        return outputs + ([align_out] if align_out else []), {"stats": stats, "kept": kept}
 
     # ---------------------------------------------------------------- stage 2: tokenizer
     def model_path(self, lang: str) -> Path:
@@ -455,43 +488,58 @@ class Pipeline:
     def _run_binarize(
         self, split: str, lang: str, dictionary: Dictionary | None
     ) -> tuple[list[Path], dict[str, Any]]:
-        cfg = self.config
         if dictionary is None:  # T2T: <EOS>=1 appended as text2text_generate_encoded does; no <unk>
             vocab_size, eos, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, 1, -1
         else:
             vocab_size, eos, unk = len(dictionary), dictionary.eos_index, dictionary.unk_index
+        return self._write_split(
+            split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
+            self._id_blocks(split, lang, dictionary), eos=eos, unk=unk, crash_name=f"binarize.{split}.{lang}",
+        )
+
+    def _write_split(
+        self,
+        split: str,
+        prefix_of: Callable[[int | None], Path],
+        dtype: np.dtype,
+        blocks: Iterator[tuple[np.ndarray, np.ndarray]],
+        *,
+        eos: int | None,
+        unk: int,
+        crash_name: str,
+    ) -> tuple[list[Path], dict[str, Any]]:
+        """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items."""
+        cfg = self.config
         megatron = cfg.layout == "megatron"
         shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
         shard = 0 if cfg.shard_size else None
         writers: list[IndexedWriter] = []
 
         def open_writer(index: int | None) -> IndexedWriter:
-            writer = IndexedWriter(self.output_prefix(split, lang, index), layout=cfg.layout,
-                                   dtype=token_dtype(vocab_size))
+            writer = IndexedWriter(prefix_of(index), layout=cfg.layout, dtype=dtype)
             writers.append(writer)
             return writer
 
         writer = open_writer(shard)
         sentences = tokens = unknown = 0
         try:
-            for flat, lengths in self._id_blocks(split, lang, dictionary):
+            for flat, lengths in blocks:
                 unknown += int(np.count_nonzero(flat == unk))
-                ends = np.cumsum(lengths)
-                with_eos = np.insert(flat, ends, eos)
-                out_lengths = lengths + 1
-                while len(out_lengths):
-                    room = shard_size - (len(writer)) if shard_size else len(out_lengths)
+                if eos is not None:
+                    flat, lengths = np.insert(flat, np.cumsum(lengths), eos), lengths + 1
+                while len(lengths):
+                    room = shard_size - (len(writer)) if shard_size else len(lengths)
                     if room == 0:
                         shard = (shard or 0) + 1
                         writer = open_writer(shard)
                         continue
-                    take = min(room, len(out_lengths))
-                    cut = int(out_lengths[:take].sum())
-                    writer.add_items(with_eos[:cut], out_lengths[:take], documents=megatron)
-                    with_eos, out_lengths = with_eos[cut:], out_lengths[take:]
-                sentences += len(lengths)
-                tokens += int(lengths.sum()) + len(lengths)
-                _crash_point(f"binarize.{split}.{lang}:midway")
+                    take = min(room, len(lengths))
+                    cut = int(lengths[:take].sum())
+                    writer.add_items(flat[:cut], lengths[:take], documents=megatron)
+                    sentences += take
+                    tokens += cut
+                    flat, lengths = flat[cut:], lengths[take:]
+                _crash_point(f"{crash_name}:midway")
         except BaseException:
             for open_one in writers:
                 open_one.abort()
@@ -508,6 +556,24 @@ class Pipeline:
             "shards": len(writers) if cfg.shard_size else 0,
         }
         return outputs, info
+
+    # ---------------------------------------------------------------- alignments
+    def alignments(self) -> None:
+        """``{split}.align.{src}-{tgt}.bin/.idx`` (fairseq's name): flat int64 ``s0 t0 s1 t1 ...`` per pair."""
+        cfg = self.config
+        if not cfg.align_suffix:
+            return
+        for split in cfg.split_prefixes():
+            path = self.clean_path(split, "align")
+            key = fingerprint("alignments", self.keys[f"clean.{split}"], cfg.layout, cfg.shard_size)
+            name = f"{split}.align.{cfg.source_lang}-{cfg.target_lang}"
+            self._stage(
+                f"binarize.{split}.align", key,
+                lambda s=split, p=path, n=name: self._write_split(
+                    s, lambda shard, n=n: self.root / (f"shard{shard:03d}" if shard is not None else "") / n,
+                    np.dtype(np.int64), _alignment_blocks(p), eos=None, unk=-1, crash_name=f"binarize.{s}.align",
+                ),
+            )
 
     # ---------------------------------------------------------------- finishing
     def finish(self) -> None:
@@ -546,10 +612,30 @@ class Pipeline:
             self.encode()
             dictionaries = self.dictionary()
             self.binarize(dictionaries)
+            self.alignments()
             self.finish()
         finally:
             lock.release()
         return self.summary
+
+
+def _alignment_blocks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Pharaoh lines (``0-0 1-2``) of a cleaned file as (flat s/t positions, values per line) blocks."""
+    for chunk in open_source([str(path)]).chunks():
+        lines = chunk.src
+        pairs = np.fromiter(map(methodcaller("count", "-"), lines), dtype=np.int64, count=len(lines))
+        fields = " ".join(lines).replace("-", " ").split()
+        try:
+            flat = np.array(fields, dtype=np.int64) if fields else np.empty(0, dtype=np.int64)
+        except ValueError:
+            flat = None
+        if flat is None or len(flat) != 2 * int(pairs.sum()) or (len(flat) and int(flat.min()) < 0):
+            bad = next(i for i, line in enumerate(lines) if not _PHARAOH.fullmatch(line))
+            raise FormatError(
+                f"{path}: line {chunk.start + bad + 1} of the cleaned alignments is not Pharaoh 'i-j i-j ...': "
+                f"{lines[bad][:80]!r}; fix the --align-suffix file (one line per sentence pair)"
+            )
+        yield flat, 2 * pairs
 
 
 def _piece_lookup(encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:

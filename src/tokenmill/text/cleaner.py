@@ -56,8 +56,9 @@ class Cleaner:
             kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
             keep[idx[~self.leakage(kept_src, kept_tgt, self.stats["leakage"])]] = False
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
+        extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         keys = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
-        return Chunk(chunk.start, chunk.n_read, src, tgt), keys
+        return Chunk(chunk.start, chunk.n_read, src, tgt, extra), keys
 
     def dedup(self, chunk: Chunk, keys: np.ndarray) -> Chunk:
         """Drop items seen before (call in input order, in one process)."""
@@ -67,7 +68,8 @@ class Cleaner:
         if keep.all():
             return chunk
         src, tgt = _pick(chunk.src, keep), (None if chunk.tgt is None else _pick(chunk.tgt, keep))
-        return Chunk(chunk.start, chunk.n_read, src, tgt)
+        extra = None if chunk.extra is None else _pick(chunk.extra, keep)
+        return Chunk(chunk.start, chunk.n_read, src, tgt, extra)
 
     def __call__(self, chunk: Chunk) -> Chunk:
         return self.dedup(*self.local(chunk))

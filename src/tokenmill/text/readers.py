@@ -472,6 +472,8 @@ class Chunk:
     n_read: int
     src: list[str]
     tgt: list[str] | None = None
+    extra: list[str] | None = None
+    """Lines carried along with the pairs (e.g. word alignments); cleaning keeps or drops them with their pair."""
 
     @property
     def lines(self) -> list[str]:
