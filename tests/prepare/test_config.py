@@ -32,6 +32,7 @@ def test_yaml_and_lists(tmp_path):
         ({"source_lang": "en", "trainpref": "t", "filters": {"max_tokenz": 3}}, "unknown filters setting"),
         ({"source_lang": "en", "trainpref": "t", "spm_model": "/nope.model"}, "does not exist"),
         ({"source_lang": "en", "trainpref": "t", "input_format": "tsv"}, "give --target-lang"),
+        ({"trainpref": "t", "input_format": "jsonl"}, "--source-lang is required"),
     ],
 )
 def test_bad_settings_name_the_problem(settings, message):

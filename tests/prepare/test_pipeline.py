@@ -254,3 +254,25 @@ def test_alignment_file_with_a_wrong_line_count_or_format_is_an_error(corpus, tm
         prepare(build_config(words_settings(corpus, tmp_path, align_suffix="align", validpref=None)), progress=False)
     with pytest.raises(TokenmillError, match="--align-suffix needs --tokenizer none"):
         build_config({**words_settings(corpus, tmp_path, align_suffix="align"), "tokenizer": "sentencepiece"})
+
+
+@pytest.mark.megatron
+def test_monolingual_jsonl_documents_in_the_megatron_layout_read_by_megatron_core(tmp_path):
+    from tests.peers import run_peer
+
+    docs = [f"document number {i} has {'some ' * (i % 4)}words" for i in range(12)]
+    rows = "".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(docs))
+    (tmp_path / "corpus.jsonl.gz").write_bytes(gzip.compress(rows.encode()))
+    settings = {"source_lang": "en", "trainpref": str(tmp_path / "corpus.jsonl.gz"), "input_format": "jsonl",
+                "tokenizer": "none", "layout": "megatron", "destdir": str(tmp_path / "lm"), "dedup": False}
+    summary = prepare(build_config(settings), progress=False)
+    prefix = summary.destdir / "train.en-None.en"
+    assert decoded(prefix, summary.destdir / "dict.en.txt") == [" ".join(d.split()) for d in docs]
+    seen = run_peer("megatron", """
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+ds = IndexedDataset(PAYLOAD)
+print("RESULT:" + json.dumps({"docs": ds.document_indices.tolist(), "first": ds[0].tolist(), "n": len(ds)}))
+""", str(prefix))
+    ours = IndexedDataset(prefix)
+    assert seen == {"docs": list(range(13)), "first": ours[0].tolist(), "n": 12}
+    assert ours[0][-1] == Dictionary.eos_index, "every document ends with </s> (the end-of-document token)"

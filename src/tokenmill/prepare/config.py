@@ -44,7 +44,8 @@ class PrepareConfig:
     input_format: str = "text"
     """text (one file per side) | tsv (two columns) | jsonl (two keys)."""
     source_key: str | None = None
-    """JSONL key of the source side (default: source_lang)."""
+    """JSONL key of the source side (default: source_lang; "text" for monolingual JSONL, like Megatron's
+    --json-keys)."""
     target_key: str | None = None
     """JSONL key of the target side (default: target_lang)."""
     on_invalid_utf8: str = "error"
@@ -136,14 +137,14 @@ class PrepareConfig:
         return {split: getattr(self, f"{split}pref") for split in SPLITS if getattr(self, f"{split}pref")}
 
     def validate(self) -> PrepareConfig:
-        if not self.source_lang and self.input_format == "text":
-            raise ConfigError("--source-lang is required (files are read as {prefix}.{lang})")
+        if not self.source_lang:
+            raise ConfigError("--source-lang is required (files are read as {prefix}.{lang} and named after it)")
         if not self.trainpref:
             raise ConfigError("--trainpref is required: the training data to prepare")
         if self.input_format not in ("text", "tsv", "jsonl"):
             raise ConfigError(f"--input-format must be text, tsv or jsonl, not {self.input_format!r}")
-        if self.input_format != "text" and self.monolingual:
-            raise ConfigError("tsv/jsonl input holds pairs: give --target-lang as well")
+        if self.input_format == "tsv" and self.monolingual:
+            raise ConfigError("tsv input holds pairs: give --target-lang as well")
         if self.tokenizer not in TOKENIZERS:
             raise ConfigError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, not {self.tokenizer!r}")
         if self.spm_model and self.tokenizer != "sentencepiece":

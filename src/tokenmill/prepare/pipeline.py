@@ -145,8 +145,8 @@ class Pipeline:
             files,
             cfg.input_format,  # type: ignore[arg-type]
             tgt_files=tgt_files,
-            src_key=cfg.source_key or cfg.source_lang or "src",
-            tgt_key=cfg.target_key or cfg.target_lang or "tgt",
+            src_key=cfg.source_key or ("text" if cfg.monolingual else cfg.source_lang) or "src",
+            tgt_key=None if cfg.monolingual else (cfg.target_key or cfg.target_lang),
             options=self.read_options,
         )
 
