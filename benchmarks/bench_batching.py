@@ -20,8 +20,8 @@ Usage::
     python benchmarks/bench_batching.py                  # 1M and 20M pairs (20M takes a while)
     python benchmarks/bench_batching.py --sizes 1000000 --repeats 3
 
-fairseq's interpreter: ``$TOKENMILL_FAIRSEQ_PYTHON`` or ``/work/peers/fairseq/bin/python``; without
-it only tokenmill's figures are printed. Generated corpora are kept in ``--workdir`` for reuse.
+fairseq's interpreter: ``$TOKENMILL_FAIRSEQ_PYTHON`` or the ``.peers/fairseq`` venv (``scripts/setup_peers.sh``);
+without it only tokenmill's figures are printed. Generated corpora are kept in ``--workdir`` for reuse.
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peer import peer_python
 
 VOCAB = 32000
 BUDGETS = (4096, 16384)
@@ -266,10 +269,7 @@ CHILDREN = {
 
 # ------------------------------------------------------------------------------------------- parent
 def fairseq_python() -> str | None:
-    for candidate in (os.environ.get("TOKENMILL_FAIRSEQ_PYTHON"), "/work/peers/fairseq/bin/python"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
+    return peer_python("fairseq")
 
 
 def run_child(python: str, kind: str, args: dict, timeout: float = 3600) -> dict:

@@ -43,9 +43,11 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peer import peer_python
+
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
-DEFAULT_MEGATRON_PYTHON = "/work/peers/mcore/bin/python"
 EOD = 0
 
 
@@ -389,7 +391,7 @@ class Remote:
 
 
 def megatron_python(explicit: str | None) -> str | None:
-    for candidate in (explicit, os.environ.get("TOKENMILL_MEGATRON_PYTHON"), DEFAULT_MEGATRON_PYTHON):
+    for candidate in (explicit, peer_python("megatron")):
         if candidate and Path(candidate).exists():
             return candidate
     try:

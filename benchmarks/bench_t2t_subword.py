@@ -19,7 +19,7 @@ trained on the same lines with the same vocabulary size, ``encode(list, num_thre
     python benchmarks/bench_t2t_subword.py            # budget 1e7 (T2T needs tens of minutes here)
     python benchmarks/bench_t2t_subword.py --quick    # budget 5e4, a smoke run of a minute or so
 
-T2T's interpreter: --t2t-python, else TOKENMILL_T2T_PYTHON, else /work/peers/t2t/bin/python.
+T2T's interpreter: --t2t-python, else TOKENMILL_T2T_PYTHON, else the .peers/t2t venv (scripts/setup_peers.sh t2t).
 
 One full run (budget 1e7 -> 51,825 lines, 10.0 M characters; target 8192; max_subtoken_length 200;
 2 shared cores under load from other work, commit 3e9ce56):
@@ -44,6 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _peer import peer_python  # noqa: E402
 from t2t_corpus import write_corpus  # noqa: E402
 
 from tokenmill.vocab.t2t.sampling import sample_files  # noqa: E402
@@ -51,9 +52,9 @@ from tokenmill.vocab.t2t_subword import SubwordTextEncoder  # noqa: E402
 
 
 def t2t_python(arg: str | None) -> str:
-    for candidate in (arg, os.environ.get("TOKENMILL_T2T_PYTHON"), "/work/peers/t2t/bin/python"):
-        if candidate and Path(candidate).exists():
-            return candidate
+    found = arg if arg and Path(arg).exists() else peer_python("t2t")
+    if found:
+        return found
     sys.exit("T2T venv not found: pass --t2t-python or set TOKENMILL_T2T_PYTHON (see shared/PEERS.md)")
 
 

@@ -1,7 +1,7 @@
 """Run :mod:`tests.batching.fairseq_oracle` in fairseq's interpreter, exchanging ``.npy`` files.
 
 The interpreter: ``$TOKENMILL_FAIRSEQ_PYTHON``, else the repository's ``.peers/fairseq`` venv (see
-tests/peers.py), else ``/work/peers/fairseq/bin/python``; tests skip with the reason when none
+tests/peers.py); tests skip with the reason when none
 exists. A fairseq import costs seconds, so a test module sends all its jobs in one call.
 """
 
@@ -18,15 +18,11 @@ import pytest
 from tests.peers import peer_python
 
 ORACLE = Path(__file__).with_name("fairseq_oracle.py")
-DEV_PEER = Path("/work/peers/fairseq/bin/python")
 
 
 def fairseq_python() -> str | None:
     """The interpreter with fairseq installed, or None."""
-    found = peer_python("fairseq")
-    if found:
-        return found
-    return str(DEV_PEER) if DEV_PEER.exists() else None
+    return peer_python("fairseq")
 
 
 def require_fairseq() -> str:

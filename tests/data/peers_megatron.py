@@ -2,9 +2,9 @@
 
 Where megatron-core comes from, first match wins:
 1. ``import megatron.core`` works in this interpreter: jobs run in-process (CI installs it there);
-2. ``TOKENMILL_MEGATRON_PYTHON`` names an interpreter: jobs run in a subprocess of it;
-3. ``/work/peers/mcore/bin/python`` exists (the development machine's peer venv): same;
-4. otherwise the calling test is skipped with the reason.
+2. :func:`tests.peers.peer_python` finds an interpreter (``TOKENMILL_MEGATRON_PYTHON``, or the
+   ``.peers/megatron`` venv that ``scripts/setup_peers.sh`` makes and CI uses): jobs run in a subprocess of it;
+3. otherwise the calling test is skipped with the reason.
 
 A megatron-core import costs seconds, so a test module batches all its jobs into one call.
 """
@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.peers import peer_python
+
 ORACLE = Path(__file__).with_name("megatron_oracle.py")
-DEFAULT_PEER_PYTHON = Path("/work/peers/mcore/bin/python")
 
 
 def _importable_here() -> bool:
@@ -37,12 +38,7 @@ def megatron_runner() -> str | None:
     """``"in-process"``, a peer interpreter path, or None when megatron-core is nowhere."""
     if _importable_here():
         return "in-process"
-    configured = os.environ.get("TOKENMILL_MEGATRON_PYTHON")
-    if configured:
-        return configured if Path(configured).exists() else None
-    if DEFAULT_PEER_PYTHON.exists():
-        return str(DEFAULT_PEER_PYTHON)
-    return None
+    return peer_python("megatron")
 
 
 def require_megatron() -> str:
@@ -50,7 +46,7 @@ def require_megatron() -> str:
     runner = megatron_runner()
     if runner is None:
         pytest.skip(
-            "megatron-core not available: pip install megatron-core (with torch) here, or set "
+            "megatron-core not available: run `bash scripts/setup_peers.sh megatron`, or set "
             "TOKENMILL_MEGATRON_PYTHON to an interpreter that has it"
         )
     return runner
