@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,14 +20,36 @@ from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
-from tokenmill.batching.plan import EpochPlan, Planner
+from tokenmill.batching.plan import Planner
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 
 STATE_FORMAT = "tokenmill.batches"
 STATE_VERSION = 1
 
-Collate = Callable[[PairDataset, np.ndarray], Any]
+Collate = Callable[[PairDataset, Any], Any]
+
+
+class PlanLike(Protocol):
+    """What the iterator needs of an epoch's plan: its length and each (step, rank)'s batch."""
+
+    @property
+    def num_steps(self) -> int: ...
+
+    def indices(self, step: int, rank: int) -> Any: ...
+
+
+class PlannerLike(Protocol):
+    """What the iterator needs of a planner: the plan of any epoch, and an identity for resumes.
+
+    :class:`~tokenmill.batching.plan.Planner` is the default; packed rows and sampled mixtures of
+    several datasets bring their own (the batch a plan returns is whatever their collate takes).
+    """
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def plan(self, epoch: int) -> PlanLike: ...
 
 
 def plan_sizes(dataset: PairDataset) -> Sizes:
@@ -52,6 +74,8 @@ class BatchIterator:
     ``collate``: ``"fairseq"`` (batch dicts), ``"opennmt"`` ((features, labels)), ``None`` (the
     sample ids of each batch), or a callable ``(dataset, ids) -> batch``. ``update_freq`` > 1
     yields lists of that many consecutive batches (the last of an epoch may be shorter).
+    ``planner``: another planner (packed rows, a sampled mix of datasets) instead of the default
+    one over ``dataset``'s lengths; its fingerprint is what a resumed state must match.
     ``infinite`` runs epoch after epoch; otherwise one ``for`` loop covers the rest of the current
     epoch and the next loop starts the next epoch. ``cache_dir``: True for the default plan cache
     (``$TOKENMILL_CACHE_DIR`` or ``~/.cache/tokenmill/plans``), False for none, or a folder.
@@ -70,6 +94,7 @@ class BatchIterator:
         infinite: bool = False,
         cache_dir: str | os.PathLike[str] | bool = True,
         epoch: int = 1,
+        planner: PlannerLike | None = None,
     ) -> None:
         if world_size < 1 or not 0 <= rank < world_size:
             raise ConfigError(f"rank must be in [0, world_size); got rank={rank}, world_size={world_size}")
@@ -86,7 +111,7 @@ class BatchIterator:
         self.update_freq = update_freq
         self.infinite = infinite
         self.cache_dir = cache_dir
-        self.planner = Planner(
+        self.planner: PlannerLike = planner or Planner(
             plan_sizes(dataset),
             self.config,
             world_size=world_size,
@@ -99,7 +124,7 @@ class BatchIterator:
         self.consumed = 0
 
     # ---------------------------------------------------------------- plans and batches
-    def plan(self, epoch: int | None = None) -> EpochPlan:
+    def plan(self, epoch: int | None = None) -> PlanLike:
         """The plan of ``epoch`` (default: the current one)."""
         return self.planner.plan(self.epoch if epoch is None else epoch)
 
@@ -111,11 +136,11 @@ class BatchIterator:
         """Items one pass over the current epoch yields (batches, or groups with update_freq)."""
         return -(-self.num_steps() // self.update_freq)
 
-    def indices_at(self, epoch: int, step: int) -> np.ndarray:
+    def indices_at(self, epoch: int, step: int) -> Any:
         """Sample ids of this rank's batch at (epoch, step)."""
         return self.plan(epoch).indices(step, self.rank)
 
-    def collate(self, indices: np.ndarray) -> Any:
+    def collate(self, indices: Any) -> Any:
         """Turn sample ids into a batch with this iterator's collate setting."""
         name = self.collate_name
         if name is None:
@@ -252,6 +277,7 @@ class BatchIterator:
             "update_freq": self.update_freq,
             "infinite": self.infinite,
             "cache_dir": self.cache_dir,
+            "planner": None if isinstance(self.planner, Planner) else self.planner,
             "position": (self.epoch, self.step, self.consumed),
         }
 
@@ -266,5 +292,6 @@ class BatchIterator:
             update_freq=state["update_freq"],
             infinite=state["infinite"],
             cache_dir=state["cache_dir"],
+            planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
