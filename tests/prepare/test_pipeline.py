@@ -276,3 +276,42 @@ print("RESULT:" + json.dumps({"docs": ds.document_indices.tolist(), "first": ds[
     ours = IndexedDataset(prefix)
     assert seen == {"docs": list(range(13)), "first": ours[0].tolist(), "n": 12}
     assert ours[0][-1] == Dictionary.eos_index, "every document ends with </s> (the end-of-document token)"
+
+
+def test_blank_line_documents_with_a_distinct_end_of_document_token_read_by_megatron_core(tmp_path):
+    from tests.peers import run_peer
+
+    text = "\n\nfirst document line one\nline two of it\n\n\n  \nsecond document\n\nthird one\nends here\n"
+    (tmp_path / "books.en").write_text(text, encoding="utf-8")
+    settings = {"source_lang": "en", "trainpref": str(tmp_path / "books"), "tokenizer": "none",
+                "layout": "megatron", "destdir": str(tmp_path / "lm"), "documents": "blank-line",
+                "append_eod": True, "eod_symbol": "<|endoftext|>", "chunk_lines": 3}
+    summary = prepare(build_config(settings), progress=False)
+    out = summary.destdir
+    dictionary = Dictionary.load(out / "dict.en.txt")
+    eod = dictionary.index("<|endoftext|>")
+    assert eod > Dictionary.unk_index, "the end-of-document symbol has an id of its own"
+    ours = IndexedDataset(out / "train.en-None.en")
+    docs = [dictionary.decode(ours[i]) for i in range(len(ours))]
+    assert docs == [
+        "first document line one line two of it <|endoftext|>",
+        "second document <|endoftext|>",
+        "third one ends here <|endoftext|>",
+    ], "blocks split by blank lines (chunk borders ignored), each ending with the EOD token instead of </s>"
+    seen = run_peer("megatron", """
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+ds = IndexedDataset(PAYLOAD)
+print("RESULT:" + json.dumps({"docs": ds.document_indices.tolist(), "last": [int(ds[i][-1]) for i in range(len(ds))]}))
+""", str(out / "train.en-None.en"))
+    assert seen == {"docs": [0, 1, 2, 3], "last": [eod, eod, eod]}
+
+
+def test_append_eod_needs_the_symbol_in_a_given_dictionary(tmp_path):
+    (tmp_path / "lm.en").write_text("a b\nc d\n", encoding="utf-8")
+    (tmp_path / "dict.txt").write_text("a 1\nb 1\nc 1\nd 1\n", encoding="utf-8")
+    settings = {"source_lang": "en", "trainpref": str(tmp_path / "lm"), "tokenizer": "none", "append_eod": True,
+                "eod_symbol": "<eod>", "srcdict": str(tmp_path / "dict.txt"), "destdir": str(tmp_path / "out")}
+    with pytest.raises(TokenmillError, match="<eod> is not in the dictionary"):
+        prepare(build_config(settings), progress=False)
+    with pytest.raises(TokenmillError, match="--documents blank-line is for monolingual"):
+        build_config({**settings, "target_lang": "de", "documents": "blank-line", "append_eod": False})

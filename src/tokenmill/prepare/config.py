@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tokenmill.text.normalize import Normalizer
 
 SPLITS = ("train", "valid", "test")
 TOKENIZERS = ("sentencepiece", "none", "t2t-subword")
+_DIRECTION = re.compile(r"[^\s.\-]+-[^\s.\-]+")
 
 
 @dataclass
@@ -55,6 +57,13 @@ class PrepareConfig:
     positions of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer none)."""
     on_malformed: str = "error"
     """TSV/JSONL rows without both fields: error | skip (counted)."""
+    documents: str = "line"
+    """Monolingual text: line (one document per line) | blank-line (documents are blocks of lines
+    separated by blank lines; a block's lines are joined by a space into one item)."""
+    append_eod: bool = False
+    """Monolingual: end every document with --eod-symbol instead of </s> (Megatron's --append-eod)."""
+    eod_symbol: str = "</s>"
+    """The end-of-document token of --append-eod (e.g. <|endoftext|>); added to the dictionary."""
 
     # ---- cleaning
     normalize: Normalizer = field(default_factory=Normalizer)
@@ -124,10 +133,31 @@ class PrepareConfig:
     chunk_lines: int = 65536
     """Lines per batch handed to the tokenizer."""
 
+    # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
+    directions: dict[str, Any] = field(default_factory=dict)
+    """Language directions prepared together with one SentencePiece model and one dictionary, e.g.
+    eng_Latn-tur_Latn,eng_Latn-zho_Hans: files at {trainpref}.{direction}.{lang} (and valid/test
+    alike); in YAML also a mapping direction -> {trainpref, validpref, testpref} of its own prefixes."""
+    num_shards: int = 1
+    """Many directions: split each direction's train into this many shardNNN/ folders (fewer for
+    directions with fewer pairs); valid/test go to shard000."""
+    spm_temperature: float = 1.0
+    """Many directions: SentencePiece's training sample takes language l's lines in proportion to
+    n_l^(1/T), so small languages keep their characters (1: as they come; 5: NLLB-like)."""
+    lang_token_format: str = "__{lang}__"
+    """Many directions: language tokens added to the shared dictionary, one per language."""
+    retrain_tokenizer: bool = False
+    """Many directions: train SentencePiece again when directions were added (by default the model
+    trained on the first directions is kept and only the new directions are encoded)."""
+
     # ---------------------------------------------------------------- construction
     @property
     def monolingual(self) -> bool:
         return not self.target_lang
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self.directions)
 
     @property
     def langs(self) -> list[str]:
@@ -137,12 +167,22 @@ class PrepareConfig:
         return {split: getattr(self, f"{split}pref") for split in SPLITS if getattr(self, f"{split}pref")}
 
     def validate(self) -> PrepareConfig:
+        if self.multilingual:
+            return self._validate_multilingual()
         if not self.source_lang:
             raise ConfigError("--source-lang is required (files are read as {prefix}.{lang} and named after it)")
         if not self.trainpref:
             raise ConfigError("--trainpref is required: the training data to prepare")
         if self.input_format not in ("text", "tsv", "jsonl"):
             raise ConfigError(f"--input-format must be text, tsv or jsonl, not {self.input_format!r}")
+        if self.documents not in ("line", "blank-line"):
+            raise ConfigError(f"--documents must be line or blank-line, not {self.documents!r}")
+        if self.documents == "blank-line" and (not self.monolingual or self.input_format != "text"):
+            raise ConfigError("--documents blank-line is for monolingual plain text (no --target-lang, text input)")
+        if self.append_eod and (not self.monolingual or self.tokenizer == "t2t-subword"):
+            raise ConfigError("--append-eod is for monolingual data with --tokenizer sentencepiece or none")
+        if not self.eod_symbol or any(c.isspace() for c in self.eod_symbol):
+            raise ConfigError(f"--eod-symbol must be one token without spaces, got {self.eod_symbol!r}")
         if self.input_format == "tsv" and self.monolingual:
             raise ConfigError("tsv input holds pairs: give --target-lang as well")
         if self.tokenizer not in TOKENIZERS:
@@ -174,11 +214,69 @@ class PrepareConfig:
             raise ConfigError("--joined-dictionary with different --srcdict and --tgtdict")
         return self
 
+    def _validate_multilingual(self) -> PrepareConfig:
+        for name, files in self.directions.items():
+            if not _DIRECTION.fullmatch(name):
+                raise ConfigError(
+                    f"direction {name!r} is not 'src-tgt' (two different language codes without '-', '.' or spaces, "
+                    "e.g. eng_Latn-tur_Latn)"
+                )
+            src, tgt = name.split("-")
+            if src == tgt:
+                raise ConfigError(f"direction {name!r}: source and target language are the same")
+            if not files.get("trainpref"):
+                raise ConfigError(
+                    f"direction {name}: no training files (give trainpref for it, or a global --trainpref)"
+                )
+        wrong = [
+            flag for flag, bad in (
+                ("--tokenizer other than sentencepiece", self.tokenizer != "sentencepiece"),
+                ("--input-format other than text", self.input_format != "text"),
+                ("--source-lang/--target-lang (the directions name them)", bool(self.source_lang or self.target_lang)),
+                ("--shard-size (use --num-shards)", bool(self.shard_size)),
+                ("--align-suffix", bool(self.align_suffix)),
+                ("--srcdict/--tgtdict (the shared dictionary is built from the SentencePiece model)",
+                 bool(self.srcdict or self.tgtdict)),
+                ("--no-joint-spm", not self.joint_spm),
+            ) if bad
+        ]
+        if wrong:
+            raise ConfigError("with --directions these settings do not apply: " + "; ".join(wrong))
+        if self.spm_model and not Path(self.spm_model).is_file():
+            raise ConfigError(f"--spm-model {self.spm_model} does not exist")
+        if not self.spm_temperature > 0:
+            raise ConfigError(f"--spm-temperature must be > 0, got {self.spm_temperature}")
+        if self.num_shards < 1:
+            raise ConfigError(f"--num-shards must be >= 1, got {self.num_shards}")
+        if "{lang}" not in self.lang_token_format or any(c.isspace() for c in self.lang_token_format):
+            raise ConfigError(
+                f"--lang-token-format {self.lang_token_format!r} must contain {{lang}} and no spaces "
+                "(e.g. __{lang}__)"
+            )
+        try:
+            Layout(self.layout)
+        except ValueError:
+            raise ConfigError(f"--layout must be fairseq or megatron, not {self.layout!r}") from None
+        if self.leakage not in ("pair", "source", "target", "either", "off"):
+            raise ConfigError(f"--leakage must be pair, source, target, either or off, not {self.leakage!r}")
+        return self
+
+    def direction_config(self, name: str) -> PrepareConfig:
+        """The single-direction settings of direction ``name`` (its files, the shared everything else)."""
+        src, tgt = name.split("-")
+        files = self.directions[name]
+        return dataclasses.replace(
+            self, directions={}, source_lang=src, target_lang=tgt, trainpref=list(files.get("trainpref", [])),
+            validpref=list(files.get("validpref", [])), testpref=list(files.get("testpref", [])),
+            num_shards=1, joined_dictionary=True,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 _NESTED = {"normalize": Normalizer, "filters": FilterConfig}
+_PREFIXES = ("trainpref", "validpref", "testpref")
 _LISTS = {"trainpref", "validpref", "testpref", "user_defined_symbols"}
 
 
@@ -209,6 +307,28 @@ def _nested(kind: type, value: Any, key: str) -> Any:
         raise ConfigError(f"bad {key} settings: {error}") from None
 
 
+def _directions(value: Any, settings: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Directions as {name: {"trainpref": [...], ...}}; a bare name takes {pref}.{name} of the global prefixes."""
+    if isinstance(value, dict):
+        entries = value
+    else:
+        entries = dict.fromkeys(_as_list(value))
+    result: dict[str, dict[str, list[str]]] = {}
+    for name, files in entries.items():
+        name = str(name)
+        if files is None:
+            files = {split: [f"{p}.{name}" for p in _as_list(settings.get(split))] for split in _PREFIXES}
+        elif isinstance(files, dict):
+            unknown = sorted(set(files) - set(_PREFIXES))
+            if unknown:
+                raise ConfigError(f"direction {name}: unknown key(s) {', '.join(unknown)}; use {', '.join(_PREFIXES)}")
+            files = {split: _as_list(files.get(split)) for split in _PREFIXES}
+        else:
+            raise ConfigError(f"direction {name}: expected a mapping of {', '.join(_PREFIXES)} (or nothing)")
+        result[name] = files
+    return result
+
+
 def build_config(settings: dict[str, Any]) -> PrepareConfig:
     """A validated config from a mapping (YAML content merged with flags); unknown keys are errors."""
     known = {f.name for f in fields(PrepareConfig)}
@@ -218,7 +338,9 @@ def build_config(settings: dict[str, Any]) -> PrepareConfig:
         raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; see `tokenmill prepare --help`")
     values: dict[str, Any] = {}
     for key, value in normalized.items():
-        if key in _NESTED:
+        if key == "directions":
+            values[key] = _directions(value, normalized)
+        elif key in _NESTED:
             values[key] = _nested(_NESTED[key], value, key)
         elif key in _LISTS:
             values[key] = _as_list(value)

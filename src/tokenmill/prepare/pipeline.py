@@ -46,6 +46,7 @@ from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.manifest import file_checksum, write_manifest
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
+from tokenmill.text.documents import paragraph_documents
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
@@ -181,6 +182,7 @@ class Pipeline:
             key = fingerprint(
                 "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files], cfg.input_format,
                 cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
+                *([cfg.documents] if cfg.documents != "line" else []),
             )
             info = self._stage(
                 f"clean.{split}", key,
@@ -233,6 +235,8 @@ class Pipeline:
             chunks = self._with_alignments(
                 split, source.chunks(chunk_lines=min(cfg.chunk_lines, _CLEAN_CHUNK_LINES)), total
             )
+            if cfg.documents == "blank-line":
+                chunks = paragraph_documents(chunks)
             for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
                 if cleaned.src:
                     src_out.write("\n".join(cleaned.src) + "\n")
@@ -382,7 +386,7 @@ class Pipeline:
         given_ids = {lang: file_identity(p) if p else None for lang, p in given.items()}
         limits = (cfg.nwordssrc, cfg.nwordstgt, cfg.thresholdsrc, cfg.thresholdtgt, cfg.padding_factor)
         key = fingerprint("dictionary", upstream, given_ids, limits, cfg.joined_dictionary, cfg.user_defined_symbols,
-                          cfg.tokenizer)
+                          cfg.tokenizer, *([cfg.eod_symbol] if self._distinct_eod() else []))
         paths = {lang: self.root / f"dict.{lang}.txt" for lang in langs}
         self._stage("dictionary", key, lambda: self._build_dictionaries(given, paths))
         dictionaries = {lang: Dictionary.load(path) for lang, path in paths.items()}
@@ -395,6 +399,10 @@ class Pipeline:
             ),
         }
         return dictionaries
+
+    def _distinct_eod(self) -> bool:
+        """Whether --append-eod asks for a token of its own (not fairseq's </s>)."""
+        return self.config.append_eod and self.config.eod_symbol != "</s>"
 
     def _counts(self, lang: str) -> Counter[str]:
         """Token counts of the training side ``lang``: pieces for SentencePiece, words for none."""
@@ -418,7 +426,7 @@ class Pipeline:
         limits = {langs[0]: (cfg.nwordssrc, cfg.thresholdsrc)}
         if len(langs) > 1:
             limits[langs[1]] = (cfg.nwordstgt, cfg.thresholdtgt)
-        extra = list(cfg.user_defined_symbols)
+        extra = list(cfg.user_defined_symbols) + ([cfg.eod_symbol] if self._distinct_eod() else [])
         built: dict[str, Dictionary] = {}
         if cfg.joined_dictionary and not any(given.values()):
             total: Counter[str] = Counter()
@@ -435,6 +443,11 @@ class Pipeline:
                     nwords, threshold = limits[lang]
                     built[lang] = Dictionary.from_counts(self._counts(lang), threshold=threshold, nwords=nwords,
                                                          padding_factor=cfg.padding_factor, extra_symbols=extra)
+        if self._distinct_eod() and cfg.eod_symbol not in built[langs[0]]:
+            raise ConfigError(
+                f"--eod-symbol {cfg.eod_symbol} is not in the dictionary {given.get(langs[0])}; add it there "
+                "(a line '<symbol> 1') or leave --append-eod off"
+            )
         for lang, dictionary in built.items():
             dictionary.save(paths[lang])
         return list(paths.values()), {lang: len(d) for lang, d in built.items()}
@@ -447,13 +460,18 @@ class Pipeline:
                 t2t = cfg.tokenizer == "t2t-subword"
                 vocab_path = self.t2t_vocab_path(lang) if t2t else self.root / f"dict.{lang}.txt"
                 upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
-                key = fingerprint("binarize", upstream, file_checksum(vocab_path), cfg.layout, cfg.shard_size,
-                                  cfg.tokenizer, cfg.source_lang, cfg.target_lang)
+                key = fingerprint("binarize", upstream, self.vocab_fingerprint(lang, vocab_path), cfg.layout,
+                                  cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang,
+                                  *([cfg.eod_symbol] if cfg.append_eod else []))
                 info = self._stage(
                     f"binarize.{split}.{lang}", key,
                     lambda s=split, la=lang: self._run_binarize(s, la, dictionaries.get(la)),
                 )
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
+
+    def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
+        """What a binarized side depends on in its vocabulary file (here: all of it)."""
+        return file_checksum(vocab_path)
 
     def _id_blocks(
         self, split: str, lang: str, dictionary: Dictionary | None
@@ -492,6 +510,8 @@ class Pipeline:
             vocab_size, eos, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, 1, -1
         else:
             vocab_size, eos, unk = len(dictionary), dictionary.eos_index, dictionary.unk_index
+            if self.config.append_eod:
+                eos = dictionary.index(self.config.eod_symbol)
         return self._write_split(
             split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
             self._id_blocks(split, lang, dictionary), eos=eos, unk=unk, crash_name=f"binarize.{split}.{lang}",
@@ -683,4 +703,8 @@ def prepare(config: PrepareConfig, *, force: bool = False, progress: bool | None
     """Run the whole pipeline; re-running skips stages whose inputs and settings did not change."""
     if not isinstance(config, PrepareConfig):
         raise ConfigError("prepare() takes a PrepareConfig (see tokenmill.prepare.build_config)")
+    if config.multilingual:
+        from tokenmill.prepare.multilingual import MultilingualPipeline
+
+        return MultilingualPipeline(config, force=force, progress=progress).run()
     return Pipeline(config, force=force, progress=progress).run()
