@@ -98,6 +98,22 @@ class EpochPlan:
         return [self.indices(t, rank) for t in range(self.num_steps)]
 
 
+@dataclass
+class EpochSample:
+    """The items one epoch plans instead of the whole dataset (a sampled mixture of datasets).
+
+    The plan batches ``len(ids)`` items by ``sizes`` and maps its order back through ``ids``, so
+    batches hold dataset ids (an id drawn twice appears twice, as two items).
+    """
+
+    ids: np.ndarray
+    """int64 dataset ids of the epoch's items, repeats allowed."""
+    sizes: Sizes
+    """Lengths of those items, aligned with ``ids`` (``keep`` None: filter before sampling)."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Pairs left out before sampling, by reason (reported in the plan's stats)."""
+
+
 def _cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
     if config.mode == "fairseq":
         return fairseq_mode.cut(sizes, config)
@@ -109,6 +125,19 @@ def _cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
 def epoch_key(config: BatchConfig, epoch: int) -> int:
     """The epoch a mode's batches depend on (0: the same batches every epoch)."""
     return 0 if config.mode == "fairseq" else epoch
+
+
+def compute_sampled_batches(
+    sample: EpochSample, config: BatchConfig, epoch: int, world_size: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """:func:`compute_batches` over an epoch's sample, its order mapped back to dataset ids."""
+    arrays, meta = compute_batches(sample.sizes, config, epoch, world_size)
+    arrays["order"] = np.asarray(sample.ids, dtype=np.int64)[arrays["order"]]
+    dropped = dict(sample.dropped)
+    for reason, count in meta["dropped"].items():
+        dropped[reason] = dropped.get(reason, 0) + int(count)
+    meta["dropped"] = dropped
+    return arrays, meta
 
 
 def compute_batches(
@@ -172,11 +201,16 @@ def step_permutation(config: BatchConfig, epoch: int, world_size: int) -> Callab
 
 
 class Planner:
-    """Computes (or maps from the cache) the plan of any epoch for one dataset and setting."""
+    """Computes (or maps from the cache) the plan of any epoch for one dataset and setting.
+
+    ``sampler`` (optional) gives each epoch's :class:`EpochSample`: the plan then batches that
+    sample (every epoch its own cache entry) and ``sizes`` may be None. The sampler must be a pure
+    function of the epoch; what it depends on belongs in ``data_fingerprint``.
+    """
 
     def __init__(
         self,
-        sizes: Sizes,
+        sizes: Sizes | None,
         config: BatchConfig,
         *,
         world_size: int = 1,
@@ -184,9 +218,12 @@ class Planner:
         pre_dropped: dict[str, int] | None = None,
         cache: PlanCache | None = None,
         keep_epochs: int = 2,
+        sampler: Callable[[int], EpochSample] | None = None,
     ) -> None:
         if world_size < 1:
             raise ValueError("world_size must be >= 1")
+        if sizes is None and sampler is None:
+            raise ValueError("a Planner needs sizes or a sampler")
         self.sizes = sizes
         self.config = config
         self.world_size = world_size
@@ -194,10 +231,13 @@ class Planner:
         self.pre_dropped = dict(pre_dropped or {})
         self.cache = cache or PlanCache(None)
         self.keep_epochs = keep_epochs
+        self.sampler = sampler
         self._memo: dict[int, EpochPlan] = {}
-        self.base_key = fingerprint(
-            {"v": PLAN_VERSION, "data": data_fingerprint, "config": config.to_dict(), "world": world_size}
-        )
+        identity: dict[str, Any] = {"v": PLAN_VERSION, "data": data_fingerprint, "config": config.to_dict()}
+        identity["world"] = world_size
+        if sampler is not None:
+            identity["sampled"] = True
+        self.base_key = fingerprint(identity)
 
     @property
     def fingerprint(self) -> str:
@@ -210,11 +250,21 @@ class Planner:
             raise ValueError(f"epochs count from 1, got {epoch}")
         if epoch in self._memo:
             return self._memo[epoch]
-        key_epoch = epoch_key(self.config, epoch)
+        key_epoch = epoch if self.sampler is not None else epoch_key(self.config, epoch)
         key = f"{self.base_key}-e{key_epoch}"
-        (arrays, meta), cached = self.cache.get_or_build(
-            key, lambda: compute_batches(self.sizes, self.config, epoch, self.world_size)
-        )
+        if self.sampler is not None:
+            sampler = self.sampler
+
+            def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+                return compute_sampled_batches(sampler(epoch), self.config, epoch, self.world_size)
+        else:
+            sizes = self.sizes
+            assert sizes is not None
+
+            def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+                return compute_batches(sizes, self.config, epoch, self.world_size)
+
+        (arrays, meta), cached = self.cache.get_or_build(key, build)
         if not cached and key_epoch > self.keep_epochs:
             self.cache.prune(self.base_key, older_than=key_epoch - self.keep_epochs + 1)
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))

@@ -32,6 +32,7 @@ import numpy as np
 import xxhash
 from filelock import FileLock, Timeout
 
+from tokenmill.data.sampling import temperature_probabilities
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
 from tokenmill.prepare.config import PrepareConfig
@@ -330,7 +331,7 @@ class MultilingualPipeline(Pipeline):
 def temperature_quotas(lines: dict[str, int], budget: int, temperature: float) -> dict[str, int]:
     """Lines of each language in a tokenizer sample of at most ``budget`` lines.
 
-    Shares follow p_l ∝ n_l^(1/T) (fairseq's temperature rule, as in training); a language that would
+    Shares follow p_l ∝ n_l^(1/T) (the training mix's temperature rule); a language that would
     get more than it has gives all of its lines and the rest of the budget is shared among the
     others by the same rule (so the sample is as large as the budget allows).
     """
@@ -341,8 +342,7 @@ def temperature_quotas(lines: dict[str, int], budget: int, temperature: float) -
     sizes = np.array([lines[name] for name in names], dtype=np.int64)
     if int(sizes.sum()) <= budget:
         return {**quotas, **{name: int(n) for name, n in zip(names, sizes, strict=True)}}
-    weights = sizes.astype(np.float64) ** (1.0 / temperature)
-    probabilities = weights / weights.sum()
+    probabilities = temperature_probabilities(sizes, temperature)
     open_ = np.ones(len(names), dtype=bool)
     take = np.zeros(len(names), dtype=np.int64)
     left = budget
