@@ -1,0 +1,462 @@
+"""Packed translation pairs: several short pairs per row, rows of a fixed shape, batches of rows.
+
+Each epoch, the pairs the dataset keeps are shuffled (seed, epoch) and packed into rows of at most
+``max_src_length`` source and ``max_tgt_length`` target tokens (:mod:`tokenmill.batching.packed_rows`:
+Tensor2Tensor's greedy stream packing, or two-sided first-fit decreasing); the rows are shuffled
+and cut into batches of ``rows_per_batch`` rows; the batches are dealt to ranks with
+:func:`~tokenmill.batching.ranks.equalize` and :func:`~tokenmill.batching.ranks.schedule` (equal
+step counts, no dummy batches). The plan is a pure function of (data lengths, config, epoch,
+world size), cached on disk like unpacked plans, so :class:`~tokenmill.loader.BatchIterator`
+resumes it exactly in O(1)::
+
+    planner = PackedPairPlanner(dataset, PackConfig(max_length=256, max_tokens=8192), world_size=8)
+    batches = BatchIterator(dataset, planner=planner, collate=collate_packed, rank=rank, world_size=8)
+
+A plan's ``indices(step, rank)`` is a :class:`PackedBatch` (pair ids row by row and widths), which
+:func:`~tokenmill.batching.packed_collate.collate_packed` turns into T2T's features.
+
+Pairs longer than a row on either side are dropped and counted (``source_longer_than_row``,
+``target_longer_than_row``, ``both_longer_than_row``), or with ``strict`` a
+:class:`~tokenmill.errors.ConfigError` names the first one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from tokenmill.batching.cache import PlanCache, fingerprint
+from tokenmill.batching.costs import round_up
+from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
+from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
+from tokenmill.batching.plan import PlanStats
+from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
+from tokenmill.data.pairs import PairDataset
+from tokenmill.errors import ConfigError
+
+PACK_VERSION = 1
+"""Bumped whenever a packed plan for the same inputs would come out different (invalidates caches)."""
+
+STRATEGIES = ("ffd", "greedy")
+"""``ffd``: two-sided first-fit decreasing over the whole epoch (fewest rows); ``greedy``:
+Tensor2Tensor's stream packing, a row closes when the next pair of the shuffled stream does not fit."""
+
+_ROW_SHUFFLE = SHARD_SHUFFLE  # the random stream that orders rows into batches (unused by pair plans)
+_ARRAYS = ("order", "row_ends", "row_src", "row_tgt", "starts", "stops")
+
+
+@dataclass(frozen=True)
+class PackConfig:
+    """How pairs are packed into rows and rows into batches; every field enters the plan fingerprint."""
+
+    max_length: int = 256
+    """Tokens per row on each side (T2T's ``max_length`` for packed problems)."""
+    max_src_length: int | None = None
+    """Source tokens per row when it should differ from ``max_length`` (None: ``max_length``)."""
+    max_tgt_length: int | None = None
+    """Target tokens per row when it should differ from ``max_length`` (None: ``max_length``)."""
+    rows_per_batch: int | None = None
+    """Rows per batch (None: as many as ``max_tokens`` allows)."""
+    max_tokens: int | None = 4096
+    """Token budget per batch and side: rows x row width <= max_tokens (None: ``rows_per_batch`` only)."""
+    strategy: str = "ffd"
+    """One of :data:`STRATEGIES`."""
+    max_segments: int | None = None
+    """At most this many pairs per row (None: no limit)."""
+    fixed_width: bool = True
+    """Collate every batch at the full row width (static shapes, as T2T on TPU); False: the longest
+    row of the batch, rounded up to ``pad_to_multiple``."""
+    pad_to_multiple: int = 1
+    """With ``fixed_width`` False: widths are padded up to a multiple of this."""
+    seed: int = 1
+    """Seed of every random choice: the plan is a pure function of (seed, epoch, lengths, config)."""
+    shuffle: bool = True
+    """Shuffle pairs before packing and rows into batches, differently every epoch. False: pairs in
+    dataset order (``greedy`` then packs the file as it is) and batches in packing order."""
+    drop_last: bool = False
+    """When the batch count is not a multiple of the world size, drop the smallest batches (their
+    pairs sit out the epoch, reported) instead of splitting batches in two."""
+    strict: bool = False
+    """Raise :class:`ConfigError` on a pair longer than a row instead of dropping and counting it."""
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"packing strategy {self.strategy!r} is unknown; choose one of {', '.join(STRATEGIES)}")
+        if self.rows_per_batch is None and self.max_tokens is None:
+            raise ConfigError("packed batches need rows_per_batch or max_tokens (or both); neither is set")
+        for name in ("max_length", "max_src_length", "max_tgt_length", "rows_per_batch", "max_tokens", "max_segments"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(
+                    f"{name} must be a positive integer{'' if name == 'max_length' else ' or None'}, got {value!r}"
+                )
+        if not isinstance(self.pad_to_multiple, int) or self.pad_to_multiple < 1:
+            raise ConfigError(f"pad_to_multiple must be an integer >= 1, got {self.pad_to_multiple!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32 - 1024:
+            raise ConfigError(f"seed must be an integer in [0, 2**32 - 1024), got {self.seed!r}")
+        if self.max_tokens is not None and self.max_tokens < max(self.src_length, self.tgt_length):
+            raise ConfigError(
+                f"max_tokens={self.max_tokens} is smaller than one row ({max(self.src_length, self.tgt_length)} "
+                "tokens): raise max_tokens or lower max_length"
+            )
+
+    @property
+    def src_length(self) -> int:
+        """Source tokens per row."""
+        return self.max_src_length if self.max_src_length is not None else self.max_length
+
+    @property
+    def tgt_length(self) -> int:
+        """Target tokens per row."""
+        return self.max_tgt_length if self.max_tgt_length is not None else self.max_length
+
+    @property
+    def batch_rows(self) -> int:
+        """Rows per batch: ``rows_per_batch`` capped by the token budget over the wider side."""
+        rows = [self.rows_per_batch] if self.rows_per_batch is not None else []
+        if self.max_tokens is not None:
+            rows.append(self.max_tokens // max(self.src_length, self.tgt_length))
+        return min(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (what the fingerprint records)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> PackConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown packing settings {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+
+@dataclass
+class PackedBatch:
+    """One batch of packed rows: what a plan's ``indices(step, rank)`` returns and the collate takes."""
+
+    ids: np.ndarray
+    """Pair ids, row after row (inside a row: segment 1, 2, ...)."""
+    row_ends: np.ndarray
+    """int64 end of each row in ``ids`` (last == len(ids))."""
+    src_width: int
+    """Source columns of the collated arrays."""
+    tgt_width: int
+    """Target columns of the collated arrays."""
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.row_ends)
+
+    def rows(self) -> list[np.ndarray]:
+        """Pair ids of each row (for inspection and tests)."""
+        return np.split(self.ids, self.row_ends[:-1])
+
+
+@dataclass
+class PackedEpochPlan:
+    """One epoch's rows, batches and their step-by-step assignment to ranks."""
+
+    epoch: int
+    world_size: int
+    config: PackConfig
+    order: np.ndarray
+    """Pair ids row after row; rows come in batch order (batch b is rows ``starts[b]:stops[b]``)."""
+    row_ends: np.ndarray
+    """int64 end of each row in ``order``."""
+    table: BatchTable
+    """Batches as ranges of rows, with their longest rows and token sums per side."""
+    schedule: np.ndarray
+    """(num_steps, world_size) batch ids; row t: the batch each rank runs at step t."""
+    stats: PlanStats
+
+    @property
+    def num_steps(self) -> int:
+        """Batches per rank in this epoch."""
+        return len(self.schedule)
+
+    def batch(self, b: int) -> PackedBatch:
+        """Batch ``b``: its pairs row by row, and the widths to collate it at."""
+        first, stop = int(self.table.starts[b]), int(self.table.stops[b])
+        begin = int(self.row_ends[first - 1]) if first else 0
+        ends = self.row_ends[first:stop] - begin
+        c = self.config
+        if c.fixed_width:
+            src_width, tgt_width = c.src_length, c.tgt_length
+        else:
+            src_width = int(round_up(self.table.max_src[b], c.pad_to_multiple))
+            tgt_width = int(round_up(self.table.max_tgt[b], c.pad_to_multiple))
+        return PackedBatch(self.order[begin : int(self.row_ends[stop - 1])], ends, src_width, tgt_width)
+
+    def indices(self, step: int, rank: int) -> PackedBatch:
+        """The batch rank ``rank`` runs at ``step``."""
+        if not 0 <= rank < self.world_size:
+            raise ConfigError(f"rank {rank} is outside this plan's world size {self.world_size}")
+        return self.batch(int(self.schedule[step, rank]))
+
+    def rank_batches(self, rank: int) -> list[PackedBatch]:
+        """Every batch of one rank, in step order (for inspection and tests)."""
+        return [self.indices(t, rank) for t in range(self.num_steps)]
+
+
+def _drop_long(
+    ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, dataset: PairDataset, dropped: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    long_src = src > config.src_length
+    long_tgt = tgt > config.tgt_length
+    too_long = long_src | long_tgt
+    if not too_long.any():
+        return ids, src, tgt
+    if config.strict:
+        first = int(np.flatnonzero(too_long)[0])
+        raise ConfigError(
+            f"pair {int(ids[first])} of {dataset.describe()} does not fit a packed row (source {int(src[first])} "
+            f"tokens, target {int(tgt[first])}; rows hold {config.src_length} / {config.tgt_length}); "
+            f"{int(too_long.sum())} pairs in all — raise max_length or turn strict off to drop and count them"
+        )
+    both = long_src & long_tgt
+    for reason, mask in (
+        ("both_longer_than_row", both),
+        ("source_longer_than_row", long_src & ~both),
+        ("target_longer_than_row", long_tgt & ~both),
+    ):
+        if mask.any():
+            dropped[reason] = int(mask.sum())
+    keep = ~too_long
+    return ids[keep], src[keep], tgt[keep]
+
+
+def _side_sizes(dataset: PairDataset) -> tuple[np.ndarray, np.ndarray]:
+    """Source and target lengths (a missing side: zeros)."""
+    zeros = np.zeros(len(dataset), dtype=np.int32)
+    src = dataset.src_sizes if dataset.src_sizes is not None else zeros
+    tgt = dataset.tgt_sizes if dataset.tgt_sizes is not None else zeros
+    return src, tgt
+
+
+def pack_epoch(dataset: PairDataset, config: PackConfig, epoch: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Rows of one epoch before batching: (pair ids row by row, int64 row ends, dropped by reason)."""
+    src_all, tgt_all = _side_sizes(dataset)
+    n = len(dataset)
+    ids = (
+        np.arange(n, dtype=index_dtype(n))
+        if dataset.keep is None
+        else np.flatnonzero(dataset.keep).astype(index_dtype(n), copy=False)
+    )
+    if config.shuffle:
+        ids = ids[generator(config.seed, epoch, SAMPLE_SHUFFLE).permutation(len(ids))]
+    dropped: dict[str, int] = {}
+    ids, src, tgt = _drop_long(ids, src_all[ids], tgt_all[ids], config, dataset, dropped)
+    if config.strategy == "greedy":
+        ends = next_fit(src, tgt, config.src_length, config.tgt_length, config.max_segments)
+        return ids, ends, dropped
+    order, ends = first_fit_decreasing(ids, src, tgt, config.src_length, config.tgt_length, config.max_segments)
+    return order, ends, dropped
+
+
+def _rows_in_order(order: np.ndarray, row_ends: np.ndarray, row_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``order`` and ``row_ends`` with the rows rearranged into ``row_order``."""
+    starts = np.concatenate([[0], row_ends[:-1]]).astype(np.int64)
+    lengths = (row_ends - starts)[row_order]
+    new_ends = np.cumsum(lengths).astype(np.int64)
+    gather = np.arange(int(new_ends[-1]) if len(new_ends) else 0, dtype=np.int64)
+    gather += np.repeat(starts[row_order] - (new_ends - lengths), lengths)
+    return order[gather], new_ends
+
+
+def row_sums(sizes: np.ndarray, order: np.ndarray, row_ends: np.ndarray) -> np.ndarray:
+    """Tokens of each row on one side (int64)."""
+    if not len(row_ends):
+        return np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], row_ends[:-1]])
+    return np.add.reduceat(sizes[order], starts, dtype=np.int64)
+
+
+def batch_pairs(row_ends: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> int:
+    """Pairs in the batches given as row ranges."""
+    cum = np.concatenate([[0], row_ends]).astype(np.int64)
+    return int((cum[stops] - cum[starts]).sum())
+
+
+def compute_packed(
+    dataset: PairDataset, config: PackConfig, epoch: int, world_size: int
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Pack, batch and equalize one epoch (the cacheable part of a packed plan)."""
+    began = time.perf_counter()
+    order, row_ends, dropped = pack_epoch(dataset, config, epoch)
+    num_rows = len(row_ends)
+    if config.shuffle and num_rows:
+        order, row_ends = _rows_in_order(
+            order, row_ends, generator(config.seed, epoch, _ROW_SHUFFLE).permutation(num_rows)
+        )
+    src_all, tgt_all = _side_sizes(dataset)
+    row_src = row_sums(src_all, order, row_ends)
+    row_tgt = row_sums(tgt_all, order, row_ends)
+    per_batch = config.batch_rows
+    ends = np.append(np.arange(per_batch, num_rows, per_batch, dtype=np.int64), num_rows)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    width = config.src_length + config.tgt_length
+
+    def merge_costs(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+        rows = stops - starts
+        return (rows[:-1] + rows[1:]) * width
+
+    eq = equalize(
+        starts, ends, world_size, num_samples=num_rows, drop_last=config.drop_last, multiple=1, merge_costs=merge_costs
+    )
+    if eq.dropped_batches:
+        dropped["drop_last_for_ranks"] = len(order) - batch_pairs(row_ends, eq.starts, eq.stops)
+    arrays = {
+        "order": order,
+        "row_ends": row_ends,
+        "row_src": row_src,
+        "row_tgt": row_tgt,
+        "starts": eq.starts,
+        "stops": eq.stops,
+    }
+    meta = {"dropped": dropped, "splits": eq.splits, "merges": eq.merges, "seconds": time.perf_counter() - began}
+    return arrays, meta
+
+
+class PackedPairPlanner:
+    """Plans of packed epochs for one dataset, config and world size (a ``PlannerLike`` for BatchIterator).
+
+    Picklable without arrays (the dataset pickles by path; plans are recomputed or mapped from the
+    cache in each process), so DataLoader workers can take it along.
+    """
+
+    def __init__(
+        self,
+        dataset: PairDataset,
+        config: PackConfig | None = None,
+        *,
+        world_size: int = 1,
+        cache: PlanCache | None = None,
+        keep_epochs: int = 2,
+    ) -> None:
+        if world_size < 1:
+            raise ConfigError(f"world_size must be >= 1, got {world_size}")
+        self.dataset = dataset
+        self.config = config or PackConfig()
+        self.world_size = world_size
+        self.cache = cache or PlanCache(None)
+        self.keep_epochs = keep_epochs
+        self._memo: dict[int, PackedEpochPlan] = {}
+        self._fingerprint = fingerprint(
+            {
+                "v": PACK_VERSION,
+                "kind": "packed_pairs",
+                "data": dataset.fingerprint(),
+                "config": self.config.to_dict(),
+                "world": world_size,
+            }
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies data + packing settings + world size: what a resumed state must match."""
+        return self._fingerprint
+
+    def plan(self, epoch: int) -> PackedEpochPlan:
+        """The packed plan of ``epoch`` (1-based)."""
+        if epoch < 1:
+            raise ValueError(f"epochs count from 1, got {epoch}")
+        if epoch in self._memo:
+            return self._memo[epoch]
+        key_epoch = epoch if self.config.shuffle else 0
+        key = f"{self._fingerprint}-e{key_epoch}"
+        (arrays, meta), cached = self.cache.get_or_build(
+            key, lambda: compute_packed(self.dataset, self.config, epoch, self.world_size)
+        )
+        if not cached and key_epoch > self.keep_epochs:
+            self.cache.prune(self._fingerprint, older_than=key_epoch - self.keep_epochs + 1)
+        table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
+        padded = self._padded(table)
+        permute = (
+            (lambda steps: generator(self.config.seed, epoch, STEP_SHUFFLE).permutation(steps))
+            if (self.config.shuffle)
+            else None
+        )
+        steps = schedule(padded, self.world_size, permute)
+        stats = self._stats(arrays, table, padded, steps, meta, cached)
+        plan = PackedEpochPlan(
+            epoch, self.world_size, self.config, arrays["order"], arrays["row_ends"], table, steps, stats
+        )
+        if len(self._memo) >= 2:
+            self._memo.pop(min(self._memo))
+        self._memo[epoch] = plan
+        return plan
+
+    def _padded(self, table: BatchTable) -> np.ndarray:
+        """Slots of each collated batch, both sides."""
+        c = self.config
+        if c.fixed_width:
+            return table.rows * (c.src_length + c.tgt_length)
+        m = c.pad_to_multiple
+        return table.rows * (round_up(table.max_src, m) + round_up(table.max_tgt, m))
+
+    def _stats(
+        self,
+        arrays: dict[str, np.ndarray],
+        table: BatchTable,
+        padded: np.ndarray,
+        steps: np.ndarray,
+        meta: dict[str, Any],
+        cached: bool,
+    ) -> PlanStats:
+        dropped = dict(self.dataset.filter_report.dropped)
+        for reason, count in meta["dropped"].items():
+            dropped[reason] = dropped.get(reason, 0) + int(count)
+        dropped = {k: v for k, v in dropped.items() if v}
+        rows_used = int(table.rows.sum())
+        pairs_used = batch_pairs(arrays["row_ends"], table.starts, table.stops)
+        src_tokens, tgt_tokens = int(table.sum_src.sum()), int(table.sum_tgt.sum())
+        slots = int(padded.sum())
+        real = table.sum_src + table.sum_tgt
+        return PlanStats(
+            num_samples=pairs_used,
+            num_dropped=int(sum(dropped.values())),
+            dropped=dropped,
+            num_batches=len(table),
+            num_batches_per_rank=[len(steps)] * self.world_size,
+            src_tokens=src_tokens,
+            tgt_tokens=tgt_tokens,
+            padded_tokens=slots,
+            padding_fraction=(1.0 - (src_tokens + tgt_tokens) / slots) if slots else 0.0,
+            tokens_per_rank=[int(real[steps[:, r]].sum()) for r in range(self.world_size)],
+            splits=int(meta["splits"]),
+            merges=int(meta["merges"]),
+            seconds=float(meta["seconds"]),
+            cached=cached,
+            extra={
+                "strategy": self.config.strategy,
+                "rows": rows_used,
+                "rows_per_batch": self.config.batch_rows,
+                "pairs_per_row": pairs_used / rows_used if rows_used else 0.0,
+                "row_src_length": self.config.src_length,
+                "row_tgt_length": self.config.tgt_length,
+            },
+        )
+
+    # ---------------------------------------------------------------- pickling (DataLoader workers)
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "config": self.config.to_dict(),
+            "world_size": self.world_size,
+            "cache": None if self.cache.directory is None else str(self.cache.directory),
+            "keep_epochs": self.keep_epochs,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["dataset"],
+            PackConfig.from_dict(state["config"]),
+            world_size=state["world_size"],
+            cache=PlanCache(state["cache"]),
+            keep_epochs=state["keep_epochs"],
+        )
