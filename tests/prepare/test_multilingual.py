@@ -118,3 +118,27 @@ def test_bad_directions_are_named(raw, tmp_path):
         build_config(settings(raw, tmp_path, ["eng_Latn-deu_Latn"], spm_temperature=0))
     with pytest.raises(TokenmillError, match=r"direction eng_Latn-fra_Latn: .*eng_Latn-fra_Latn.eng_Latn: no such"):
         prepare(build_config(settings(raw, tmp_path, ["eng_Latn-deu_Latn", "eng_Latn-fra_Latn"])), progress=False)
+
+
+@pytest.mark.parametrize("point", ["tokenizer", "binarize.train.rus_Cyrl:midway", "eng_Latn-deu_Latn.clean.valid"])
+def test_a_killed_multilingual_run_rerun_gives_identical_files(raw, tmp_path, point):
+    import filecmp
+    import signal
+
+    import yaml
+
+    from tests.prepare.test_restart import data_files, run_prepare
+
+    directions = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl"]
+    reference = prepare(build_config(settings(raw, tmp_path / "ref", directions)), progress=False).destdir
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(settings(raw, tmp_path, directions)), encoding="utf-8")
+    killed = run_prepare(config, crash_at=point)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    out = tmp_path / "data_bin"
+    assert not (out / "manifest.json").exists(), "a killed run never leaves a finished-looking directory"
+    assert run_prepare(config).returncode == 0
+    assert data_files(out) == data_files(reference)
+    names = [p for p in data_files(reference) if p.name not in ("manifest.json", "preprocess.log")]
+    assert [str(p) for p in names if not filecmp.cmp(reference / p, out / p, shallow=False)] == []
+    assert verify_directory(out) == []
