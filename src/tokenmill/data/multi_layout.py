@@ -1,0 +1,207 @@
+"""Finding translation directions and their shards on disk (Open-NLLB / fairseq multilingual layout).
+
+A data directory ``data_bin/`` holds ``shard000/``, ``shard001/``, ... (or is itself the only
+shard), or the data are given as several directories (fairseq's ``a:b:c``, or a list). Each shard
+folder has ``{split}.{src}-{tgt}.{src}.bin/.idx`` and ``{split}.{src}-{tgt}.{tgt}.bin/.idx`` for the
+directions it holds. Directions and shards are found from the file names (``manifest.json`` is
+optional: when it lists directions, a listed one without files is an error).
+
+Shard rotation follows fairseq (``MultilingualDatasetManager``): direction ``d`` found in ``k_d``
+shard folders reads, in data epoch ``e``, the ``((e - 1) mod k_d)``-th of them (fairseq indexes the
+first ``k_d`` paths, which is the same when, as prepare writes them, a small direction fills the
+first shards). Splits other than the training split are read from the first shard only.
+A direction asked for as ``tgt-src`` when only ``src-tgt`` files exist reads those files with the
+sides swapped (fairseq's tradition).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
+
+_SHARD_DIR = re.compile(r"^shard(\d+)$")
+_PAIR_FILE = re.compile(r"^(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.\-]+)\.idx$")
+_DIRECTION = re.compile(r"^(?P<src>[^.\-]+)-(?P<tgt>[^.\-]+)$")
+
+DataPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+"""One data directory (with or without ``shardNNN/`` folders), fairseq's ``a:b:c``, or a list of folders."""
+
+
+@dataclass
+class DirectionFiles:
+    """Where one direction's pairs live: one store prefix per shard, in rotation order."""
+
+    name: str
+    """``src-tgt`` as asked for."""
+    src: str
+    """Source language code."""
+    tgt: str
+    """Target language code."""
+    shards: list[int] = field(default_factory=list)
+    """Index (into :attr:`Layout.folders`) of each shard folder holding this direction."""
+    prefixes: list[Path] = field(default_factory=list)
+    """``{folder}/{split}.{a}-{b}`` per shard (``a-b`` is ``src-tgt``, or ``tgt-src`` when reversed)."""
+
+
+@dataclass
+class Layout:
+    """The shard folders of a multilingual data set and the directions found in them."""
+
+    folders: list[Path]
+    """Shard folders in rotation order (only the first for non-training splits)."""
+    root: Path | None
+    """The ``data_bin`` holding ``shardNNN/`` folders or the single data directory; None for ``a:b:c``."""
+    split: str
+    """Split the directions were found for."""
+    directions: list[DirectionFiles]
+    """Directions in the order asked for (else sorted by name)."""
+
+    def dictionary_file(self, lang: str) -> Path | None:
+        """``dict.{lang}.txt`` (else ``dict.txt``) from the first shard folder, else the root."""
+        places = [self.folders[0]] + ([self.root] if self.root is not None else [])
+        for name in (f"dict.{lang}.txt", "dict.txt"):
+            for place in places:
+                if (place / name).is_file():
+                    return place / name
+        return None
+
+
+def shard_folders(paths: DataPaths) -> tuple[list[Path], Path | None]:
+    """The shard folders of ``paths`` in order, and the root directory when there is one."""
+    if isinstance(paths, (str, os.PathLike)):
+        text = os.fspath(paths)
+        if ":" in text and not Path(text).exists():
+            listed = [Path(p) for p in text.split(":") if p]
+            root = None
+        else:
+            root = Path(text)
+            if not root.is_dir():
+                raise TokenmillError(f"{root} is not a directory (expected a prepared multilingual data directory)")
+            numbered = sorted(
+                (int(m.group(1)), p)
+                for p in root.iterdir()
+                if p.is_dir() and (m := _SHARD_DIR.match(p.name)) is not None
+            )
+            return ([p for _, p in numbered] or [root]), root
+    else:
+        listed = [Path(p) for p in paths]
+        root = None
+    if not listed:
+        raise ConfigError("no data directories given (an empty list or 'a:b:c' string)")
+    for folder in listed:
+        if not folder.is_dir():
+            raise TokenmillError(f"data directory {folder} does not exist (one of the shard paths given)")
+    return listed, root
+
+
+def _scan(folder: Path, split: str) -> dict[tuple[str, str], set[str]]:
+    """``{(a, b): {languages with an .idx}}`` for the ``{split}.a-b.lang.idx`` files in ``folder``."""
+    found: dict[tuple[str, str], set[str]] = {}
+    head = split + "."
+    for entry in os.scandir(folder):
+        if not entry.name.startswith(head):
+            continue
+        match = _PAIR_FILE.match(entry.name[len(head) :])
+        if match is not None:
+            found.setdefault((match["a"], match["b"]), set()).add(match["lang"])
+    return found
+
+
+def parse_direction(name: str) -> tuple[str, str]:
+    """``"eng_Latn-tur_Latn"`` -> ``("eng_Latn", "tur_Latn")``; codes may hold ``_`` but not ``-`` or ``.``."""
+    match = _DIRECTION.match(name)
+    if match is None:
+        raise ConfigError(
+            f"direction {name!r} is not 'src-tgt' (language codes may contain '_' but not '-' or '.'), "
+            "e.g. 'eng_Latn-tur_Latn'"
+        )
+    return match["src"], match["tgt"]
+
+
+def _manifest_directions(root: Path | None) -> list[str] | None:
+    """Direction names a ``manifest.json`` lists, when it has a readable ``directions`` entry."""
+    if root is None or not (root / "manifest.json").is_file():
+        return None
+    try:
+        obj = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    listed = obj.get("directions") if isinstance(obj, dict) else None
+    if isinstance(listed, dict):
+        names = list(listed)
+    elif isinstance(listed, list):
+        names = [
+            item if isinstance(item, str) else item.get("name") or item.get("direction")
+            for item in listed
+            if isinstance(item, (str, dict))
+        ]
+    else:
+        return None
+    names = [n for n in names if isinstance(n, str) and _DIRECTION.match(n)]
+    return names or None
+
+
+def discover(
+    paths: DataPaths,
+    split: str = "train",
+    directions: Sequence[str] | None = None,
+    *,
+    first_shard_only: bool | None = None,
+) -> Layout:
+    """Find ``split``'s directions and their shards under ``paths``.
+
+    ``directions``: the ``src-tgt`` names to use (default: every direction ``manifest.json`` lists,
+    else every one on disk, sorted). ``first_shard_only`` (default: ``split != "train"``) reads
+    only the first shard folder, as fairseq does for valid and test.
+    """
+    folders, root = shard_folders(paths)
+    if first_shard_only is None:
+        first_shard_only = split != "train"
+    if first_shard_only:
+        folders = folders[:1]
+    scans = [_scan(folder, split) for folder in folders]
+    for folder, found in zip(folders, scans, strict=True):
+        for (a, b), langs in found.items():
+            for lang in (a, b):
+                if lang not in langs:
+                    other = b if lang == a else a
+                    raise FormatError(
+                        f"shard folder {folder}: direction {a}-{b} has {split}.{a}-{b}.{other}.idx but "
+                        f"{split}.{a}-{b}.{lang}.bin/.idx is missing (both sides are needed); re-run prepare for "
+                        "this shard or remove the direction's files from it"
+                    )
+    on_disk = sorted({pair for found in scans for pair in found})
+    available = ", ".join(f"{a}-{b}" for a, b in on_disk) or "none"
+    from_manifest = directions is None and _manifest_directions(root) is not None
+    wanted = list(directions) if directions is not None else _manifest_directions(root)
+    if wanted is None:
+        wanted = [f"{a}-{b}" for a, b in on_disk]
+    if not wanted:
+        raise ConfigError(f"no {split} data in {', '.join(map(str, folders))}: no {split}.src-tgt.lang.idx files")
+    if len(set(wanted)) != len(wanted):
+        repeated = sorted(n for n in set(wanted) if wanted.count(n) > 1)
+        raise ConfigError(f"directions are listed more than once: {repeated}")
+    result = []
+    for name in wanted:
+        src, tgt = parse_direction(name)
+        pair = (src, tgt) if any((src, tgt) in found for found in scans) else (tgt, src)
+        files = DirectionFiles(name, src, tgt)
+        for index, (folder, found) in enumerate(zip(folders, scans, strict=True)):
+            if pair in found:
+                files.shards.append(index)
+                files.prefixes.append(folder / f"{split}.{pair[0]}-{pair[1]}")
+        if not files.shards:
+            where = "manifest.json lists it but it" if from_manifest else "it"
+            raise ConfigError(
+                f"direction {name}: {where} has no {split} files ({split}.{src}-{tgt}.{src}.bin/.idx and "
+                f"{split}.{src}-{tgt}.{tgt}.bin/.idx) in {', '.join(map(str, folders))}; "
+                f"directions on disk: {available}"
+            )
+        result.append(files)
+    return Layout(folders, root, split, result)
