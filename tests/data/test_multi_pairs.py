@@ -141,6 +141,33 @@ def test_custom_tag_template(tmp_path):
     assert ds[0]["source"][0] == VOCAB and ds[0]["target"][0] == VOCAB + 1
 
 
+def test_reads_what_tokenmill_prepare_writes(tmp_path):
+    """End to end: ``prepare --directions`` output opened, tagged with its manifest's tokens, batched."""
+    import json
+
+    from tests.prepare.test_multilingual import settings
+    from tests.prepare.test_multilingual import write_direction as write_raw
+    from tokenmill.prepare import build_config, prepare
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for k, (tgt, n) in enumerate((("deu_Latn", 200), ("rus_Cyrl", 40), ("zho_Hans", 12))):
+        write_raw(raw, tgt, n, k)
+    directions = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl", "eng_Latn-zho_Hans"]
+    out = prepare(build_config(settings(raw, tmp_path, directions)), progress=False).destdir
+    tags = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["vocab"]["lang_tokens"]
+    ds = MultiPairDataset.from_dir(out)
+    assert ds.directions == directions and ds.folders == [["shard000", "shard001"]] * 3
+    for name in directions:
+        src, tgt = name.split("-")
+        item = ds[int(ds.offsets[ds.part_index(name, 1)])]
+        assert item["source"][0] == tags[src] and item["target"][0] == tags[tgt]
+    valid = MultiPairDataset.from_dir(out, "valid")
+    assert [[len(p) for p in s] for s in valid.shards] == [[5], [5], [5]]
+    batch = next(iter(multilingual_batches(out, BATCHES, SAMPLING, cache_dir=False)))
+    assert set(batch["direction"].tolist()) <= {0, 1, 2} and batch["net_input"]["src_tokens"].shape[0] > 0
+
+
 # ---------------------------------------------------------------- collate
 def test_mixed_batch_rows_equal_each_directions_own_rows(dataset, data_bin):
     rng = np.random.default_rng(0)

@@ -124,25 +124,34 @@ def parse_direction(name: str) -> tuple[str, str]:
     return match["src"], match["tgt"]
 
 
-def _manifest_directions(root: Path | None) -> list[str] | None:
-    """Direction names a ``manifest.json`` lists, when it has a readable ``directions`` entry."""
+def _manifest_directions(root: Path | None, split: str) -> list[str] | None:
+    """Direction names a ``manifest.json`` lists for ``split``, when it has a readable ``directions``
+    entry (top level or under ``summary``/``settings``).
+
+    Entries given as ``{name: {"splits": {...}}}`` count for the splits they name; a bare list of
+    names counts for the training split only.
+    """
     if root is None or not (root / "manifest.json").is_file():
         return None
     try:
         obj = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    listed = obj.get("directions") if isinstance(obj, dict) else None
-    if isinstance(listed, dict):
-        names = list(listed)
-    elif isinstance(listed, list):
-        names = [
-            item if isinstance(item, str) else item.get("name") or item.get("direction")
-            for item in listed
-            if isinstance(item, (str, dict))
-        ]
-    else:
+    if not isinstance(obj, dict):
         return None
+    listed = None
+    for scope in (obj, obj.get("summary"), obj.get("settings")):
+        if isinstance(scope, dict) and isinstance(scope.get("directions"), (dict, list)):
+            listed = scope["directions"]
+            break
+    names: list[str] = []
+    if isinstance(listed, dict):
+        for name, entry in listed.items():
+            splits = entry.get("splits") if isinstance(entry, dict) else None
+            if (split in splits) if isinstance(splits, dict) else split == "train":
+                names.append(name)
+    elif isinstance(listed, list) and split == "train":
+        names = [item for item in listed if isinstance(item, str)]
     names = [n for n in names if isinstance(n, str) and _DIRECTION.match(n)]
     return names or None
 
@@ -156,8 +165,8 @@ def discover(
 ) -> Layout:
     """Find ``split``'s directions and their shards under ``paths``.
 
-    ``directions``: the ``src-tgt`` names to use (default: every direction ``manifest.json`` lists,
-    else every one on disk, sorted). ``first_shard_only`` (default: ``split != "train"``) reads
+    ``directions``: the ``src-tgt`` names to use (default: every direction ``manifest.json`` lists
+    for ``split``, else every one on disk, sorted). ``first_shard_only`` (default: ``split != "train"``) reads
     only the first shard folder, as fairseq does for valid and test.
     """
     folders, root = shard_folders(paths)
@@ -178,8 +187,9 @@ def discover(
                     )
     on_disk = sorted({pair for found in scans for pair in found})
     available = ", ".join(f"{a}-{b}" for a, b in on_disk) or "none"
-    from_manifest = directions is None and _manifest_directions(root) is not None
-    wanted = list(directions) if directions is not None else _manifest_directions(root)
+    listed = _manifest_directions(root, split) if directions is None else None
+    from_manifest = listed is not None
+    wanted = list(directions) if directions is not None else listed
     if wanted is None:
         wanted = [f"{a}-{b}" for a, b in on_disk]
     if not wanted:
