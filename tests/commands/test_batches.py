@@ -75,3 +75,17 @@ def test_bad_directory_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(batches, [str(tmp_path / "empty")])
     assert result.exit_code != 0
     assert "cannot tell the language pair" in str(result.exception)
+
+
+def test_packed_report_compares_with_unpacked(tmp_path):
+    data = make_pair_dir(tmp_path / "data", 1000, seed=4)
+    args = [str(data), "--max-tokens", "1024", "--world-size", "2", "--no-cache"]
+    unpacked = json.loads(run(*args, "--json"))
+    packed = json.loads(run(*args, "--json", "--pack-length", "64"))
+    assert packed["unpacked_padding_fraction"] == unpacked["padding_fraction"]
+    assert packed["packed"]["strategy"] == "ffd" and packed["packed"]["rows_per_batch"] == 1024 // 64
+    assert packed["num_samples"] + packed["num_dropped"] == 1000
+    assert packed["num_batches"] < unpacked["num_batches"]  # several pairs per row
+    assert len(set(packed["num_batches_per_rank"])) == 1
+    table = run(*args, "--pack-length", "64", "--pack-strategy", "greedy")
+    assert "packed rows" in table and "(greedy)" in table and "padding unpacked" in table

@@ -12,7 +12,9 @@ import time
 
 import click
 
+from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.config import MODES, BatchConfig
+from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.loader.iterator import BatchIterator
 
@@ -44,6 +46,15 @@ def _row(label: str, value: object) -> str:
     "--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache)."
 )
 @click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
+@click.option(
+    "--pack-length",
+    type=int,
+    default=None,
+    help="Pack several pairs per row of this many tokens per side (T2T packing); compared with unpacked batching.",
+)
+@click.option(
+    "--pack-strategy", type=click.Choice(STRATEGIES), default="ffd", show_default=True, help="Packing strategy."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batches(
     directory: str,
@@ -64,6 +75,8 @@ def batches(
     drop_last: bool,
     cache_dir: str | None,
     no_cache: bool,
+    pack_length: int | None,
+    pack_strategy: str,
     as_json: bool,
 ) -> None:
     """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank."""
@@ -83,6 +96,19 @@ def batches(
     iterator = BatchIterator(dataset, config, world_size=world_size, cache_dir=cache, collate=None)
     plan = iterator.plan(epoch)
     stats = plan.stats
+    unpacked_padding = None
+    if pack_length is not None:
+        unpacked_padding = stats.padding_fraction
+        pack = PackConfig(
+            max_length=pack_length,
+            max_tokens=max_tokens,
+            rows_per_batch=max_sentences,
+            strategy=pack_strategy,
+            seed=seed,
+            drop_last=drop_last,
+        )
+        store = PlanCache(None if no_cache else (cache_dir if cache_dir is not None else default_cache_dir()))
+        stats = PackedPairPlanner(dataset, pack, world_size=world_size, cache=store).plan(epoch).stats
     elapsed = time.perf_counter() - began
     report = {
         "directory": directory,
@@ -110,6 +136,8 @@ def batches(
         "plan_cached": stats.cached,
         "seconds": elapsed,
     }
+    if pack_length is not None:
+        report.update(packed=stats.extra, unpacked_padding_fraction=unpacked_padding)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
@@ -128,6 +156,17 @@ def batches(
         _row("tokens per rank (min-max)", f"{min(tokens):,} - {max(tokens):,}"),
         _row("padding", f"{stats.padding_fraction:.2%} of {stats.padded_tokens:,} slots"),
         _row("batches split / merged", f"{stats.splits} / {stats.merges}"),
+    ]
+    if pack_length is not None:
+        lines += [
+            _row(
+                "packed rows",
+                f"{stats.extra['rows']:,} of {pack_length} tokens, {stats.extra['pairs_per_row']:.2f} "
+                f"pairs per row ({pack_strategy})",
+            ),
+            _row("padding unpacked", f"{unpacked_padding:.2%} (mode {mode}, same split and budget)"),
+        ]
+    lines += [
         _row("plan", f"{stats.seconds:.2f} s" + (" (from cache)" if stats.cached else "")),
         _row("total", f"{elapsed:.2f} s"),
     ]
