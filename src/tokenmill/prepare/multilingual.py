@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 import xxhash
-from filelock import FileLock, Timeout
 
 from tokenmill.data.sampling import temperature_probabilities
 from tokenmill.errors import TokenmillError
-from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
+from tokenmill.fsutil import atomic_path, atomic_write
 from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point, _jsonable, _piece_lookup
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
@@ -252,18 +251,7 @@ class MultilingualPipeline(Pipeline):
         return math.ceil(kept / self.config.num_shards)
 
     def run(self) -> MultilingualSummary:
-        self.root.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.root / ".lock"))
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            raise TokenmillError(
-                f"{self.root} is being written by another tokenmill prepare (lock {self.root / '.lock'}); "
-                "wait for it to finish or use another --destdir"
-            ) from None
-        try:
-            for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
-                remove_stale_temps(directory)
+        with self.exclusive():
             for name in sorted(self.config.directions):
                 self.pipelines[name] = DirectionPipeline(self, name)
             for name, pipeline in self.pipelines.items():
@@ -279,8 +267,6 @@ class MultilingualPipeline(Pipeline):
                 pipeline.encode()
                 pipeline.binarize({lang: dictionary for lang in pipeline.config.langs})
             self.finish_multilingual(dictionary)
-        finally:
-            lock.release()
         for pipeline in self.pipelines.values():
             self.summary.ran += pipeline.summary.ran
             self.summary.skipped += pipeline.summary.skipped

@@ -27,6 +27,7 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from operator import methodcaller
@@ -613,7 +614,10 @@ class Pipeline:
         write_manifest(self.root, settings=_jsonable(settings), vocab=self.summary.vocab,
                        summary=_jsonable(self.summary.to_dict()))
 
-    def run(self) -> PrepareSummary:
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold ``DESTDIR/.lock`` (another prepare on the same folder fails at once, no waiting) and
+        remove a killed run's temporaries (they carry the dead process's id and are never reused)."""
         self.root.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.root / ".lock"))
         try:
@@ -624,9 +628,14 @@ class Pipeline:
                 "wait for it to finish or use another --destdir"
             ) from None
         try:
-            # leftovers of a killed run: temporaries carry the dead process's id and are never reused
             for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
                 remove_stale_temps(directory)
+            yield
+        finally:
+            lock.release()
+
+    def run(self) -> PrepareSummary:
+        with self.exclusive():
             self.clean()
             self.tokenizer()
             self.encode()
@@ -634,8 +643,6 @@ class Pipeline:
             self.binarize(dictionaries)
             self.alignments()
             self.finish()
-        finally:
-            lock.release()
         return self.summary
 
 
