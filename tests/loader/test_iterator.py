@@ -105,3 +105,13 @@ def test_random_access_equals_iteration(dataset):
     stream = [ids(b) for b in iterator]
     assert [ids(iterator.batch_at(1, t)) for t in range(len(stream))] == stream
     assert list(iterator.positions(1, 3, stride=2, offset=1)) == [(1, t) for t in range(4, len(stream), 2)]
+
+
+def test_a_planner_made_for_another_world_size_is_refused(dataset):
+    from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
+    from tokenmill.errors import ConfigError
+
+    planner = PackedPairPlanner(dataset, PackConfig(max_length=64, max_tokens=256), world_size=2)
+    with pytest.raises(ConfigError, match="world_size=2 but the iterator is for world_size=4"):
+        BatchIterator(dataset, planner=planner, rank=0, world_size=4, collate=None)
+    assert BatchIterator(dataset, planner=planner, rank=1, world_size=2, collate=None).num_steps() > 0

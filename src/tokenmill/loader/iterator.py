@@ -111,6 +111,12 @@ class BatchIterator:
         self.update_freq = update_freq
         self.infinite = infinite
         self.cache_dir = cache_dir
+        planned_for = getattr(planner, "world_size", world_size)
+        if planned_for != world_size:
+            raise ConfigError(
+                f"the planner was made for world_size={planned_for} but the iterator is for world_size={world_size}; "
+                "make both with the same number of ranks"
+            )
         self.planner: PlannerLike = planner or Planner(
             plan_sizes(dataset),
             self.config,
