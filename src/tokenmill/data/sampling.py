@@ -372,31 +372,52 @@ def slice_labels(total: int, slice_size: int, rng: np.random.Generator) -> np.nd
     """A uniformly random assignment of ``total`` positions to slices of ``slice_size`` (the last
     one shorter): labels (uint8/uint16/int32) with exactly the slice sizes as counts.
 
-    Labels are drawn independently with the slice sizes as weights, then the excess of over-full
-    slices is moved, at random, to the short ones. The procedure treats every position alike, so
+    Labels are drawn independently with the slice sizes as weights; then the excess of each
+    over-full slice (a few standard deviations, O(sqrt(total))) is chosen among its positions by
+    rejection sampling and dealt at random to the short slices. No step tells positions apart, so
     every labelling with those counts is equally likely.
     """
     k = -(-total // slice_size)
+    last = total - (k - 1) * slice_size
     dtype = np.uint8 if k <= 2**8 else np.uint16 if k <= 2**16 else np.int32
     labels = np.empty(total, dtype=dtype)
+    have = np.zeros(k, dtype=np.int64)
     for start in range(0, total, _BLOCK):
-        stop = min(start + _BLOCK, total)
-        labels[start:stop] = rng.integers(0, total, stop - start, dtype=np.int64) // slice_size
+        block = labels[start : start + _BLOCK]
+        block[:] = rng.integers(0, k, len(block), dtype=dtype)
+        if last < slice_size:  # the last slice is lighter: redraw its labels with probability 1 - last/size
+            redo = np.flatnonzero(block == k - 1)
+            while len(redo):
+                redo = redo[rng.random(len(redo)) * slice_size >= last]
+                block[redo] = rng.integers(0, k, len(redo), dtype=dtype)
+                redo = redo[block[redo] == k - 1]
+        if k <= 32:  # a few compares are cheaper than bincount's cast to intp
+            have += [np.count_nonzero(block == j) for j in range(k)]
+        else:
+            have += np.bincount(block, minlength=k)
     want = np.full(k, slice_size, dtype=np.int64)
-    want[-1] = total - (k - 1) * slice_size
-    have = np.bincount(labels, minlength=k)
-    moved = []
-    for j in np.flatnonzero(have > want).tolist():
-        members = np.flatnonzero(labels == j)
-        chosen = np.empty(int(have[j] - want[j]), dtype=np.int64)
-        _fill_without_replacement(chosen, len(members), rng)
-        moved.append(members[chosen])
+    want[-1] = last
+    moved = [_members(labels, j, int(have[j] - want[j]), int(have[j]), rng) for j in np.flatnonzero(have > want)]
     if moved:
         positions = np.concatenate(moved)
         rng.shuffle(positions)
         short = np.flatnonzero(have < want)
         labels[positions] = np.repeat(short, (want - have)[short]).astype(dtype)
     return labels
+
+
+def _members(labels: np.ndarray, label: int, count: int, population: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` distinct uniformly random positions whose label is ``label`` (``population`` of them),
+    by drawing positions uniformly and keeping the first new ones that carry the label."""
+    chosen = np.empty(0, dtype=np.int64)
+    while len(chosen) < count:
+        need = count - len(chosen)
+        draws = rng.integers(0, len(labels), need * (len(labels) // population + 1) + 16, dtype=np.int64)
+        draws = draws[labels[draws] == label]
+        draws = draws[~np.isin(draws, chosen)]
+        _, first = np.unique(draws, return_index=True)
+        chosen = np.concatenate((chosen, draws[np.sort(first)][:need]))
+    return chosen
 
 
 def _segment_counts(mask: np.ndarray, bounds: np.ndarray) -> np.ndarray:
