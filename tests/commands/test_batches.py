@@ -89,3 +89,37 @@ def test_packed_report_compares_with_unpacked(tmp_path):
     assert len(set(packed["num_batches_per_rank"])) == 1
     table = run(*args, "--pack-length", "64", "--pack-strategy", "greedy")
     assert "packed rows" in table and "(greedy)" in table and "padding unpacked" in table
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    """A real ``prepare --directions`` output: three directions, sizes 600 / 120 / 30, two shards."""
+    from tests.prepare.test_multilingual import settings, write_direction
+    from tokenmill.prepare import build_config, prepare
+
+    root = tmp_path_factory.mktemp("multi")
+    raw = root / "raw"
+    raw.mkdir()
+    for k, (tgt, n) in enumerate((("deu_Latn", 600), ("rus_Cyrl", 120), ("zho_Hans", 30))):
+        write_direction(raw, tgt, n, k)
+    names = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl", "eng_Latn-zho_Hans"]
+    return prepare(build_config(settings(raw, root, names)), progress=False).destdir
+
+
+def test_many_directions_show_the_sampled_mix_per_epoch(data_bin):
+    report = json.loads(run(str(data_bin), "--json", "--temperature", "5", "--world-size", "2", "--epoch", "2"))
+    mix = report["mix"]
+    assert [d["shard"] for d in mix["directions"]] == ["shard001"] * 3, "epoch 2 reads the second shard"
+    drawn = {d["direction"]: d["drawn"] for d in mix["directions"]}
+    assert sum(drawn.values()) == report["num_samples"] == mix["sampling"]["virtual_size"]
+    sizes = np.array([300, 60, 15], dtype=float)
+    expected = (sizes / sizes.sum()) ** 0.2 / ((sizes / sizes.sum()) ** 0.2).sum() * report["num_samples"]
+    assert np.abs(np.array([drawn[n] for n in sorted(drawn)]) - expected).max() <= 1
+    assert len(set(report["num_batches_per_rank"])) == 1
+    table = run(str(data_bin), "--temperature", "5")
+    assert "(3 directions)" in table and "epochs over data" in table and "shard000 (1/2)" in table
+
+
+def test_many_directions_bad_weights_are_named(data_bin):
+    result = CliRunner().invoke(batches, [str(data_bin), "--weights", "eng_Latn-deu_Latn"])
+    assert result.exit_code != 0 and "not direction=weight" in str(result.exception)

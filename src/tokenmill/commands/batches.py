@@ -9,14 +9,45 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import click
 
 from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
+from tokenmill.data.multi_langtok import LangTokConfig
+from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset, PairOptions
+from tokenmill.data.sampling import SamplingConfig
+from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
+
+
+def is_multilingual(directory: str) -> bool:
+    """Whether ``directory`` was written by ``prepare --directions`` (its manifest lists directions)."""
+    try:
+        manifest = json.loads((Path(directory) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    summary = manifest.get("summary") if isinstance(manifest, dict) else None
+    return isinstance(summary, dict) and isinstance(summary.get("directions"), dict)
+
+
+def _weights(text: str | None) -> dict[str, float] | None:
+    """``a-b=2,c-d=1`` as a mapping."""
+    if not text:
+        return None
+    weights = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ConfigError(f"--weights: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
+    return weights
 
 
 def _row(label: str, value: object) -> str:
@@ -55,6 +86,23 @@ def _row(label: str, value: object) -> str:
 @click.option(
     "--pack-strategy", type=click.Choice(STRATEGIES), default="ffd", show_default=True, help="Packing strategy."
 )
+@click.option(
+    "--directions", default=None,
+    help="Many directions (a data_bin from prepare --directions): which ones, comma-separated (default: all).",
+)
+@click.option("--temperature", type=float, default=None, help="Many directions: sample p ∝ n^(1/T) (default 1).")
+@click.option("--weights", default=None, help="Many directions: explicit weights instead, e.g. a-b=2,c-d=1.")
+@click.option("--virtual-size", type=int, default=None, help="Many directions: items per virtual epoch.")
+@click.option("--virtual-epoch-size", type=int, default=None, help="Many directions: consume it in slices this big.")
+@click.option("--upsample-primary", type=int, default=None, help="Many directions: fairseq ConcatDataset ratio.")
+@click.option(
+    "--encoder-langtok", type=click.Choice(["src", "tgt", "none"]), default="src", show_default=True,
+    help="Many directions: language tag first in the source.",
+)
+@click.option(
+    "--decoder-langtok/--no-decoder-langtok", default=True, show_default=True,
+    help="Many directions: target-language tag first in the target.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batches(
     directory: str,
@@ -77,12 +125,24 @@ def batches(
     no_cache: bool,
     pack_length: int | None,
     pack_strategy: str,
+    directions: str | None,
+    temperature: float | None,
+    weights: str | None,
+    virtual_size: int | None,
+    virtual_epoch_size: int | None,
+    upsample_primary: int | None,
+    encoder_langtok: str,
+    decoder_langtok: bool,
     as_json: bool,
 ) -> None:
-    """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank."""
+    """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank.
+
+    A data_bin of many directions (``prepare --directions``) shows the epoch's sampled mix: the
+    shard each direction reads, its size, weight, expected and drawn samples, and epochs over its data.
+    """
     began = time.perf_counter()
     options = PairOptions(max_source_positions=max_source_positions, max_target_positions=max_target_positions)
-    dataset = PairDataset.from_dir(directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard)
+    multilingual = directions is not None or (src_lang is None and tgt_lang is None and is_multilingual(directory))
     config = BatchConfig(
         mode=mode,
         max_tokens=max_tokens,
@@ -93,11 +153,33 @@ def batches(
         drop_last=drop_last,
     )
     cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
-    iterator = BatchIterator(dataset, config, world_size=world_size, cache_dir=cache, collate=None)
+    mix = None
+    if multilingual:
+        sampling = SamplingConfig(
+            temperature=1.0 if temperature is None else temperature, weights=_weights(weights),
+            virtual_size=virtual_size, virtual_epoch_size=virtual_epoch_size, upsample_primary=upsample_primary,
+            seed=seed,
+        )
+        langtok = LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok)
+        iterator = multilingual_batches(
+            directory, config, sampling if split == "train" else None, langtok, split=split, options=options,
+            directions=directions.split(",") if directions else None, world_size=world_size, collate=None,
+            cache_dir=cache,
+        )
+        dataset = iterator.dataset
+        mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
+        mix_table = iterator.planner.describe_epoch(epoch)  # type: ignore[attr-defined]
+    else:
+        dataset = PairDataset.from_dir(
+            directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
+        )
+        iterator = BatchIterator(dataset, config, world_size=world_size, cache_dir=cache, collate=None)
     plan = iterator.plan(epoch)
     stats = plan.stats
     unpacked_padding = None
     if pack_length is not None:
+        if multilingual:
+            raise ConfigError("--pack-length is for one direction; give --src and --tgt to look at one")
         unpacked_padding = stats.padding_fraction
         pack = PackConfig(
             max_length=pack_length,
@@ -113,8 +195,8 @@ def batches(
     report = {
         "directory": directory,
         "split": split,
-        "source_lang": dataset.src_lang,
-        "target_lang": dataset.tgt_lang,
+        "source_lang": None if multilingual else dataset.src_lang,
+        "target_lang": None if multilingual else dataset.tgt_lang,
         "epoch": epoch,
         "mode": mode,
         "world_size": world_size,
@@ -138,15 +220,18 @@ def batches(
     }
     if pack_length is not None:
         report.update(packed=stats.extra, unpacked_padding_fraction=unpacked_padding)
+    if mix is not None:
+        report["mix"] = mix
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
     per_rank = stats.num_batches_per_rank
     tokens = stats.tokens_per_rank
     dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.dropped.items())) or "none"
+    what = f"{len(dataset.directions)} directions" if multilingual else f"{dataset.src_lang}-{dataset.tgt_lang}"
     lines = [
-        f"{directory} {split} ({dataset.src_lang}-{dataset.tgt_lang}), epoch {epoch}, mode {mode}, "
-        f"world size {world_size}",
+        f"{directory} {split} ({what}), epoch {epoch}, mode {mode}, world size {world_size}",
+        *([mix_table, ""] if multilingual else []),
         _row("pairs in split", f"{len(dataset):,}"),
         _row("samples this epoch", f"{stats.num_samples:,}"),
         _row("dropped", f"{stats.num_dropped:,} ({dropped})"),
