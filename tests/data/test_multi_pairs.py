@@ -457,3 +457,34 @@ def test_missing_data_paths(tmp_path):
         MultiPairDataset.from_dir(f"{tmp_path}/a:{tmp_path}/b")
     with pytest.raises(ConfigError, match="no train data"):
         MultiPairDataset.from_dir(tmp_path)
+
+
+@pytest.mark.parametrize(("hard", "opens"), [(4096, True), (100, False)])
+def test_the_open_file_limit_is_raised_for_many_shards_or_named(data_bin, hard, opens):
+    import resource
+    import subprocess
+    import sys
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (100, hard))
+
+    code = (
+        "import resource, sys\n"
+        "from tokenmill.data import MultiPairDataset\n"
+        "from tokenmill.errors import ConfigError\n"
+        "try:\n"
+        f"    MultiPairDataset.from_dir({str(data_bin)!r})\n"
+        "except ConfigError as error:\n"
+        "    print(error); sys.exit(3)\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+    )
+    machine_hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if machine_hard != resource.RLIM_INFINITY and machine_hard < hard:
+        pytest.skip("this machine's hard limit is lower than the test needs")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=low_limit)
+    if opens:
+        assert done.returncode == 0, done.stderr
+        assert int(done.stdout) == 4 * 6 + 256, "soft limit raised to what 6 parts (4 files each) need"
+    else:
+        assert done.returncode == 3, done.stderr
+        assert "maps 24 files, but this process may open at most 100" in done.stdout

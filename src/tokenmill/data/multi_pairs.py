@@ -154,6 +154,7 @@ class MultiPairDataset:
         dictionaries = _Dictionaries(layout)
         datasets: dict[str, list[PairDataset]] = {}
         folders: dict[str, list[str]] = {}
+        ensure_open_files(4 * sum(len(files.shards) for files in layout.directions))
         for files in layout.directions:
             src_dict = dictionaries.get(files.src, files.name) if langtok.active else None
             tgt_dict = dictionaries.get(files.tgt, files.name) if langtok.active else None
@@ -400,3 +401,27 @@ class MultiCollate:
         else:
             batch[0]["direction"] = dataset.direction_of(indices)
         return batch
+
+
+def ensure_open_files(needed: int, margin: int = 256) -> None:
+    """Make room for ``needed`` more open files (every memory-mapped file keeps a descriptor).
+
+    Each (direction, shard) maps four files (``.bin`` and ``.idx`` per side): 200 directions in 30
+    shards need 24,000 descriptors, past the usual soft limit of 1,024. The soft limit is raised
+    up to the hard limit when that is enough; otherwise the error says how many are needed.
+    """
+    try:
+        import resource
+    except ImportError:  # not on POSIX: nothing to adjust
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = needed + margin
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        raise ConfigError(
+            f"opening these directions and shards maps {needed} files, but this process may open at most {hard} "
+            f"(hard limit); raise it (`ulimit -Hn {wanted}` as root, or the container's nofile limit) or open fewer "
+            "directions/shards at once (directions=...)"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
