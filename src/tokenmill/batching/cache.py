@@ -139,6 +139,16 @@ class PlanCache:
         assert loaded is not None
         return loaded, False
 
+    def epoch_arrays(
+        self, base_key: str, key_epoch: int, build: Callable[[], Any], keep_epochs: int
+    ) -> tuple[Any, bool]:
+        """An epoch's entry ``{base_key}-e{key_epoch}`` mapped or built; building a new epoch drops the
+        entries of epochs more than ``keep_epochs`` behind it (a long run keeps a bounded cache)."""
+        result, cached = self.get_or_build(f"{base_key}-e{key_epoch}", build)
+        if not cached and key_epoch > keep_epochs:
+            self.prune(base_key, older_than=key_epoch - keep_epochs + 1)
+        return result, cached
+
     def prune(self, base: str, *, older_than: int) -> None:
         """Delete the entries ``<base>-e<k>`` with ``k < older_than`` (past epochs of one plan)."""
         if self.directory is None or not self.directory.exists():

@@ -32,7 +32,7 @@ from tokenmill.batching.cache import PlanCache, fingerprint
 from tokenmill.batching.costs import round_up
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
-from tokenmill.batching.plan import PlanStats
+from tokenmill.batching.plan import PlanStats, remember
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError
@@ -368,12 +368,10 @@ class PackedPairPlanner:
         if epoch in self._memo:
             return self._memo[epoch]
         key_epoch = epoch if self.config.shuffle else 0
-        key = f"{self._fingerprint}-e{key_epoch}"
-        (arrays, meta), cached = self.cache.get_or_build(
-            key, lambda: compute_packed(self.dataset, self.config, epoch, self.world_size)
+        (arrays, meta), cached = self.cache.epoch_arrays(
+            self._fingerprint, key_epoch, lambda: compute_packed(self.dataset, self.config, epoch, self.world_size),
+            self.keep_epochs,
         )
-        if not cached and key_epoch > self.keep_epochs:
-            self.cache.prune(self._fingerprint, older_than=key_epoch - self.keep_epochs + 1)
         table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
         padded = self._padded(table)
         permute = (
@@ -386,10 +384,7 @@ class PackedPairPlanner:
         plan = PackedEpochPlan(
             epoch, self.world_size, self.config, arrays["order"], arrays["row_ends"], table, steps, stats
         )
-        if len(self._memo) >= 2:
-            self._memo.pop(min(self._memo))
-        self._memo[epoch] = plan
-        return plan
+        return remember(self._memo, epoch, plan)
 
     def _padded(self, table: BatchTable) -> np.ndarray:
         """Slots of each collated batch, both sides."""

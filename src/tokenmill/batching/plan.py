@@ -122,6 +122,14 @@ def _cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
     return lowpad.cut(sizes, config, epoch)
 
 
+def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
+    """Keep ``plan`` as ``memo[epoch]`` with at most ``keep`` epochs held (the current and the next)."""
+    if len(memo) >= keep:
+        memo.pop(min(memo))
+    memo[epoch] = plan
+    return plan
+
+
 def epoch_key(config: BatchConfig, epoch: int) -> int:
     """The epoch a mode's batches depend on (0: the same batches every epoch)."""
     return 0 if config.mode == "fairseq" else epoch
@@ -251,7 +259,6 @@ class Planner:
         if epoch in self._memo:
             return self._memo[epoch]
         key_epoch = epoch if self.sampler is not None else epoch_key(self.config, epoch)
-        key = f"{self.base_key}-e{key_epoch}"
         if self.sampler is not None:
             sampler = self.sampler
 
@@ -264,19 +271,14 @@ class Planner:
             def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                 return compute_batches(sizes, self.config, epoch, self.world_size)
 
-        (arrays, meta), cached = self.cache.get_or_build(key, build)
-        if not cached and key_epoch > self.keep_epochs:
-            self.cache.prune(self.base_key, older_than=key_epoch - self.keep_epochs + 1)
+        (arrays, meta), cached = self.cache.epoch_arrays(self.base_key, key_epoch, build, self.keep_epochs)
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
         padded = padded_tokens(table, self.config.pad_to_multiple)
         steps = schedule(padded, self.world_size, step_permutation(self.config, epoch, self.world_size))
         plan = EpochPlan(
             epoch, self.world_size, arrays["order"], table, steps, self._stats(table, padded, steps, meta, cached)
         )
-        if len(self._memo) >= 2:
-            self._memo.pop(min(self._memo))
-        self._memo[epoch] = plan
-        return plan
+        return remember(self._memo, epoch, plan)
 
     def _stats(
         self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool
