@@ -142,3 +142,42 @@ def test_a_killed_multilingual_run_rerun_gives_identical_files(raw, tmp_path, po
     names = [p for p in data_files(reference) if p.name not in ("manifest.json", "preprocess.log")]
     assert [str(p) for p in names if not filecmp.cmp(reference / p, out / p, shallow=False)] == []
     assert verify_directory(out) == []
+
+
+def test_a_rerun_with_fewer_shards_leaves_no_stale_shard_behind(raw, tmp_path):
+    from tokenmill.data.multi_layout import discover
+
+    directions = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl"]
+    out = prepare(build_config(settings(raw, tmp_path, directions, num_shards=4)), progress=False).destdir
+    assert (out / "shard003" / "train.eng_Latn-deu_Latn.deu_Latn.idx").exists()
+    prepare(build_config(settings(raw, tmp_path, directions, num_shards=2)), progress=False)
+    assert sorted(p.name for p in out.glob("shard*")) == ["shard000", "shard001"], "emptied shard folders go"
+    assert [len(d.shards) for d in discover(out, "train").directions] == [2, 2]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["summary"]["shards"] == ["shard000", "shard001"]
+    total = sum(len(IndexedDataset(out / f"shard{k:03d}" / "train.eng_Latn-deu_Latn.deu_Latn")) for k in range(2))
+    assert total == 600, "every pair once"
+    assert verify_directory(out) == []
+
+
+def test_a_retrained_model_includes_the_added_directions(raw, tmp_path):
+    first = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl"]
+    prepare(build_config(settings(raw, tmp_path, first)), progress=False)
+    changed = settings(raw, tmp_path, [*first, "eng_Latn-ell_Grek"], vocab_size=130)
+    summary = prepare(build_config(changed), progress=False)
+    assert "tokenizer" in summary.ran
+    assert summary.vocab["tokenizer_trained_on"] == sorted([*first, "eng_Latn-ell_Grek"])
+    assert summary.languages["ell_Grek"]["spm_sample_lines"] > 0
+
+
+def test_training_reads_the_language_token_format_prepare_recorded(raw, tmp_path):
+    from tokenmill.data import multilingual_batches
+
+    out = prepare(build_config(settings(raw, tmp_path, ["eng_Latn-deu_Latn"], lang_token_format="<{lang}>")),
+                  progress=False).destdir
+    shared = Dictionary.load(out / "dict.txt")
+    batches = multilingual_batches(out, collate="fairseq", cache_dir=False)
+    batch = next(iter(batches))
+    assert set(batch["target"][:, 0].tolist()) == {shared.index("<deu_Latn>")}
+    with pytest.raises(ConfigError, match=r"direction '\.\./x-y'"):
+        build_config(settings(raw, tmp_path, ["../x-y"]))

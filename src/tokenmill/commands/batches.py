@@ -17,6 +17,7 @@ from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.data.multi_langtok import LangTokConfig
+from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
@@ -103,6 +104,10 @@ def _row(label: str, value: object) -> str:
     "--decoder-langtok/--no-decoder-langtok", default=True, show_default=True,
     help="Many directions: target-language tag first in the target.",
 )
+@click.option(
+    "--langtok-template", default=None,
+    help="Many directions: how a language code becomes a token (default: what prepare recorded, else __{lang}__).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batches(
     directory: str,
@@ -133,6 +138,7 @@ def batches(
     upsample_primary: int | None,
     encoder_langtok: str,
     decoder_langtok: bool,
+    langtok_template: str | None,
     as_json: bool,
 ) -> None:
     """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank.
@@ -155,12 +161,18 @@ def batches(
     cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
     mix = None
     if multilingual:
+        sampling_flags = (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary)
+        if split != "train" and any(flag is not None for flag in sampling_flags):
+            raise ConfigError(f"sampling settings apply to train; {split} uses every pair once (drop them)")
+        if shard is not None:
+            raise ConfigError("--shard is for one direction: with many directions epoch e reads shard (e-1) mod k")
         sampling = SamplingConfig(
             temperature=1.0 if temperature is None else temperature, weights=_weights(weights),
             virtual_size=virtual_size, virtual_epoch_size=virtual_epoch_size, upsample_primary=upsample_primary,
             seed=seed,
         )
-        langtok = LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok)
+        template = langtok_template or manifest_lang_token_format(Path(directory)) or LangTokConfig.template
+        langtok = LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok, template)
         iterator = multilingual_batches(
             directory, config, sampling if split == "train" else None, langtok, split=split, options=options,
             directions=directions.split(",") if directions else None, world_size=world_size, collate=None,

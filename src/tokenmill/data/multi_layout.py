@@ -22,12 +22,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 
 _SHARD_DIR = re.compile(r"^shard(\d+)$")
 _PAIR_FILE = re.compile(r"^(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.\-]+)\.idx$")
-_DIRECTION = re.compile(r"^(?P<src>[^.\-]+)-(?P<tgt>[^.\-]+)$")
+_DIRECTION = re.compile(r"^(?P<src>\w+)-(?P<tgt>\w+)$")
 
 DataPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """One data directory (with or without ``shardNNN/`` folders), fairseq's ``a:b:c``, or a list of folders."""
@@ -118,10 +119,29 @@ def parse_direction(name: str) -> tuple[str, str]:
     match = _DIRECTION.match(name)
     if match is None:
         raise ConfigError(
-            f"direction {name!r} is not 'src-tgt' (language codes may contain '_' but not '-' or '.'), "
+            f"direction {name!r} is not 'src-tgt' (language codes of letters, digits and '_'), "
             "e.g. 'eng_Latn-tur_Latn'"
         )
     return match["src"], match["tgt"]
+
+
+def _read_manifest(root: Path | None) -> dict[str, Any] | None:
+    """``root/manifest.json`` as a mapping, or None when there is none (or it cannot be read)."""
+    if root is None or not (root / "manifest.json").is_file():
+        return None
+    try:
+        obj = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def manifest_lang_token_format(root: Path | None) -> str | None:
+    """The language-token format ``prepare --directions`` recorded (``vocab.lang_token_format``)."""
+    obj = _read_manifest(root)
+    vocab = obj.get("vocab") if obj else None
+    value = vocab.get("lang_token_format") if isinstance(vocab, dict) else None
+    return value if isinstance(value, str) and "{lang}" in value else None
 
 
 def _manifest_directions(root: Path | None, split: str) -> list[str] | None:
@@ -131,13 +151,8 @@ def _manifest_directions(root: Path | None, split: str) -> list[str] | None:
     Entries given as ``{name: {"splits": {...}}}`` count for the splits they name; a bare list of
     names counts for the training split only.
     """
-    if root is None or not (root / "manifest.json").is_file():
-        return None
-    try:
-        obj = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(obj, dict):
+    obj = _read_manifest(root)
+    if obj is None:
         return None
     listed = None
     for scope in (obj, obj.get("summary"), obj.get("settings")):

@@ -28,7 +28,7 @@ import numpy as np
 import xxhash
 
 from tokenmill.data.multi_langtok import LangTokConfig
-from tokenmill.data.multi_layout import DataPaths, Layout, discover
+from tokenmill.data.multi_layout import DataPaths, Layout, discover, manifest_lang_token_format
 from tokenmill.data.pairs import FilterReport, PairDataset, PairOptions, SideRows, open_store
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.vocab.dictionary import Dictionary
@@ -144,12 +144,14 @@ class MultiPairDataset:
 
         ``directions``: ``src-tgt`` names (default: all found; see
         :func:`~tokenmill.data.multi_layout.discover`). ``langtok``: language tags (default
-        :class:`LangTokConfig()`, NLLB's; ``LangTokConfig(None, False)`` for none). ``options``:
+        :class:`LangTokConfig()`, NLLB's, with the token format ``manifest.json`` records;
+        ``LangTokConfig(None, False)`` for none). ``options``:
         the per-pair options every direction shares (length limits, ...). Non-training splits read
         the first shard only (``first_shard_only`` overrides).
         """
         layout = discover(paths, split, directions, first_shard_only=first_shard_only)
-        langtok = LangTokConfig() if langtok is None else langtok
+        if langtok is None:  # NLLB's tags, in the format prepare recorded
+            langtok = LangTokConfig(template=manifest_lang_token_format(layout.root) or LangTokConfig.template)
         base = options or PairOptions()
         dictionaries = _Dictionaries(layout)
         datasets: dict[str, list[PairDataset]] = {}

@@ -23,7 +23,7 @@ from tokenmill.text.normalize import Normalizer
 
 SPLITS = ("train", "valid", "test")
 TOKENIZERS = ("sentencepiece", "none", "t2t-subword")
-_DIRECTION = re.compile(r"[^\s.\-]+-[^\s.\-]+")
+_DIRECTION = re.compile(r"\w+-\w+")  # letters, digits, _: a name that stays a plain file name
 
 
 @dataclass
@@ -218,7 +218,7 @@ class PrepareConfig:
         for name, files in self.directions.items():
             if not _DIRECTION.fullmatch(name):
                 raise ConfigError(
-                    f"direction {name!r} is not 'src-tgt' (two different language codes without '-', '.' or spaces, "
+                    f"direction {name!r} is not 'src-tgt' (two different language codes of letters, digits and '_', "
                     "e.g. eng_Latn-tur_Latn)"
                 )
             src, tgt = name.split("-")

@@ -113,6 +113,9 @@ class DirectionPipeline(Pipeline):
     def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
         return self.parent.lookup_fingerprint
 
+    def piece_lookup(self, encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
+        return self.parent.lookup  # the same for every direction: built once
+
     def kept_train_pairs(self) -> int:
         """Training pairs left after cleaning (known once :meth:`clean` ran or was found up to date)."""
         return int(self.summary.splits["train"]["clean"]["kept"]["pairs"])
@@ -126,6 +129,7 @@ class MultilingualPipeline(Pipeline):
         self.summary = MultilingualSummary(self.root)
         self.spm_path = self.root / "spm.model"
         self.lookup_fingerprint = ""
+        self.lookup = np.empty(0, dtype=np.int64)
         self.pipelines: dict[str, DirectionPipeline] = {}
 
     @property
@@ -133,7 +137,7 @@ class MultilingualPipeline(Pipeline):
         return sorted({lang for name in self.config.directions for lang in name.split("-")})
 
     def lang_token(self, lang: str) -> str:
-        return self.config.lang_token_format.format(lang=lang)
+        return self.config.lang_token_format.replace("{lang}", lang)
 
     # ---------------------------------------------------------------- tokenizer
     def _train_lines(self, names: list[str]) -> dict[str, int]:
@@ -157,17 +161,20 @@ class MultilingualPipeline(Pipeline):
             self._stage("tokenizer", key, copy)
             return
         names = sorted(self.pipelines)
-        basis = names
-        previous = self._previous_info("tokenizer").get("trained_on")
-        if not cfg.retrain_tokenizer and previous and set(previous) <= set(names) and self.spm_path.exists():
-            basis = sorted(previous)  # the model already made: new directions are encoded with it
-            if basis != names:
-                log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
-                         len(basis), ", ".join(sorted(set(names) - set(basis))))
         options = self.spm_options()
-        upstream = {name: self.pipelines[name].keys["clean.train"] for name in basis}
-        key = fingerprint("tokenizer-multi", upstream, options.as_dict(), cfg.spm_temperature)
-        self._stage("tokenizer", key, lambda: self._train_shared(basis))
+
+        def key_of(basis: list[str]) -> str:
+            upstream = {name: self.pipelines[name].keys["clean.train"] for name in basis}
+            return fingerprint("tokenizer-multi", upstream, options.as_dict(), cfg.spm_temperature)
+
+        basis = names
+        previous = sorted(self._previous_info("tokenizer").get("trained_on") or [])
+        if (not cfg.retrain_tokenizer and previous and set(previous) < set(names)
+                and self.stages.done("tokenizer", key_of(previous)) is not None):
+            basis = previous  # the model made for these directions is intact: new directions are encoded with it
+            log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
+                     len(basis), ", ".join(sorted(set(names) - set(basis))))
+        self._stage("tokenizer", key_of(basis), lambda: self._train_shared(basis))
 
     def _previous_info(self, stage: str) -> dict[str, Any]:
         try:
@@ -207,9 +214,9 @@ class MultilingualPipeline(Pipeline):
         self._stage("dictionary", key, lambda: self._build_dictionary(paths))
         dictionary = Dictionary.load(self.root / SHARED_DICT)
         encoder = SentencePieceEncoder(self.spm_path)
-        lookup = _piece_lookup(encoder, dictionary)
+        self.lookup = _piece_lookup(encoder, dictionary)
         self.lookup_fingerprint = fingerprint(
-            xxhash.xxh3_128_hexdigest(lookup.tobytes()), str(token_dtype(len(dictionary)))
+            xxhash.xxh3_128_hexdigest(self.lookup.tobytes()), str(token_dtype(len(dictionary)))
         )
         return dictionary
 
@@ -262,18 +269,31 @@ class MultilingualPipeline(Pipeline):
             self.shared_tokenizer()
             dictionary = self.shared_dictionary()
             _crash_point("multilingual:before-encode")
-            for pipeline in self.pipelines.values():
+            trained_on = set(self._previous_info("tokenizer").get("trained_on") or self.pipelines)
+            for name, pipeline in self.pipelines.items():
                 pipeline.config.shard_size = self._shard_size(pipeline)
                 pipeline.encode()
                 pipeline.binarize({lang: dictionary for lang in pipeline.config.langs})
+                if name not in trained_on:
+                    self._warn_unknown(pipeline)
             self.finish_multilingual(dictionary)
         for pipeline in self.pipelines.values():
             self.summary.ran += pipeline.summary.ran
             self.summary.skipped += pipeline.summary.skipped
         return self.summary
 
+    def _warn_unknown(self, pipeline: DirectionPipeline) -> None:
+        """A direction added after the model was trained: say so when the model does not cover it."""
+        for lang, row in pipeline.summary.splits["train"].get("langs", {}).items():
+            if row["unk_percent"] > 0.5:
+                log.warning(
+                    "direction %s: %.2f%% of %s tokens are <unk>: spm.model was trained before this direction was "
+                    "added and does not cover its characters; re-run with --retrain-tokenizer",
+                    pipeline.direction, row["unk_percent"], lang,
+                )
+
     def finish_multilingual(self, dictionary: Dictionary) -> None:
-        shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
+        shards = self.remove_empty_shards()
         dict_files = [self.root / SHARED_DICT, *(self.root / f"dict.{lang}.txt" for lang in self.languages)]
         for shard_dir in shards:  # fairseq reads the dictionaries from every data path
             for source in dict_files:

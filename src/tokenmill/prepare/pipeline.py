@@ -47,7 +47,7 @@ from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.manifest import file_checksum, write_manifest
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
-from tokenmill.text.documents import paragraph_documents
+from tokenmill.text.documents import documents_by_file
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
@@ -233,11 +233,12 @@ class Pipeline:
             total, f"clean {split}"
         ) as bar:
             workers = self.config.workers if total >= _PARALLEL_CLEAN_MIN_LINES else 1
-            chunks = self._with_alignments(
-                split, source.chunks(chunk_lines=min(cfg.chunk_lines, _CLEAN_CHUNK_LINES)), total
-            )
-            if cfg.documents == "blank-line":
-                chunks = paragraph_documents(chunks)
+            chunk_lines = min(cfg.chunk_lines, _CLEAN_CHUNK_LINES)
+            if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
+                per_file = [self._open([f], None) for f in files]
+                chunks = documents_by_file(per_file, chunk_lines)
+            else:
+                chunks = self._with_alignments(split, source.chunks(chunk_lines=chunk_lines), total)
             for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
                 if cleaned.src:
                     src_out.write("\n".join(cleaned.src) + "\n")
@@ -248,7 +249,10 @@ class Pipeline:
                 kept += len(cleaned)
                 bar.update(n_read)
                 _crash_point(f"clean.{split}:midway")
-        stats = {"read": dict(source.stats.counts)}
+        read = Counter(source.stats.counts)
+        if cfg.documents == "blank-line":
+            read = sum((Counter(f.stats.counts) for f in per_file), Counter())
+        stats = {"read": dict(read)}
         stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
         stats["kept"] = {"pairs" if tgt_files is not None or cfg.input_format != "text" else "lines": kept}
         return outputs + ([align_out] if align_out else []), {"stats": stats, "kept": kept}
@@ -470,6 +474,10 @@ class Pipeline:
                 )
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
 
+    def piece_lookup(self, encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
+        """SentencePiece id -> dictionary id for binarizing (see :func:`_piece_lookup`)."""
+        return _piece_lookup(encoder, dictionary)
+
     def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
         """What a binarized side depends on in its vocabulary file (here: all of it)."""
         return file_checksum(vocab_path)
@@ -486,7 +494,7 @@ class Pipeline:
         assert dictionary is not None
         if self.config.tokenizer == "sentencepiece":
             encoder = SentencePieceEncoder(self.model_path(lang))
-            lookup = _piece_lookup(encoder, dictionary)
+            lookup = self.piece_lookup(encoder, dictionary)
             ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
             # plain sequential reads, not the map: the process's memory must not grow with the corpus
             with open(ids.bin_file, "rb") as tokens:
@@ -569,6 +577,7 @@ class Pipeline:
         for done in writers:
             done.finalize()
             outputs += [done.bin_file, done.idx_file]
+        self._remove_other_layouts(prefix_of, len(writers) if cfg.shard_size else None)
         info = {
             "sentences": sentences,
             "tokens": tokens,
@@ -577,6 +586,39 @@ class Pipeline:
             "shards": len(writers) if cfg.shard_size else 0,
         }
         return outputs, info
+
+    def _remove_other_layouts(self, prefix_of: Callable[[int | None], Path], shards: int | None) -> None:
+        """Delete this store's files left by an earlier run with other sharding (never read stale data).
+
+        ``shards``: how many ``shardNNN/`` parts were just written (None: one unsharded store). A
+        re-run with fewer shards, or without shards, must not leave the old parts where readers find them.
+        """
+        keep = {prefix_of(None)} if shards is None else {prefix_of(k) for k in range(shards)}
+        candidates = [prefix_of(None)] + [
+            prefix_of(int(folder.name[5:])) for folder in self.root.glob("shard[0-9][0-9][0-9]") if folder.is_dir()
+        ]
+        for prefix in candidates:
+            if prefix in keep:
+                continue
+            for suffix in (".bin", ".idx"):
+                Path(f"{prefix}{suffix}").unlink(missing_ok=True)
+
+    def remove_empty_shards(self) -> list[Path]:
+        """Shard folders that no longer hold any store (after a re-run with fewer shards) are removed;
+        the shard folders left are returned in order."""
+        shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
+        left = []
+        for folder in shards:
+            if any(folder.glob("*.idx")):
+                left.append(folder)
+                continue
+            for leftover in folder.glob("dict*.txt"):
+                leftover.unlink()
+            try:
+                folder.rmdir()
+            except OSError:  # something else is in there (the user's): leave the folder alone
+                left.append(folder)
+        return left
 
     # ---------------------------------------------------------------- alignments
     def alignments(self) -> None:
@@ -599,7 +641,7 @@ class Pipeline:
     # ---------------------------------------------------------------- finishing
     def finish(self) -> None:
         cfg = self.config
-        shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
+        shards = self.remove_empty_shards()
         for shard_dir in shards:  # fairseq reads dictionaries from every data path
             for lang in cfg.langs if cfg.tokenizer != "t2t-subword" else []:
                 source = self.root / f"dict.{lang}.txt"

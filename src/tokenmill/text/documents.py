@@ -8,19 +8,20 @@ space, blocks split by one or more blank (or whitespace-only) lines, across chun
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from tokenmill.text.readers import Chunk
+from tokenmill.text.readers import Chunk, Source
 
 
-def paragraph_documents(chunks: Iterable[Chunk], joiner: str = " ") -> Iterator[Chunk]:
-    """Chunks of documents from chunks of lines; ``n_read`` still counts the lines consumed.
+def paragraph_documents(chunks: Iterable[Chunk], joiner: str = " ", start: int = 0) -> Iterator[Chunk]:
+    """Chunks of documents from chunks of lines (of ONE file); ``n_read`` still counts the lines consumed.
 
     A document still open at the end of a chunk is carried into the next one, so documents never
-    depend on where chunks were cut. Item numbers (``start``) count documents.
+    depend on where chunks were cut; the end of the input ends the last one. Item numbers
+    (``start``) count documents, from ``start``.
     """
     open_lines: list[str] = []
-    documents_out = 0
+    documents_out = start
     pending_read = 0
     for chunk in chunks:
         documents: list[str] = []
@@ -38,3 +39,13 @@ def paragraph_documents(chunks: Iterable[Chunk], joiner: str = " ") -> Iterator[
     if open_lines or pending_read:
         last = [joiner.join(open_lines)] if open_lines else []
         yield Chunk(documents_out, pending_read, last)
+
+
+def documents_by_file(sources: Sequence[Source], chunk_lines: int) -> Iterator[Chunk]:
+    """:func:`paragraph_documents` of each source (one per file) in turn: the end of a file ends its
+    last document, which never runs on into the next file."""
+    done = 0
+    for source in sources:
+        for chunk in paragraph_documents(source.chunks(chunk_lines=chunk_lines), start=done):
+            done += len(chunk)
+            yield chunk
