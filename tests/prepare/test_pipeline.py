@@ -315,3 +315,15 @@ def test_append_eod_needs_the_symbol_in_a_given_dictionary(tmp_path):
         prepare(build_config(settings), progress=False)
     with pytest.raises(TokenmillError, match="--documents blank-line is for monolingual"):
         build_config({**settings, "target_lang": "de", "documents": "blank-line", "append_eod": False})
+
+
+def test_a_rerun_with_bigger_shards_removes_the_shards_it_no_longer_writes(corpus, tmp_path):
+    settings = {"source_lang": "en", "trainpref": str(corpus / "train"), "destdir": str(tmp_path / "mono"),
+                "tokenizer": "none", "shard_size": 15}
+    out = prepare(build_config(settings), progress=False).destdir
+    assert (out / "shard002" / "train.en-None.en.idx").exists()
+    prepare(build_config({**settings, "shard_size": 20}), progress=False)
+    assert sorted(p.name for p in out.glob("shard*")) == ["shard000", "shard001"]
+    prepare(build_config({**settings, "shard_size": 0}), progress=False)
+    assert list(out.glob("shard*")) == [] and (out / "train.en-None.en.idx").exists()
+    assert verify_directory(out) == []
