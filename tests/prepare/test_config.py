@@ -48,3 +48,22 @@ def test_yaml_must_be_a_mapping(tmp_path):
     path.write_text("a: [\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_yaml(path)
+
+
+def test_megatron_json_keys_is_the_source_key_one_key_per_run(tmp_path):
+    import gzip
+    import json
+
+    from tokenmill.prepare import prepare
+    from tokenmill.store import IndexedDataset
+
+    rows = "".join(json.dumps({"body": f"doc {i} words", "text": "other"}) + "\n" for i in range(5))
+    (tmp_path / "c.jsonl.gz").write_bytes(gzip.compress(rows.encode()))
+    settings = {"source_lang": "en", "trainpref": str(tmp_path / "c.jsonl.gz"), "input_format": "jsonl",
+                "tokenizer": "none", "layout": "megatron", "destdir": str(tmp_path / "lm"), "json_keys": "body"}
+    config = build_config(settings)
+    assert config.source_key == "body"
+    summary = prepare(config, progress=False)
+    assert len(IndexedDataset(summary.destdir / "train.en-None.en")) == 5
+    with pytest.raises(ConfigError, match="give one key per run"):
+        build_config({**settings, "json_keys": "body,text"})

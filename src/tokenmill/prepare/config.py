@@ -50,6 +50,9 @@ class PrepareConfig:
     --json-keys)."""
     target_key: str | None = None
     """JSONL key of the target side (default: target_lang)."""
+    json_keys: list[str] = field(default_factory=list)
+    """Megatron's name for --source-key with monolingual JSONL (one key per run: Megatron writes one
+    dataset per key; run prepare once per key)."""
     on_invalid_utf8: str = "error"
     """error (stop at file:line) | replace (U+FFFD, counted) | skip (drop the pair, counted)."""
     align_suffix: str | None = None
@@ -175,6 +178,13 @@ class PrepareConfig:
             raise ConfigError("--trainpref is required: the training data to prepare")
         if self.input_format not in ("text", "tsv", "jsonl"):
             raise ConfigError(f"--input-format must be text, tsv or jsonl, not {self.input_format!r}")
+        if self.json_keys:
+            if len(self.json_keys) > 1 or (self.source_key and self.source_key != self.json_keys[0]):
+                raise ConfigError(
+                    f"--json-keys {','.join(self.json_keys)}: give one key per run (Megatron writes one dataset "
+                    "per key; run prepare once per key, each with its own --destdir)"
+                )
+            self.source_key = self.json_keys[0]
         if self.documents not in ("line", "blank-line"):
             raise ConfigError(f"--documents must be line or blank-line, not {self.documents!r}")
         if self.documents == "blank-line" and (not self.monolingual or self.input_format != "text"):
@@ -277,7 +287,7 @@ class PrepareConfig:
 
 _NESTED = {"normalize": Normalizer, "filters": FilterConfig}
 _PREFIXES = ("trainpref", "validpref", "testpref")
-_LISTS = {"trainpref", "validpref", "testpref", "user_defined_symbols"}
+_LISTS = {"trainpref", "validpref", "testpref", "user_defined_symbols", "json_keys"}
 
 
 def _as_list(value: Any) -> list[str]:
