@@ -26,39 +26,16 @@ def run(*args: str):
 
 def test_json_report(tmp_path):
     data = make_pair_dir(tmp_path / "data", 1000, seed=2)
-    out = run(
-        str(data),
-        "--json",
-        "--world-size",
-        "3",
-        "--max-tokens",
-        "512",
-        "--max-source-positions",
-        "25",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-    )
-    report = json.loads(out)
+    args = [str(data), "--json", "--world-size", "3", "--max-tokens", "512", "--max-source-positions", "25",
+            "--cache-dir", str(tmp_path / "cache")]
+    report = json.loads(run(*args))
     assert report["num_pairs"] == 1000
     assert report["num_samples"] + report["num_dropped"] == 1000
     assert report["num_dropped"] == report["dropped"]["source_too_long"] > 0
     assert len(report["num_batches_per_rank"]) == 3 and len(set(report["num_batches_per_rank"])) == 1
     assert 0 < report["padding_fraction"] < 0.5
     assert report["source_lang"] == "en" and report["plan_cached"] is False
-    again = json.loads(
-        run(
-            str(data),
-            "--json",
-            "--world-size",
-            "3",
-            "--max-tokens",
-            "512",
-            "--max-source-positions",
-            "25",
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        )
-    )
+    again = json.loads(run(*args))
     assert again["plan_cached"] is True and again["num_batches"] == report["num_batches"]
 
 

@@ -8,13 +8,24 @@ names the field instead of silently changing the order).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from tokenmill.errors import ConfigError
+
+T = TypeVar("T")
 
 MODES = ("lowpad", "fairseq", "opennmt")
 """``lowpad``: ours, least padding (the default); ``fairseq``: fairseq's order and batch_by_size;
 ``opennmt``: OpenNMT-tf's shuffled stream grouped into length buckets."""
+
+
+def settings_from_dict(cls: type[T], values: dict[str, Any], what: str) -> T:
+    """A settings dataclass from its plain form; unknown keys are an error naming them."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown {what} settings {unknown}; known: {sorted(known)}")
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -75,11 +86,7 @@ class BatchConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> BatchConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown batching settings {unknown}; known: {sorted(known)}")
-        return cls(**values)
+        return settings_from_dict(cls, values, "batching")
 
     def replace(self, **changes: Any) -> BatchConfig:
         """A copy with some fields changed (validated again)."""

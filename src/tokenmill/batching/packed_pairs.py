@@ -23,12 +23,13 @@ Pairs longer than a row on either side are dropped and counted (``source_longer_
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from tokenmill.batching.cache import PlanCache, fingerprint
+from tokenmill.batching.config import settings_from_dict
 from tokenmill.batching.costs import round_up
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
@@ -128,11 +129,7 @@ class PackConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> PackConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown packing settings {unknown}; known: {sorted(known)}")
-        return cls(**values)
+        return settings_from_dict(cls, values, "packing")
 
 
 @dataclass
