@@ -27,10 +27,10 @@ summary = prepare(build_config({
     "source_lang": "en", "trainpref": str(out / "books"), "destdir": str(out / "bin"), "layout": "megatron",
     "documents": "blank-line", "append_eod": True, "eod_symbol": "<eod>", "vocab_size": 200, "workers": 1,
 }), progress=False)
-dictionary = Dictionary.load(summary.destdir / "dict.en.txt")
+dictionary = Dictionary.load(summary.destdir / "dict.txt")
 spm = SentencePieceEncoder(summary.destdir / "spm.model")
 eod = dictionary.index("<eod>")
-store = IndexedDataset(summary.destdir / "train.en-None.en")
+store = IndexedDataset(summary.destdir / "train")
 print(f"{len(store)} documents, {int(store.sizes.sum())} tokens, end-of-document id {eod}")
 
 config = GPTDatasetConfig(seq_length=32, num_epochs=1, eod_id=eod, eod_mask_loss=True, reset_position_ids=True)

@@ -64,6 +64,6 @@ def test_megatron_json_keys_is_the_source_key_one_key_per_run(tmp_path):
     config = build_config(settings)
     assert config.source_key == "body"
     summary = prepare(config, progress=False)
-    assert len(IndexedDataset(summary.destdir / "train.en-None.en")) == 5
+    assert len(IndexedDataset(summary.destdir / "train")) == 5
     with pytest.raises(ConfigError, match="give one key per run"):
         build_config({**settings, "json_keys": "body,text"})

@@ -113,12 +113,12 @@ def test_monolingual_megatron_layout_and_shards(corpus, tmp_path):
     }
     summary = prepare(build_config(settings), progress=False)
     out = summary.destdir
-    shards = [IndexedDataset(out / f"shard{k:03d}" / "train.en-None.en") for k in range(3)]
+    shards = [IndexedDataset(out / f"shard{k:03d}" / "train") for k in range(3)]
     assert [len(s) for s in shards] == [15, 15, 10]
     assert all(s.layout.value == "megatron" for s in shards)
     assert shards[2].document_indices.tolist() == list(range(11))
-    assert (out / "shard001" / "dict.en.txt").read_bytes() == (out / "dict.en.txt").read_bytes()
-    texts = [t for k in range(3) for t in decoded(out / f"shard{k:03d}" / "train.en-None.en", out / "dict.en.txt")]
+    assert (out / "shard001" / "dict.txt").read_bytes() == (out / "dict.txt").read_bytes()
+    texts = [t for k in range(3) for t in decoded(out / f"shard{k:03d}" / "train", out / "dict.txt")]
     assert texts == (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]
     assert verify_directory(out) == []
 
@@ -266,8 +266,8 @@ def test_monolingual_jsonl_documents_in_the_megatron_layout_read_by_megatron_cor
     settings = {"source_lang": "en", "trainpref": str(tmp_path / "corpus.jsonl.gz"), "input_format": "jsonl",
                 "tokenizer": "none", "layout": "megatron", "destdir": str(tmp_path / "lm"), "dedup": False}
     summary = prepare(build_config(settings), progress=False)
-    prefix = summary.destdir / "train.en-None.en"
-    assert decoded(prefix, summary.destdir / "dict.en.txt") == [" ".join(d.split()) for d in docs]
+    prefix = summary.destdir / "train"
+    assert decoded(prefix, summary.destdir / "dict.txt") == [" ".join(d.split()) for d in docs]
     seen = run_peer("megatron", """
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 ds = IndexedDataset(PAYLOAD)
@@ -288,10 +288,10 @@ def test_blank_line_documents_with_a_distinct_end_of_document_token_read_by_mega
                 "append_eod": True, "eod_symbol": "<|endoftext|>", "chunk_lines": 3}
     summary = prepare(build_config(settings), progress=False)
     out = summary.destdir
-    dictionary = Dictionary.load(out / "dict.en.txt")
+    dictionary = Dictionary.load(out / "dict.txt")
     eod = dictionary.index("<|endoftext|>")
     assert eod > Dictionary.unk_index, "the end-of-document symbol has an id of its own"
-    ours = IndexedDataset(out / "train.en-None.en")
+    ours = IndexedDataset(out / "train")
     docs = [dictionary.decode(ours[i]) for i in range(len(ours))]
     assert docs == [
         "first document line one line two of it <|endoftext|>",
@@ -302,7 +302,7 @@ def test_blank_line_documents_with_a_distinct_end_of_document_token_read_by_mega
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 ds = IndexedDataset(PAYLOAD)
 print("RESULT:" + json.dumps({"docs": ds.document_indices.tolist(), "last": [int(ds[i][-1]) for i in range(len(ds))]}))
-""", str(out / "train.en-None.en"))
+""", str(out / "train"))
     assert seen == {"docs": [0, 1, 2, 3], "last": [eod, eod, eod]}
 
 
@@ -321,9 +321,9 @@ def test_a_rerun_with_bigger_shards_removes_the_shards_it_no_longer_writes(corpu
     settings = {"source_lang": "en", "trainpref": str(corpus / "train"), "destdir": str(tmp_path / "mono"),
                 "tokenizer": "none", "shard_size": 15}
     out = prepare(build_config(settings), progress=False).destdir
-    assert (out / "shard002" / "train.en-None.en.idx").exists()
+    assert (out / "shard002" / "train.idx").exists()
     prepare(build_config({**settings, "shard_size": 20}), progress=False)
     assert sorted(p.name for p in out.glob("shard*")) == ["shard000", "shard001"]
     prepare(build_config({**settings, "shard_size": 0}), progress=False)
-    assert list(out.glob("shard*")) == [] and (out / "train.en-None.en.idx").exists()
+    assert list(out.glob("shard*")) == [] and (out / "train.idx").exists()
     assert verify_directory(out) == []

@@ -33,18 +33,19 @@ import xxhash
 
 from tokenmill.data.sampling import temperature_probabilities
 from tokenmill.errors import TokenmillError
-from tokenmill.fsutil import atomic_path, atomic_write
+from tokenmill.fsutil import atomic_path
 from tokenmill.prepare.config import PrepareConfig
-from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point, _jsonable, _piece_lookup
+from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point, _piece_lookup
+from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
 from tokenmill.store.format import token_dtype
-from tokenmill.store.manifest import file_checksum, write_manifest
+from tokenmill.store.layout import SHARED_DICT, dict_name
+from tokenmill.store.manifest import file_checksum
 from tokenmill.text import open_source
 from tokenmill.vocab.dictionary import Dictionary
-from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, train_sentencepiece
+from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder
 
 log = logging.getLogger("tokenmill.prepare")
-SHARED_DICT = "dict.txt"
 
 
 @dataclass
@@ -95,6 +96,10 @@ class DirectionPipeline(Pipeline):
         super().__init__(parent.config.direction_config(name), force=parent.stages.force, progress=parent.progress)
         self.direction = name
         self.parent = parent
+        self.produced = parent.produced  # one run: the parent publishes every direction's outputs
+        self.meanings = parent.meanings
+        self.summary.stage_seconds = parent.summary.stage_seconds
+        self.summary.warnings = parent.summary.warnings
 
     def _stage(self, name: str, key: str, run: Callable[[], tuple[list[Path], dict[str, Any]]]) -> dict[str, Any]:
         info = super()._stage(f"{self.direction}.{name}", key, run)
@@ -127,7 +132,7 @@ class MultilingualPipeline(Pipeline):
     def __init__(self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> None:
         super().__init__(config, force=force, progress=progress)
         self.summary = MultilingualSummary(self.root)
-        self.spm_path = self.root / "spm.model"
+        self.spm_path = self.out / "spm.model"
         self.lookup_fingerprint = ""
         self.lookup = np.empty(0, dtype=np.int64)
         self.pipelines: dict[str, DirectionPipeline] = {}
@@ -174,7 +179,8 @@ class MultilingualPipeline(Pipeline):
             basis = previous  # the model made for these directions is intact: new directions are encoded with it
             log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
                      len(basis), ", ".join(sorted(set(names) - set(basis))))
-        self._stage("tokenizer", key_of(basis), lambda: self._train_shared(basis))
+        info = self._stage("tokenizer", key_of(basis), lambda: self._train_shared(basis))
+        self.warn_small_vocabulary(info)
 
     def _previous_info(self, stage: str) -> dict[str, Any]:
         try:
@@ -201,18 +207,19 @@ class MultilingualPipeline(Pipeline):
             sample += reservoir.sample()
         log.info("training spm.model on %d lines: %s", len(sample),
                  ", ".join(f"{lang} {quotas[lang]}/{counts[lang]}" for lang in sorted(quotas)))
-        train_sentencepiece(sample, self.spm_path, options)
-        return [self.spm_path], {"trained": True, "trained_on": names, "sample": quotas, "lines": counts}
+        written = self.trained_sentencepiece(sample, self.spm_path, options)
+        pieces = {self.spm_path.name: SentencePieceEncoder(self.spm_path).vocab_size}
+        return written, {"trained": True, "trained_on": names, "sample": quotas, "lines": counts, "pieces": pieces}
 
     # ---------------------------------------------------------------- dictionary
     def shared_dictionary(self) -> Dictionary:
         cfg = self.config
         langs = self.languages
-        paths = [self.root / SHARED_DICT, *(self.root / f"dict.{lang}.txt" for lang in langs)]
+        paths = [self.out / SHARED_DICT, *(self.out / dict_name(lang) for lang in langs)]
         key = fingerprint("dictionary-multi", file_checksum(self.spm_path), [self.lang_token(x) for x in langs],
                           cfg.padding_factor, cfg.user_defined_symbols)
         self._stage("dictionary", key, lambda: self._build_dictionary(paths))
-        dictionary = Dictionary.load(self.root / SHARED_DICT)
+        dictionary = Dictionary.load(self.out / SHARED_DICT)
         encoder = SentencePieceEncoder(self.spm_path)
         self.lookup = _piece_lookup(encoder, dictionary)
         self.lookup_fingerprint = fingerprint(
@@ -232,7 +239,7 @@ class MultilingualPipeline(Pipeline):
         for symbol in cfg.user_defined_symbols:
             dictionary.add_symbol(symbol, 1)
         tokens = [self.lang_token(lang) for lang in self.languages]
-        previous = self.root / SHARED_DICT
+        previous = self.out / SHARED_DICT
         order: list[str] = []
         if previous.exists():
             old = Dictionary.load(previous)
@@ -258,6 +265,8 @@ class MultilingualPipeline(Pipeline):
         return math.ceil(kept / self.config.num_shards)
 
     def run(self) -> MultilingualSummary:
+        self.check_inputs()
+        self.warn_no_validation(sorted(n for n, files in self.config.directions.items() if not files.get("validpref")))
         with self.exclusive():
             for name in sorted(self.config.directions):
                 self.pipelines[name] = DirectionPipeline(self, name)
@@ -293,14 +302,9 @@ class MultilingualPipeline(Pipeline):
                 )
 
     def finish_multilingual(self, dictionary: Dictionary) -> None:
-        shards = self.remove_empty_shards()
-        dict_files = [self.root / SHARED_DICT, *(self.root / f"dict.{lang}.txt" for lang in self.languages)]
-        for shard_dir in shards:  # fairseq reads the dictionaries from every data path
-            for source in dict_files:
-                target = shard_dir / source.name
-                if not target.exists() or target.read_bytes() != source.read_bytes():
-                    with atomic_path(target) as tmp:
-                        shutil.copyfile(source, tmp)
+        prune_staging(self.out, self.produced)
+        dict_files = [self.out / SHARED_DICT, *(self.out / dict_name(lang) for lang in self.languages)]
+        shards = self.copy_into_shards(dict_files)
         tokenizer_info = self._previous_info("tokenizer")
         counts = self._train_lines(sorted(self.pipelines))
         self.summary.directions = {name: p.summary for name, p in self.pipelines.items()}
@@ -323,15 +327,8 @@ class MultilingualPipeline(Pipeline):
             "tokenizer_trained_on": tokenizer_info.get("trained_on", []),
             "tokenizer": "sentencepiece",
         }
-        with atomic_write(self.root / "preprocess.log") as handle:
-            handle.write(f"tokenmill prepare: {len(self.pipelines)} directions -> {self.root}\n")
-            handle.write(self.summary.table() + "\n")
-        summary = {
-            **self.summary.to_dict(),
-            "shards": [p.name for p in shards],
-        }
-        write_manifest(self.root, settings=_jsonable(self.config.to_dict()), vocab=self.summary.vocab,
-                       summary=_jsonable(summary))
+        self.write_log(f"tokenmill prepare: {len(self.pipelines)} directions -> {self.root}")
+        self.publish({**self.summary.to_dict(), "shards": [p.name for p in shards]})
 
 
 def temperature_quotas(lines: dict[str, int], budget: int, temperature: float) -> dict[str, int]:

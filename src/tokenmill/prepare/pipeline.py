@@ -25,9 +25,11 @@ import re
 import shutil
 import signal
 import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from operator import methodcaller
@@ -42,10 +44,13 @@ from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
 from tokenmill.prepare.config import SPLITS, PrepareConfig
 from tokenmill.prepare.parallel import clean_chunks
+from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
 from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
-from tokenmill.store.manifest import file_checksum, write_manifest
+from tokenmill.store.layout import SHARD_GLOB, align_name, dict_name, shard_dir, store_name
+from tokenmill.store.manifest import build_manifest, file_checksum
+from tokenmill.store.meaning import FAIRSEQ, T2T, store_meaning
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.documents import documents_by_file
 from tokenmill.text.readers import Chunk, Source
@@ -72,6 +77,10 @@ class PrepareSummary:
     ran: list[str] = field(default_factory=list)
     """Stages that ran in this invocation (the others were already done)."""
     skipped: list[str] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know about the result (also logged as it happens)."""
 
     def ordered(self) -> list[tuple[str, dict[str, Any]]]:
         """Splits in train, valid, test order."""
@@ -80,8 +89,19 @@ class PrepareSummary:
     def to_dict(self) -> dict[str, Any]:
         return {"splits": dict(self.ordered()), "vocab": self.vocab}
 
+    def warn(self, message: str) -> None:
+        """Log ``message`` now and keep it for the printed summary and the manifest."""
+        log.warning("warning: %s", message)
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def stage_table(self) -> dict[str, dict[str, Any]]:
+        """Stage -> {"seconds", "ran"} in the order the stages ran."""
+        ran = set(self.ran)
+        return {name: {"seconds": seconds, "ran": name in ran} for name, seconds in self.stage_seconds.items()}
+
     def table(self) -> str:
-        """A preprocess.log-style table: one row per split and language, then the cleaning counts."""
+        """A preprocess.log-style table: one row per split and language, then each cleaning step's drops."""
         lines = [f"{'split':<8}{'lang':<8}{'sentences':>12}{'tokens':>14}{'<unk>':>10}{'% <unk>':>9}"]
         for split, info in self.ordered():
             for lang, row in info.get("langs", {}).items():
@@ -90,10 +110,42 @@ class PrepareSummary:
                     f"{row['unk_percent']:>8.2f}%"
                 )
         for split, info in self.ordered():
-            for step, counts in info.get("clean", {}).items():
-                shown = ", ".join(f"{k} {v}" for k, v in counts.items())
-                lines.append(f"{split} {step}: {shown}")
+            lines.extend(cleaning_lines(split, info.get("clean", {})))
+        eod = self.vocab.get("eod")
+        if isinstance(eod, dict):
+            lines.append(f"end of document: {eod['symbol']} = id {eod['id']}")
         return "\n".join(lines)
+
+    def report(self) -> str:
+        """What the command prints: the table, the stage times and the warnings."""
+        lines = [self.table()]
+        if self.stage_seconds:
+            total = sum(self.stage_seconds.values())
+            shown = ", ".join(
+                f"{name} {seconds:.1f}s" + ("" if row["ran"] else " (up to date)")
+                for name, row in self.stage_table().items()
+                for seconds in [row["seconds"]]
+                if row["ran"] or seconds >= 0.05
+            )
+            lines.append(f"stage times ({total:.1f}s in all): {shown}")
+        lines.extend(f"warning: {message}" for message in self.warnings)
+        return "\n".join(lines)
+
+
+def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
+    """One line per cleaning step of a split, each count also as a share of the pairs read."""
+    base = steps.get("read", {}).get("read", 0)
+    lines = []
+    for step, counts in steps.items():
+        if step == "read":
+            shown = ", ".join(f"{k} {v}" for k, v in counts.items())
+        else:
+            shown = ", ".join(
+                f"{k} {v}" + (f" ({100.0 * v / base:.1f}%)" if base and isinstance(v, int) else "")
+                for k, v in counts.items()
+            )
+        lines.append(f"{split} {step}: {shown}")
+    return lines
 
 
 class Pipeline:
@@ -112,20 +164,29 @@ class Pipeline:
             chunk_lines=config.chunk_lines,
         )
         self.keys: dict[str, str] = {}
+        self.out = self.work / STAGING_DIR
+        """Where stages write the directory's outputs; :meth:`publish` puts them in place at the end."""
+        self.produced: set[Path] = set()
+        self.meanings: dict[str, dict[str, Any]] = {}
+        """Staged store prefix -> what its ids mean (vocabulary file, size, end-of-item id)."""
+        """Staged outputs of the stages of this run (ran or up to date): what the directory will hold."""
 
     # ---------------------------------------------------------------- helpers
     def _stage(self, name: str, key: str, run: Callable[[], tuple[list[Path], dict[str, Any]]]) -> dict[str, Any]:
         record = self.stages.done(name, key)
         if record is None:
             log.info("stage %s: running", name)
+            started = time.perf_counter()
             outputs, info = run()
             _crash_point(f"{name}:before-record")
-            record = self.stages.finish(name, key, outputs, info)
+            record = self.stages.finish(name, key, outputs, info, seconds=time.perf_counter() - started)
             _crash_point(name)
             self.summary.ran.append(name)
         else:
             log.info("stage %s: up to date, skipped", name)
             self.summary.skipped.append(name)
+        self.summary.stage_seconds[name] = record.get("seconds", 0.0)
+        self.produced.update(self.root / relative for relative in record["outputs"])
         self.keys[name] = key
         return record["info"]
 
@@ -162,10 +223,14 @@ class Pipeline:
         return open_source(files, tgt_files=tgt, options=ReadOptions(chunk_lines=self.config.chunk_lines))
 
     def output_prefix(self, split: str, lang: str, shard: int | None = None) -> Path:
-        """fairseq's naming: ``{split}.{src}-{tgt}.{lang}`` (``-None`` for monolingual, as --only-source)."""
+        """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
         cfg = self.config
-        name = f"{split}.{cfg.source_lang}-{cfg.target_lang or 'None'}.{lang}"
-        return self.root / (f"shard{shard:03d}" if shard is not None else "") / name
+        name = store_name(split, cfg.source_lang, cfg.target_lang, lang)  # type: ignore[arg-type]
+        return self.out / (shard_dir(shard) if shard is not None else "") / name
+
+    def dict_path(self, lang: str) -> Path:
+        """The staged fairseq dictionary of ``lang`` (``dict.txt`` for monolingual data)."""
+        return self.out / dict_name(None if self.config.monolingual else lang)
 
     # ---------------------------------------------------------------- stage 1: clean
     def clean(self) -> None:
@@ -259,7 +324,7 @@ class Pipeline:
 
     # ---------------------------------------------------------------- stage 2: tokenizer
     def model_path(self, lang: str) -> Path:
-        return self.root / ("spm.model" if self.config.joint_spm else f"spm.{lang}.model")
+        return self.out / ("spm.model" if self.config.joint_spm else f"spm.{lang}.model")
 
     def spm_options(self) -> SentencePieceOptions:
         cfg = self.config
@@ -275,7 +340,7 @@ class Pipeline:
         )
 
     def t2t_vocab_path(self, lang: str) -> Path:
-        return self.root / ("vocab.subwords" if self.config.joint_spm else f"vocab.{lang}.subwords")
+        return self.out / ("vocab.subwords" if self.config.joint_spm else f"vocab.{lang}.subwords")
 
     def tokenizer(self) -> None:
         cfg = self.config
@@ -301,7 +366,42 @@ class Pipeline:
             return
         options = self.spm_options()
         key = fingerprint("tokenizer", self.keys["clean.train"], options.as_dict(), cfg.joint_spm)
-        self._stage("tokenizer", key, lambda: self._train_models(options))
+        info = self._stage("tokenizer", key, lambda: self._train_models(options))
+        self.warn_small_vocabulary(info)
+
+    def warn_small_vocabulary(self, info: dict[str, Any]) -> None:
+        """SentencePiece stops short of --vocab-size when the text has too few distinct pieces: say so."""
+        for model, pieces in (info.get("pieces") or {}).items():
+            if pieces < self.config.vocab_size:
+                self.summary.warn(
+                    f"{model} has {pieces} pieces, not the {self.config.vocab_size} asked for with --vocab-size: "
+                    "the training text has too few distinct pieces (a smaller --vocab-size gives the same model)"
+                )
+
+    def trained_sentencepiece(self, lines: list[str], model: Path, options: SentencePieceOptions) -> list[Path]:
+        """Train one model (showing the elapsed time: SentencePiece reports no progress) -> model, .vocab."""
+        with self._elapsed(f"training {model.name} on {len(lines):,} lines"):
+            train_sentencepiece(lines, model, options)
+        return [model, model.with_suffix(".vocab")]
+
+    @contextmanager
+    def _elapsed(self, desc: str) -> Iterator[None]:
+        """A progress line counting seconds while a long call without its own progress runs."""
+        bar = tqdm(desc=desc, unit="s", bar_format="{desc}: {elapsed}", disable=not self.progress, leave=False)
+        done = threading.Event()
+
+        def tick() -> None:
+            while not done.wait(0.5):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+            bar.close()
 
     def _train_models(self, options: SentencePieceOptions) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
@@ -314,9 +414,10 @@ class Pipeline:
                     reservoir.add(chunk.src)
             used = min(reservoir.seen, reservoir.capacity)
             log.info("training %s on %d of %d lines", model.name, used, reservoir.seen)
-            train_sentencepiece(reservoir.sample(), model, options)
-            written.append(model)
-        return written, {"trained": True, "sampled_from": {str(m): langs for m, langs in groups.items()}}
+            written += self.trained_sentencepiece(reservoir.sample(), model, options)
+        pieces = {m.name: SentencePieceEncoder(m).vocab_size for m in groups}
+        sampled = {m.name: langs for m, langs in groups.items()}
+        return written, {"trained": True, "sampled_from": sampled, "pieces": pieces}
 
     def _train_t2t(self) -> tuple[list[Path], dict[str, Any]]:
         """T2T's vocabulary: byte-budget sample of each cleaned train file, built to the target size."""
@@ -392,7 +493,7 @@ class Pipeline:
         limits = (cfg.nwordssrc, cfg.nwordstgt, cfg.thresholdsrc, cfg.thresholdtgt, cfg.padding_factor)
         key = fingerprint("dictionary", upstream, given_ids, limits, cfg.joined_dictionary, cfg.user_defined_symbols,
                           cfg.tokenizer, *([cfg.eod_symbol] if self._distinct_eod() else []))
-        paths = {lang: self.root / f"dict.{lang}.txt" for lang in langs}
+        paths = {lang: self.dict_path(lang) for lang in langs}
         self._stage("dictionary", key, lambda: self._build_dictionaries(given, paths))
         dictionaries = {lang: Dictionary.load(path) for lang, path in paths.items()}
         self.summary.vocab = {
@@ -403,6 +504,8 @@ class Pipeline:
                 sorted({self.model_path(lang).name for lang in langs}) if cfg.tokenizer == "sentencepiece" else []
             ),
         }
+        if cfg.append_eod:
+            self.summary.vocab["eod"] = {"symbol": cfg.eod_symbol, "id": dictionaries[langs[0]].index(cfg.eod_symbol)}
         return dictionaries
 
     def _distinct_eod(self) -> bool:
@@ -463,7 +566,7 @@ class Pipeline:
         for split in cfg.split_prefixes():
             for lang in cfg.langs:
                 t2t = cfg.tokenizer == "t2t-subword"
-                vocab_path = self.t2t_vocab_path(lang) if t2t else self.root / f"dict.{lang}.txt"
+                vocab_path = self.t2t_vocab_path(lang) if t2t else self.dict_path(lang)
                 upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
                 key = fingerprint("binarize", upstream, self.vocab_fingerprint(lang, vocab_path), cfg.layout,
                                   cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang,
@@ -473,6 +576,27 @@ class Pipeline:
                     lambda s=split, la=lang: self._run_binarize(s, la, dictionaries.get(la)),
                 )
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
+                self._register_side(split, lang, dictionaries.get(lang), info)
+
+    def _end_id(self, dictionary: Dictionary | None) -> tuple[int, str]:
+        """The id (and symbol) every stored item ends with: </s>, the EOD symbol, or T2T's <EOS>."""
+        if dictionary is None:
+            return 1, "<EOS>_"  # T2T's reserved subtoken, in its escaped form
+        symbol = self.config.eod_symbol if self.config.append_eod else dictionary.symbols[dictionary.eos_index]
+        return dictionary.index(symbol), symbol
+
+    def _register_side(self, split: str, lang: str, dictionary: Dictionary | None, info: dict[str, Any]) -> None:
+        shards = [self.output_prefix(split, lang, k) for k in range(info["shards"])] if self.config.shard_size else []
+        eos, symbol = self._end_id(dictionary)
+        for prefix in shards or [self.output_prefix(split, lang)]:
+            if dictionary is None:
+                vocab = self.t2t_vocab_path(lang)
+                meaning = store_meaning(vocab.relative_to(self.out).as_posix(), T2T,
+                                        SubwordTextEncoder.load(vocab).vocab_size, eos, symbol)
+            else:  # the dictionary copy in the store's own folder: what fairseq reads there
+                vocab = prefix.parent / self.dict_path(lang).name
+                meaning = store_meaning(vocab.relative_to(self.out).as_posix(), FAIRSEQ, len(dictionary), eos, symbol)
+            self.register_store(prefix, meaning)
 
     def piece_lookup(self, encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
         """SentencePiece id -> dictionary id for binarizing (see :func:`_piece_lookup`)."""
@@ -515,12 +639,11 @@ class Pipeline:
     def _run_binarize(
         self, split: str, lang: str, dictionary: Dictionary | None
     ) -> tuple[list[Path], dict[str, Any]]:
+        eos = self._end_id(dictionary)[0]
         if dictionary is None:  # T2T: <EOS>=1 appended as text2text_generate_encoded does; no <unk>
-            vocab_size, eos, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, 1, -1
+            vocab_size, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, -1
         else:
-            vocab_size, eos, unk = len(dictionary), dictionary.eos_index, dictionary.unk_index
-            if self.config.append_eod:
-                eos = dictionary.index(self.config.eod_symbol)
+            vocab_size, unk = len(dictionary), dictionary.unk_index
         return self._write_split(
             split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
             self._id_blocks(split, lang, dictionary), eos=eos, unk=unk, crash_name=f"binarize.{split}.{lang}",
@@ -577,7 +700,6 @@ class Pipeline:
         for done in writers:
             done.finalize()
             outputs += [done.bin_file, done.idx_file]
-        self._remove_other_layouts(prefix_of, len(writers) if cfg.shard_size else None)
         info = {
             "sentences": sentences,
             "tokens": tokens,
@@ -586,39 +708,6 @@ class Pipeline:
             "shards": len(writers) if cfg.shard_size else 0,
         }
         return outputs, info
-
-    def _remove_other_layouts(self, prefix_of: Callable[[int | None], Path], shards: int | None) -> None:
-        """Delete this store's files left by an earlier run with other sharding (never read stale data).
-
-        ``shards``: how many ``shardNNN/`` parts were just written (None: one unsharded store). A
-        re-run with fewer shards, or without shards, must not leave the old parts where readers find them.
-        """
-        keep = {prefix_of(None)} if shards is None else {prefix_of(k) for k in range(shards)}
-        candidates = [prefix_of(None)] + [
-            prefix_of(int(folder.name[5:])) for folder in self.root.glob("shard[0-9][0-9][0-9]") if folder.is_dir()
-        ]
-        for prefix in candidates:
-            if prefix in keep:
-                continue
-            for suffix in (".bin", ".idx"):
-                Path(f"{prefix}{suffix}").unlink(missing_ok=True)
-
-    def remove_empty_shards(self) -> list[Path]:
-        """Shard folders that no longer hold any store (after a re-run with fewer shards) are removed;
-        the shard folders left are returned in order."""
-        shards = sorted(p for p in self.root.glob("shard[0-9][0-9][0-9]") if p.is_dir())
-        left = []
-        for folder in shards:
-            if any(folder.glob("*.idx")):
-                left.append(folder)
-                continue
-            for leftover in folder.glob("dict*.txt"):
-                leftover.unlink()
-            try:
-                folder.rmdir()
-            except OSError:  # something else is in there (the user's): leave the folder alone
-                left.append(folder)
-        return left
 
     # ---------------------------------------------------------------- alignments
     def alignments(self) -> None:
@@ -629,37 +718,72 @@ class Pipeline:
         for split in cfg.split_prefixes():
             path = self.clean_path(split, "align")
             key = fingerprint("alignments", self.keys[f"clean.{split}"], cfg.layout, cfg.shard_size)
-            name = f"{split}.align.{cfg.source_lang}-{cfg.target_lang}"
+            name = align_name(split, cfg.source_lang, cfg.target_lang)  # type: ignore[arg-type]
             self._stage(
                 f"binarize.{split}.align", key,
                 lambda s=split, p=path, n=name: self._write_split(
-                    s, lambda shard, n=n: self.root / (f"shard{shard:03d}" if shard is not None else "") / n,
+                    s, lambda shard, n=n: self.out / (shard_dir(shard) if shard is not None else "") / n,
                     np.dtype(np.int64), _alignment_blocks(p), eos=None, unk=-1, crash_name=f"binarize.{s}.align",
                 ),
             )
 
     # ---------------------------------------------------------------- finishing
-    def finish(self) -> None:
-        cfg = self.config
-        shards = self.remove_empty_shards()
-        for shard_dir in shards:  # fairseq reads dictionaries from every data path
-            for lang in cfg.langs if cfg.tokenizer != "t2t-subword" else []:
-                source = self.root / f"dict.{lang}.txt"
-                target = shard_dir / source.name
+    def staged_shards(self) -> list[Path]:
+        """The ``shardNNN/`` folders this run's stores are in (after :func:`prune_staging`)."""
+        return sorted(p for p in self.out.glob(SHARD_GLOB) if p.is_dir())
+
+    def stage_file(self, path: Path) -> Path:
+        """Count a file written outside the stages (log, dictionary copies) as this run's output."""
+        self.produced.add(path)
+        return path
+
+    def copy_into_shards(self, files: list[Path]) -> list[Path]:
+        """fairseq reads the dictionaries from every data path: a copy of each in every shard folder."""
+        shards = self.staged_shards()
+        for shard in shards:
+            for source in files:
+                target = self.stage_file(shard / source.name)
                 if not target.exists() or target.read_bytes() != source.read_bytes():
                     with atomic_path(target) as tmp:
                         shutil.copyfile(source, tmp)
-        with atomic_write(self.root / "preprocess.log") as handle:
-            handle.write(f"tokenmill prepare: {cfg.source_lang}-{cfg.target_lang or 'None'} -> {self.root}\n")
-            handle.write(self.summary.table() + "\n")
-        settings = cfg.to_dict()
-        write_manifest(self.root, settings=_jsonable(settings), vocab=self.summary.vocab,
-                       summary=_jsonable(self.summary.to_dict()))
+        return shards
+
+    def register_store(self, prefix: Path, meaning: dict[str, Any]) -> None:
+        """Record what the ids of a staged store mean (checked by ``tokenmill verify``)."""
+        self.meanings[prefix.relative_to(self.out).as_posix()] = meaning
+
+    def write_log(self, title: str) -> None:
+        with atomic_write(self.stage_file(self.out / "preprocess.log")) as handle:
+            handle.write(f"{title}\n{self.summary.table()}\n")
+
+    def publish(self, summary: dict[str, Any]) -> None:
+        """Put this run's outputs (and nothing else) in place and write the manifest (see publish.py)."""
+        manifest = build_manifest(
+            self.out, settings=_jsonable(self.config.to_dict()), vocab=self.summary.vocab,
+            summary=_jsonable(summary), meanings=self.meanings,
+            run={"stages": self.summary.stage_table(), "warnings": self.summary.warnings},
+        )
+        publish(self.root, self.out, manifest, before_manifest=lambda: _crash_point("publish:before-manifest"))
+
+    def finish(self) -> None:
+        cfg = self.config
+        prune_staging(self.out, self.produced)
+        dictionaries = [] if cfg.tokenizer == "t2t-subword" else sorted({self.dict_path(x) for x in cfg.langs})
+        self.copy_into_shards(dictionaries)
+        name = f"{cfg.source_lang}-{cfg.target_lang}" if cfg.target_lang else f"{cfg.source_lang} (monolingual)"
+        self.write_log(f"tokenmill prepare: {name} -> {self.root}")
+        self.publish(self.summary.to_dict())
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold ``DESTDIR/.lock`` (another prepare on the same folder fails at once, no waiting) and
-        remove a killed run's temporaries (they carry the dead process's id and are never reused)."""
+        """Hold ``DESTDIR/.lock`` (another prepare on the same folder fails at once, no waiting), remove a
+        killed run's temporaries, and refuse a folder holding files tokenmill did not write.
+
+        A first run that fails with an error leaves no directory behind (a re-run that fails leaves the
+        previous output untouched: nothing is published before every stage has finished)."""
+        created = not self.root.exists()
+        fresh = created or not any(self.root.iterdir())
+        check_owned(self.root, self.out)
         self.root.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(self.root / ".lock"))
         try:
@@ -669,14 +793,35 @@ class Pipeline:
                 f"{self.root} is being written by another tokenmill prepare (lock {self.root / '.lock'}); "
                 "wait for it to finish or use another --destdir"
             ) from None
+        failed = False
         try:
             for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
                 remove_stale_temps(directory)
             yield
+        except Exception:
+            failed = True
+            raise
         finally:
             lock.release()
+            if failed and fresh:
+                _remove_run(self.root, remove_folder=created)
+
+    def check_inputs(self) -> None:
+        """Settings are validated when the config is built; here: the destination is usable."""
+        if self.root.exists() and not self.root.is_dir():
+            raise ConfigError(f"--destdir {self.root} is a file; give a directory")
+
+    def warn_no_validation(self, missing: list[str]) -> None:
+        """Training without a validation split is usually a mistake: say so once."""
+        if missing:
+            self.summary.warn(
+                f"no validation data for {', '.join(missing)}: give --validpref (fairseq-train needs a valid split "
+                "unless --disable-validation)"
+            )
 
     def run(self) -> PrepareSummary:
+        self.check_inputs()
+        self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
         with self.exclusive():
             self.clean()
             self.tokenizer()
@@ -686,6 +831,18 @@ class Pipeline:
             self.alignments()
             self.finish()
         return self.summary
+
+
+def _remove_run(root: Path, *, remove_folder: bool) -> None:
+    """Delete what a failed first run created: its files, and the folder if the run made it."""
+    for entry in list(root.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    if remove_folder:
+        with suppress(OSError):
+            root.rmdir()
 
 
 def _alignment_blocks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -746,14 +903,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)
-
-
-def prepare(config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> PrepareSummary:
-    """Run the whole pipeline; re-running skips stages whose inputs and settings did not change."""
-    if not isinstance(config, PrepareConfig):
-        raise ConfigError("prepare() takes a PrepareConfig (see tokenmill.prepare.build_config)")
-    if config.multilingual:
-        from tokenmill.prepare.multilingual import MultilingualPipeline
-
-        return MultilingualPipeline(config, force=force, progress=progress).run()
-    return Pipeline(config, force=force, progress=progress).run()

@@ -18,6 +18,8 @@ import xxhash
 from tokenmill.fsutil import write_json
 
 STATE_DIR = ".state"
+RECORD_VERSION = 2
+"""Version 2: outputs are staged under ``.work/out`` and published at the end (older records are redone)."""
 
 
 def fingerprint(*parts: Any) -> str:
@@ -51,7 +53,7 @@ class StageStore:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return None
-        if record.get("fingerprint") != key:
+        if record.get("fingerprint") != key or record.get("version") != RECORD_VERSION:
             return None
         for relative, size in record.get("outputs", {}).items():
             output = self.root / relative
@@ -59,12 +61,16 @@ class StageStore:
                 return None
         return record
 
-    def finish(self, stage: str, key: str, outputs: list[Path], info: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Record ``stage`` as finished (after its outputs were committed)."""
+    def finish(
+        self, stage: str, key: str, outputs: list[Path], info: dict[str, Any] | None = None, *, seconds: float = 0.0
+    ) -> dict[str, Any]:
+        """Record ``stage`` as finished (after its outputs were committed), with the seconds it took."""
         record = {
+            "version": RECORD_VERSION,
             "fingerprint": key,
             "outputs": {str(p.relative_to(self.root)): p.stat().st_size for p in outputs},
             "info": info or {},
+            "seconds": round(seconds, 3),
         }
         write_json(self._record(stage), record, sort_keys=False)  # counters keep their step order
         return json.loads(json.dumps(record))  # exactly what a later run reads back

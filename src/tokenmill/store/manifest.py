@@ -19,6 +19,7 @@ import xxhash
 
 from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, write_json
+from tokenmill.store.meaning import check_meaning, check_special_ids, vocabulary_symbols
 from tokenmill.store.reader import IndexedDataset
 
 MANIFEST_NAME = "manifest.json"
@@ -88,6 +89,8 @@ class Manifest:
     """Vocabulary facts: size(s) and special ids."""
     summary: dict[str, Any] = field(default_factory=dict)
     """Job-specific figures (counts per split, filter statistics, ...)."""
+    run: dict[str, Any] = field(default_factory=dict)
+    """How the run went (stage wall times): the one part that is not a function of the inputs."""
     format_version: int = FORMAT_VERSION
     created_by: str = ""
 
@@ -101,6 +104,7 @@ class Manifest:
             "settings": self.settings,
             "vocab": self.vocab,
             "summary": self.summary,
+            "run": self.run,
         }
 
     @classmethod
@@ -121,6 +125,7 @@ class Manifest:
             settings=obj.get("settings") or {},
             vocab=obj.get("vocab") or {},
             summary=obj.get("summary") or {},
+            run=obj.get("run") or {},
             format_version=version,
             created_by=obj.get("created_by", ""),
         )
@@ -137,8 +142,15 @@ def build_manifest(
     settings: dict[str, Any] | None = None,
     vocab: dict[str, Any] | None = None,
     summary: dict[str, Any] | None = None,
+    meanings: dict[str, dict[str, Any]] | None = None,
+    run: dict[str, Any] | None = None,
 ) -> Manifest:
-    """Describe every file under ``directory`` (checksums, store counts) without writing anything."""
+    """Describe every file under ``directory`` (checksums, store counts) without writing anything.
+
+    ``meanings``: store prefix -> :func:`~tokenmill.store.meaning.store_meaning` (its vocabulary and
+    end-of-item id), checked by :func:`verify_directory`. ``run``: facts about the run that made the
+    directory which are not a function of its inputs (stage wall times).
+    """
     from tokenmill import __version__
 
     root = Path(directory)
@@ -148,12 +160,16 @@ def build_manifest(
         for rel in listed
     }
     stores = {prefix: describe_store(root / prefix) for prefix in store_prefixes(listed)}
+    for prefix, meaning in (meanings or {}).items():
+        if prefix in stores:
+            stores[prefix].update(meaning)
     return Manifest(
         files=files,
         stores=stores,
         settings=settings or {},
         vocab=vocab or {},
         summary=summary or {},
+        run=run or {},
         created_by=f"tokenmill {__version__}",
     )
 
@@ -203,13 +219,36 @@ def verify_directory(directory: str | os.PathLike[str]) -> list[str]:
             problems.append(f"{relative}: {CHECKSUM_ALGORITHM} {checksum}, manifest says {claimed}")
     on_disk = {str(rel) for rel in data_files(root)}
     problems.extend(f"{rel}: present but not listed in the manifest" for rel in sorted(on_disk - set(manifest.files)))
+    problems.extend(_check_stores(root, manifest))
+    return problems
+
+
+def _check_stores(root: Path, manifest: Manifest) -> list[str]:
+    """Each store's counts, then what its ids mean: they fit its vocabulary, items end where the
+    manifest says, special symbols sit at the recorded ids."""
+    problems: list[str] = []
+    symbols_of: dict[str, list[str]] = {}
     for prefix, expected in sorted(manifest.stores.items()):
         try:
             actual = describe_store(safe_member(root, prefix))
         except TokenmillError as error:
             problems.append(str(error))
             continue
-        for key, value in expected.items():
-            if actual.get(key) != value:
-                problems.append(f"{prefix}: {key} is {actual.get(key)!r}, manifest says {value!r}")
+        for key in _COUNT_KEYS:
+            if key in expected and actual.get(key) != expected[key]:
+                problems.append(f"{prefix}: {key} is {actual.get(key)!r}, manifest says {expected[key]!r}")
+        vocab = expected.get("vocab")
+        if not vocab:
+            continue
+        try:
+            if vocab not in symbols_of:
+                symbols_of[vocab] = vocabulary_symbols(safe_member(root, vocab), expected.get("vocab_kind", ""))
+                if expected.get("vocab_kind") == "fairseq":
+                    problems.extend(check_special_ids(vocab, symbols_of[vocab], manifest.vocab))
+            problems.extend(check_meaning(root, prefix, expected, symbols_of[vocab]))
+        except (TokenmillError, OSError) as error:
+            problems.append(f"{prefix}: cannot check its ids against {vocab}: {error}")
     return problems
+
+
+_COUNT_KEYS = ("layout", "dtype", "items", "tokens", "documents")

@@ -162,6 +162,11 @@ class IndexedDataset:
         return len(self.sizes)
 
     @property
+    def tokens(self) -> np.ndarray:
+        """Every token of the store as one flat zero-copy view (items back to back, in order)."""
+        return self._tokens
+
+    @property
     def num_tokens(self) -> int:
         """Total tokens over all items."""
         return int(self.sizes.sum(dtype=np.int64))

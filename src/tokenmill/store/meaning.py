@@ -1,0 +1,98 @@
+"""What a store's ids mean, recorded in the manifest and checked by ``verify``.
+
+Checksums catch changed bytes; they do not catch a store that was encoded with another
+vocabulary than the one beside it (a re-run that left stale files, a dictionary copied in by
+hand). Each store therefore records its vocabulary file, that vocabulary's size and the id every
+item ends with; :func:`check_meaning` recomputes the largest id and the last token of every item
+(vectorized over the map) and looks up the special symbols where the manifest says they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokenmill.errors import TokenmillError
+from tokenmill.store.reader import IndexedDataset
+from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.t2t_subword import SubwordTextEncoder
+
+FAIRSEQ = "fairseq"
+T2T = "t2t"
+_FAIRSEQ_SPECIALS = {"bos": "<s>", "pad": "<pad>", "eos": "</s>", "unk": "<unk>"}
+
+
+def vocabulary_symbols(path: Path, kind: str) -> list[str]:
+    """The symbols of a vocabulary file, id order (fairseq dictionary or T2T subword list)."""
+    if kind == FAIRSEQ:
+        return list(Dictionary.load(path).symbols)
+    if kind == T2T:
+        return list(SubwordTextEncoder.load(path).all_subtoken_strings)
+    raise TokenmillError(f"{path}: unknown vocabulary kind {kind!r} in the manifest")
+
+
+def store_meaning(vocab: str, kind: str, size: int, eos: int | None, eos_symbol: str | None) -> dict[str, Any]:
+    """The manifest's record of what one store's ids mean (``vocab`` relative to the directory)."""
+    return {"vocab": vocab, "vocab_kind": kind, "vocab_size": int(size), "eos": eos, "eos_symbol": eos_symbol}
+
+
+def last_tokens(dataset: IndexedDataset) -> np.ndarray:
+    """The last token of every non-empty item (one gather over the map)."""
+    sizes = dataset.sizes.astype(np.int64)
+    ends = dataset.pointers[sizes > 0] // dataset.dtype.itemsize + sizes[sizes > 0] - 1
+    return dataset.tokens[ends]
+
+
+def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: list[str]) -> list[str]:
+    """Problems with the ids of store ``prefix`` given its recorded meaning and its vocabulary now."""
+    problems = []
+    vocab = meaning.get("vocab")
+    size = len(symbols)
+    if size != meaning.get("vocab_size"):
+        problems.append(
+            f"{vocab}: {size} entries, but {prefix} was encoded with a vocabulary of {meaning.get('vocab_size')} "
+            "(a dictionary from another run?); re-run tokenmill prepare"
+        )
+    dataset = IndexedDataset(root / prefix)
+    if dataset.num_tokens:
+        largest = int(dataset.tokens.max())
+        if largest >= size:
+            problems.append(
+                f"{prefix}: largest id {largest} does not fit {vocab} ({size} entries): the store was encoded with "
+                "another vocabulary; re-run tokenmill prepare"
+            )
+    eos = meaning.get("eos")
+    if eos is not None and len(dataset):
+        ends = last_tokens(dataset)
+        wrong = int(np.count_nonzero(ends != eos)) + int(np.count_nonzero(dataset.sizes == 0))
+        if wrong:
+            problems.append(f"{prefix}: {wrong} of {len(dataset)} items do not end with id {eos} "
+                            f"({meaning.get('eos_symbol')}) as the manifest says")
+        symbol = meaning.get("eos_symbol")
+        if symbol is not None and (eos >= size or symbols[eos] != symbol):
+            found = symbols[eos] if eos < size else "nothing"
+            problems.append(f"{vocab}: id {eos} is {found!r}, the manifest says {symbol!r}")
+    return problems
+
+
+def check_special_ids(vocab_file: str, symbols: list[str], vocab: dict[str, Any]) -> list[str]:
+    """fairseq's special symbols, language tokens and the EOD token at the ids the manifest gives."""
+    expected: dict[int, str] = {}
+    for name, index in (vocab.get("special") or {}).items():
+        if name in _FAIRSEQ_SPECIALS and isinstance(index, int):
+            expected[index] = _FAIRSEQ_SPECIALS[name]
+    token_format = vocab.get("lang_token_format")
+    if token_format:
+        for lang, index in (vocab.get("lang_tokens") or {}).items():
+            expected[int(index)] = str(token_format).replace("{lang}", str(lang))
+    eod = vocab.get("eod")
+    if isinstance(eod, dict) and "id" in eod:
+        expected[int(eod["id"])] = str(eod["symbol"])
+    problems = []
+    for index, symbol in sorted(expected.items()):
+        found = symbols[index] if 0 <= index < len(symbols) else None
+        if found != symbol:
+            problems.append(f"{vocab_file}: id {index} is {found!r}, the manifest says {symbol!r}")
+    return problems
