@@ -39,6 +39,13 @@ def test_languages_from_manifest_and_file_names(data, tmp_path):
     assert PairDataset.from_dir(bare, src_lang="fr", tgt_lang="es").tgt_lang == "es"
 
 
+def test_monolingual_data_is_named_as_such_not_searched_for_a_pair(tmp_path):
+    with IndexedWriter(tmp_path / "train", layout="fairseq", vocab_size=100) as writer:
+        writer.add_item([5, 6, 2])
+    with pytest.raises(ConfigError, match=r"holds monolingual data \(train.bin/.idx, no target language\)"):
+        PairDataset.from_dir(tmp_path, "train")
+
+
 def test_shard_folders(tmp_path):
     make_pair_dir(tmp_path / "sharded" / "shard000", 10)
     make_pair_dir(tmp_path / "sharded" / "shard001", 12)

@@ -34,6 +34,7 @@ import xxhash
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.store import IndexedDataset
+from tokenmill.store.layout import store_name
 
 _STORE_NAME = re.compile(r"^(?P<split>.+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)\.idx$")
 
@@ -575,6 +576,11 @@ def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str |
     m_src, m_tgt = _manifest_languages(root)
     if m_src and m_tgt and src in (None, m_src) and tgt in (None, m_tgt):
         return m_src, m_tgt
+    if Path(f"{folder / store_name(split, '', None, '')}.idx").exists() and not (src and tgt):
+        raise ConfigError(
+            f"{folder} holds monolingual data ({split}.bin/.idx, no target language): translation pairs need "
+            "parallel data (prepare with --target-lang); language-model data is read by tokenmill.data.gpt_dataset"
+        )
     found = set()
     for path in folder.glob(f"{split}.*.idx"):
         match = _STORE_NAME.match(path.name)
