@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from itertools import chain
 from pathlib import Path
 
@@ -20,6 +21,13 @@ import sentencepiece
 
 from tokenmill.errors import ConfigError
 from tokenmill.fsutil import atomic_write
+
+NORMALIZATION_RULES = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity")
+# Trainer options tokenmill owns: the sentences come from memory and the reservoir does the sampling.
+_OWN_OPTIONS = frozenset(
+    {"input", "input_format", "model_prefix", "sentence_iterator", "sentence_reader", "model_writer",
+     "input_sentence_size", "minloglevel"}
+)
 
 
 class Reservoir:
@@ -86,6 +94,20 @@ class SentencePieceOptions:
     """Trainer threads. The model is the restart boundary, so results need not match across counts."""
     seed: int = 0
     """Seed of the reservoir sample."""
+    normalization_rule_name: str = "nmt_nfkc"
+    """nmt_nfkc | nfkc | nmt_nfkc_cf | nfkc_cf | identity (``_cf``: also case-folded)."""
+    split_digits: bool = False
+    """Split every digit into a piece of its own."""
+    control_symbols: list[str] = field(default_factory=list)
+    """Reserved ids that never come out of encoding text (``<sep>``, ``<cls>``...)."""
+    shuffle_input_sentence: bool = False
+    """spm_train's switch, passed as given. It has no effect here: the trainer is handed the whole
+    reservoir sample (its own ``input_sentence_size`` is 0), so it never samples or shuffles."""
+    hard_vocab_limit: bool = False
+    """Fail instead of shrinking when ``vocab_size`` cannot be reached (spm's default is true)."""
+    extra_options: dict[str, str | int | float | bool] = field(default_factory=dict)
+    """Any other ``spm_train`` option by its name (``split_by_whitespace``, ``max_sentencepiece_length``,
+    ``pad_id``...); names SentencePiece does not know are a ConfigError."""
 
     def validate(self) -> None:
         if self.model_type not in {"unigram", "bpe", "char", "word"}:
@@ -94,9 +116,53 @@ class SentencePieceOptions:
             raise ConfigError(f"--character-coverage must be in (0, 1], got {self.character_coverage}")
         if self.vocab_size < 8:
             raise ConfigError(f"--vocab-size must be at least 8, got {self.vocab_size}")
+        if self.normalization_rule_name not in NORMALIZATION_RULES:
+            raise ConfigError(
+                f"--normalization-rule-name must be one of {', '.join(NORMALIZATION_RULES)}, "
+                f"not {self.normalization_rule_name!r}"
+            )
+        for name, value in self.extra_options.items():
+            if name in _OWN_OPTIONS or name in _FIELDS:
+                raise ConfigError(
+                    f"SentencePiece option {name!r} cannot be passed through extra_options: "
+                    + ("tokenmill sets it itself" if name in _OWN_OPTIONS else f"set the {name} setting instead")
+                )
+            if not isinstance(value, str | int | float | bool):
+                raise ConfigError(
+                    f"SentencePiece option {name!r} needs a string, number or boolean, not {type(value).__name__}"
+                )
+
+    def trainer_options(self) -> dict[str, object]:
+        """Keyword arguments for ``SentencePieceTrainer.train`` (besides the sentences and the writer)."""
+        options: dict[str, object] = dict(
+            vocab_size=self.vocab_size,
+            model_type=self.model_type,
+            character_coverage=self.character_coverage,
+            user_defined_symbols=list(self.user_defined_symbols),
+            byte_fallback=self.byte_fallback,
+            max_sentence_length=self.max_sentence_length,
+            num_threads=self.num_threads,
+            input_sentence_size=0,
+            shuffle_input_sentence=self.shuffle_input_sentence,
+            hard_vocab_limit=self.hard_vocab_limit,
+            minloglevel=2,
+        )
+        # Passed only when set, so default options give the trainer exactly the arguments they always did.
+        if self.normalization_rule_name != "nmt_nfkc":
+            options["normalization_rule_name"] = self.normalization_rule_name
+        if self.split_digits:
+            options["split_digits"] = True
+        if self.control_symbols:
+            options["control_symbols"] = list(self.control_symbols)
+        for name, value in self.extra_options.items():
+            options[name] = ("true" if value else "false") if isinstance(value, bool) else value
+        return options
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+_FIELDS = frozenset(f.name for f in fields(SentencePieceOptions)) - {"input_sentence_size", "seed"}
 
 
 def train_sentencepiece(
@@ -109,22 +175,10 @@ def train_sentencepiece(
     model = io.BytesIO()
     try:
         sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
-            model_writer=model,
-            vocab_size=options.vocab_size,
-            model_type=options.model_type,
-            character_coverage=options.character_coverage,
-            user_defined_symbols=list(options.user_defined_symbols),
-            byte_fallback=options.byte_fallback,
-            max_sentence_length=options.max_sentence_length,
-            num_threads=options.num_threads,
-            input_sentence_size=0,
-            shuffle_input_sentence=False,
-            hard_vocab_limit=False,
-            minloglevel=2,
+            sentence_iterator=iter(lines), model_writer=model, **options.trainer_options()
         )
-    except RuntimeError as error:
-        raise ConfigError(f"SentencePiece training failed: {error}") from None
+    except (RuntimeError, ValueError) as error:
+        raise _training_error(error, options) from None
     path = Path(model_path)
     with atomic_write(path, "wb") as handle:
         handle.write(model.getvalue())
@@ -133,6 +187,23 @@ def train_sentencepiece(
         for i in range(encoder.vocab_size):
             handle.write(f"{encoder.processor.id_to_piece(i)}\t{encoder.processor.get_score(i):g}\n")
     return path
+
+
+def _training_error(error: Exception, options: SentencePieceOptions) -> ConfigError:
+    """One line naming the option SentencePiece rejected, where it can be told."""
+    message = " ".join(str(error).split())
+    unknown = re.search(r'unknown field name "([^"]+)"', message)
+    if unknown:
+        return ConfigError(
+            f"SentencePiece has no trainer option {unknown.group(1)!r} (from extra_options); "
+            "use a name spm_train --help lists"
+        )
+    value = re.search(r'cannot parse "([^"]*)"', message)
+    if value:
+        names = [n for n, v in options.trainer_options().items() if str(v) == value.group(1)]
+        if names:
+            return ConfigError(f"SentencePiece cannot use {value.group(1)!r} for option {names[0]!r}: {message}")
+    return ConfigError(f"SentencePiece training failed: {message}")
 
 
 class SentencePieceEncoder:
