@@ -1,12 +1,17 @@
 """The ``tokenmill`` command line: a thin shell over the library, one module per sub-command.
 
-Bad input raises :class:`tokenmill.errors.TokenmillError`; it is printed as one ``error:`` line
-with exit status 2 instead of a traceback.
+Whatever is wrong with the input — tokenmill's own :class:`tokenmill.errors.TokenmillError`, a
+usage error click finds (unknown option, bad choice, missing argument), a file that cannot be
+read or written — is printed as exactly one ``error: ...`` line on stderr with exit status 2,
+never a traceback. Usage errors end with where to look: ``(see 'tokenmill prepare --help')``.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+from typing import Any
 
 import click
 
@@ -17,16 +22,70 @@ from tokenmill.commands.prepare import prepare_command
 from tokenmill.commands.verify import verify
 from tokenmill.errors import TokenmillError
 
+EXIT_BAD_INPUT = 2
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _lower_first(text: str) -> str:
+    """'No such option' -> 'no such option' (a word, not an acronym or a name)."""
+    return text[0].lower() + text[1:] if text[:1].isupper() and text[1:2].islower() else text
+
+
+def _click_message(error: click.ClickException) -> str:
+    """A click error in tokenmill's words: the flag first, then what is wrong with it."""
+    message = error.format_message()
+    plain = isinstance(error, click.BadParameter) and not isinstance(error, click.MissingParameter)
+    if plain and error.message:
+        param = error.param
+        hint = error.param_hint
+        if hint is None and isinstance(param, click.Option) and param.opts:
+            hint = max(param.opts, key=len)
+        text = _lower_first(error.message)
+        if not isinstance(hint, str) or isinstance(param, click.Argument):
+            message = text  # an argument's message names it already ("directory 'x' does not exist")
+        else:
+            message = f"{hint}{' ' if text.startswith('must') else ': '}{text}"
+    else:
+        message = _lower_first(message)
+    if isinstance(error, click.UsageError) and error.ctx is not None:
+        message = f"{message.rstrip('.')} (see '{error.ctx.command_path} --help')"
+    return _one_line(message)
+
+
+def report(message: str) -> None:
+    """Print one ``error:`` line on stderr."""
+    click.echo(f"error: {_one_line(message)}", err=True)
+
 
 class _Group(click.Group):
-    """A click group that turns tokenmill's own errors into one readable line."""
+    """A click group whose every failure on bad input is one ``error:`` line and exit status 2."""
 
-    def invoke(self, ctx: click.Context) -> object:
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
         try:
-            return super().invoke(ctx)
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as error:
+            report(_click_message(error))
+            sys.exit(EXIT_BAD_INPUT)
         except TokenmillError as error:
-            click.echo(f"error: {error}", err=True)
-            ctx.exit(2)
+            report(str(error))
+            sys.exit(EXIT_BAD_INPUT)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except OSError as error:
+            if error.errno == errno.EPIPE:  # output piped into `head`: stop quietly
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                sys.exit(1)
+            where = f"{error.filename}: " if error.filename else ""
+            report(f"{where}{error.strerror or error}")
+            sys.exit(EXIT_BAD_INPUT)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -43,10 +102,10 @@ def cli() -> None:
     """
 
 
-cli.add_command(prepare_command)
-cli.add_command(verify)
-cli.add_command(batches)
-cli.add_command(inspect)
+for _command in (prepare_command, verify, batches, inspect):
+    if not _command.short_help and _command.help:  # the whole first paragraph, not click's 45 characters
+        _command.short_help = _one_line(_command.help.split("\n\n", 1)[0])
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -23,6 +23,11 @@ from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
+from tokenmill.settings import Range, number
+
+POSITIVE = number(int, Range(1))
+NON_NEGATIVE = number(int, Range(0))
+ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
 def is_multilingual(directory: str) -> bool:
@@ -60,19 +65,21 @@ def _row(label: str, value: object) -> str:
 @click.option("--split", default="train", show_default=True, help="Split to look at.")
 @click.option("--src", "src_lang", default=None, help="Source language (default: from manifest.json or file names).")
 @click.option("--tgt", "tgt_lang", default=None, help="Target language (default: from manifest.json or file names).")
-@click.option("--shard", type=int, default=None, help="Shard folder number when the split lives in shardNNN/.")
-@click.option("--max-tokens", type=int, default=4096, show_default=True, help="Token budget per batch and side.")
-@click.option("--max-sentences", type=int, default=None, help="At most this many rows per batch.")
+@click.option("--shard", type=NON_NEGATIVE, default=None, help="Shard folder number when the split lives in shardNNN/.")
+@click.option("--max-tokens", type=POSITIVE, default=4096, show_default=True, help="Token budget per batch and side.")
+@click.option("--max-sentences", type=POSITIVE, default=None, help="At most this many rows per batch.")
 @click.option("--mode", type=click.Choice(MODES), default="lowpad", show_default=True, help="Batching mode.")
-@click.option("--world-size", type=int, default=1, show_default=True, help="Number of ranks (GPUs).")
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the order.")
-@click.option("--epoch", type=int, default=1, show_default=True, help="Epoch to plan (1-based).")
+@click.option("--world-size", type=POSITIVE, default=1, show_default=True, help="Number of ranks (GPUs).")
+@click.option("--seed", type=NON_NEGATIVE, default=1, show_default=True, help="Seed of the order.")
+@click.option("--epoch", type=POSITIVE, default=1, show_default=True, help="Epoch to plan (1-based).")
 @click.option(
-    "--required-batch-size-multiple", type=int, default=1, show_default=True, help="Rows multiple (8 for fp16)."
+    "--required-batch-size-multiple", type=POSITIVE, default=1, show_default=True, help="Rows multiple (8 for fp16)."
 )
-@click.option("--pad-to-multiple", type=int, default=1, show_default=True, help="Pad lengths to a multiple of this.")
-@click.option("--max-source-positions", type=int, default=None, help="Drop pairs with longer sources.")
-@click.option("--max-target-positions", type=int, default=None, help="Drop pairs with longer targets.")
+@click.option(
+    "--pad-to-multiple", type=POSITIVE, default=1, show_default=True, help="Pad lengths to a multiple of this."
+)
+@click.option("--max-source-positions", type=POSITIVE, default=None, help="Drop pairs with longer sources.")
+@click.option("--max-target-positions", type=POSITIVE, default=None, help="Drop pairs with longer targets.")
 @click.option("--drop-last", is_flag=True, help="Drop batches that do not fill the last step instead of splitting.")
 @click.option(
     "--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache)."
@@ -80,7 +87,7 @@ def _row(label: str, value: object) -> str:
 @click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
 @click.option(
     "--pack-length",
-    type=int,
+    type=POSITIVE,
     default=None,
     help="Pack several pairs per row of this many tokens per side (T2T packing); compared with unpacked batching.",
 )
@@ -91,11 +98,13 @@ def _row(label: str, value: object) -> str:
     "--directions", default=None,
     help="Many directions (a data_bin from prepare --directions): which ones, comma-separated (default: all).",
 )
-@click.option("--temperature", type=float, default=None, help="Many directions: sample p ∝ n^(1/T) (default 1).")
+@click.option("--temperature", type=ABOVE_ZERO, default=None, help="Many directions: sample p ∝ n^(1/T) (default 1).")
 @click.option("--weights", default=None, help="Many directions: explicit weights instead, e.g. a-b=2,c-d=1.")
-@click.option("--virtual-size", type=int, default=None, help="Many directions: items per virtual epoch.")
-@click.option("--virtual-epoch-size", type=int, default=None, help="Many directions: consume it in slices this big.")
-@click.option("--upsample-primary", type=int, default=None, help="Many directions: fairseq ConcatDataset ratio.")
+@click.option("--virtual-size", type=POSITIVE, default=None, help="Many directions: items per virtual epoch.")
+@click.option(
+    "--virtual-epoch-size", type=POSITIVE, default=None, help="Many directions: consume it in slices this big."
+)
+@click.option("--upsample-primary", type=POSITIVE, default=None, help="Many directions: fairseq ConcatDataset ratio.")
 @click.option(
     "--encoder-langtok", type=click.Choice(["src", "tgt", "none"]), default="src", show_default=True,
     help="Many directions: language tag first in the source.",

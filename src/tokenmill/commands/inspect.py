@@ -1,19 +1,27 @@
-"""``tokenmill inspect PREFIX``: look inside a ``.bin``/``.idx`` store — ids, tokens and text."""
+"""``tokenmill inspect PREFIX``: look inside a ``.bin``/``.idx`` store — ids, tokens and text — or
+list the stores of a data directory."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 import numpy as np
 
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import TokenmillError, opening
 from tokenmill.store import IndexedDataset
+from tokenmill.store.reader import split_prefix
 from tokenmill.vocab.dictionary import Dictionary
 
-_FAIRSEQ_NAME = re.compile(r"^(?:.*\.)?(?P<lang>[^.]+)$")
+_PAIR_NAME = re.compile(r"^[^.]+\.[^.]+-[^.]+\.(?P<lang>[^.]+)$")  # fairseq's {split}.{src}-{tgt}.{lang}
+_SHARD = re.compile(r"shard\d+")
+_SPECIALS = ("</s>", "<s>", "<pad>")
+_DICT_FIX = "give a fairseq dict.txt (one '<token> <count>' per line) with --dict"
+_SPM_FIX = "give the SentencePiece .model the store was encoded with, with --spm"
 
 
 def _parse_range(text: str, size: int) -> range:
@@ -25,40 +33,151 @@ def _parse_range(text: str, size: int) -> range:
     return range(*slice(start, stop).indices(size))
 
 
+def _beside(prefix: str, names: list[str]) -> Path | None:
+    """The first of ``names`` in the store's folder (or, for a store in shardNNN/, the folder above)."""
+    folder = Path(prefix).parent
+    folders = [folder, folder.parent] if _SHARD.fullmatch(folder.name) else [folder]
+    for where in folders:
+        for name in names:
+            if (where / name).is_file():
+                return where / name
+    return None
+
+
 def _auto_dictionary(prefix: str) -> Path | None:
-    """``dict.{lang}.txt`` beside a fairseq-named store ``{split}.{src}-{tgt}.{lang}``."""
-    path = Path(prefix)
-    match = _FAIRSEQ_NAME.match(path.name)
-    candidate = path.parent / f"dict.{match.group('lang')}.txt" if match else None
-    return candidate if candidate is not None and candidate.exists() else None
+    """``dict.{lang}.txt`` beside a store ``{split}.{src}-{tgt}.{lang}``; ``dict.txt`` beside a plain
+    ``{split}`` store (fairseq's language-model layout)."""
+    name = Path(prefix).name
+    match = _PAIR_NAME.match(name)
+    if match:
+        return _beside(prefix, [f"dict.{match.group('lang')}.txt"])
+    return _beside(prefix, ["dict.txt"]) if "." not in name else None
+
+
+def _auto_model(prefix: str) -> Path | None:
+    """``spm.{lang}.model`` or ``spm.model`` beside a ``{split}.{src}-{tgt}.{lang}`` store; ``spm.model``
+    beside a plain ``{split}`` store."""
+    name = Path(prefix).name
+    match = _PAIR_NAME.match(name)
+    if match:
+        return _beside(prefix, [f"spm.{match.group('lang')}.model", "spm.model"])
+    return _beside(prefix, ["spm.model"]) if "." not in name else None
+
+
+def _auto_t2t_vocab(prefix: str) -> Path | None:
+    """``vocab.{lang}.subwords`` or ``vocab.subwords`` (what ``--tokenizer t2t-subword`` writes) beside a store."""
+    match = _PAIR_NAME.match(Path(prefix).name)
+    return _beside(prefix, ([f"vocab.{match.group('lang')}.subwords"] if match else []) + ["vocab.subwords"])
+
+
+def _load_t2t_vocab(path: Path | str, label: str) -> Any:
+    from tokenmill.vocab.t2t_subword import SubwordTextEncoder
+
+    fix = "give the T2T vocab file the store was encoded with, with --t2t-vocab"
+    with opening(path, "a T2T subword vocab file", fix, label=label):
+        if Path(path).is_dir():
+            raise IsADirectoryError(path)
+        return SubwordTextEncoder.load(path)
+
+
+def _load_dictionary(path: Path | str, label: str) -> Dictionary:
+    with opening(path, "a fairseq dictionary", _DICT_FIX, label=label):
+        if Path(path).is_dir():
+            raise IsADirectoryError(path)
+        return Dictionary.load(path)
+
+
+def _load_model(path: Path | str, label: str) -> Any:
+    import sentencepiece
+
+    with opening(path, "a SentencePiece model", _SPM_FIX, label=label):
+        if Path(path).is_dir():
+            raise IsADirectoryError(path)
+        return sentencepiece.SentencePieceProcessor(model_file=os.fspath(path))
 
 
 class _Decoder:
-    """Ids to tokens (via a fairseq dictionary) and to text (via a SentencePiece model)."""
+    """Ids to tokens (via a fairseq dictionary) and to text (via a SentencePiece model), or both via a
+    T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary)."""
 
-    def __init__(self, dictionary: Dictionary | None, spm_path: str | None) -> None:
+    def __init__(self, dictionary: Dictionary | None, spm: Any, spm_path: Path | str | None,
+                 t2t: Any = None, t2t_path: Path | str | None = None) -> None:
         self.dictionary = dictionary
-        self.spm = None
-        if spm_path:
-            import sentencepiece
-
-            self.spm = sentencepiece.SentencePieceProcessor(model_file=spm_path)
+        self.spm = spm
+        self.spm_path = spm_path
+        self.t2t = t2t
+        self.t2t_path = t2t_path
 
     def describe(self, ids: np.ndarray) -> dict[str, object]:
         row: dict[str, object] = {"ids": [int(i) for i in ids]}
+        if self.t2t is not None:
+            self._check_ids(ids, self.t2t.vocab_size, self.t2t_path, "--t2t-vocab")
+            row["tokens"] = self.t2t.decode_list(ids)
+            row["text"] = self.t2t.decode(ids, strip_extraneous=True)
+            return row
         pieces: list[str] | None = None
         if self.dictionary is not None:
             pieces = self.dictionary.decode(ids).split(" ") if len(ids) else []
             row["tokens"] = pieces
         if self.spm is not None:
             if pieces is not None:
-                content = [p for p in pieces if p not in ("</s>", "<s>", "<pad>")]
-                row["text"] = self.spm.decode_pieces(content)
+                row["text"] = self.spm.decode_pieces([p for p in pieces if p not in _SPECIALS])
             else:
+                self._check_ids(ids, self.spm.get_piece_size(), self.spm_path, "--spm")
                 row["text"] = self.spm.decode([int(i) for i in ids])
         elif pieces is not None:
-            row["text"] = " ".join(p for p in pieces if p not in ("</s>", "<s>", "<pad>"))
+            row["text"] = " ".join(p for p in pieces if p not in _SPECIALS)
         return row
+
+    @staticmethod
+    def _check_ids(ids: np.ndarray, size: int, path: Path | str | None, flag: str) -> None:
+        if len(ids) and not 0 <= int(ids.min()) <= int(ids.max()) < size:
+            raise TokenmillError(
+                f"{path} has {size} entries but the store holds id {int(ids.max())}: the store was not encoded "
+                f"with it; give the right one with {flag} (or a fairseq dictionary with --dict)"
+            )
+
+
+def _stores(directory: Path) -> list[str]:
+    """Prefixes of the ``.bin``/``.idx`` stores under ``directory`` (hidden folders skipped), sorted."""
+    found = []
+    for root, folders, files in os.walk(directory):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        names = set(files)
+        found += [os.path.join(root, f[: -len(".idx")]) for f in sorted(files)
+                  if f.endswith(".idx") and f[: -len(".idx")] + ".bin" in names]
+    return sorted(found)
+
+
+def _list_directory(directory: str, as_json: bool) -> None:
+    prefixes = _stores(Path(directory))
+    if not prefixes:
+        raise TokenmillError(
+            f"{directory} holds no token stores (.bin/.idx pairs); give a store prefix such as "
+            f"{os.path.join(directory, 'train.en-de.de')}, or the directory tokenmill prepare wrote"
+        )
+    rows = []
+    for prefix in prefixes:
+        name = os.path.relpath(prefix, directory)
+        try:
+            dataset = IndexedDataset(prefix)
+        except TokenmillError as error:
+            rows.append({"prefix": name, "problem": str(error)})
+            continue
+        rows.append({"prefix": name, "layout": dataset.layout.value, "dtype": str(dataset.dtype),
+                     "items": len(dataset), "tokens": dataset.num_tokens})
+    if as_json:
+        click.echo(json.dumps({"directory": directory, "stores": rows}, ensure_ascii=False))
+        return
+    click.echo(f"{directory}: {len(rows)} store{'s' if len(rows) != 1 else ''}")
+    width = max(len("prefix"), *(len(str(row["prefix"])) for row in rows))
+    click.echo(f"  {'prefix':<{width}}  {'layout':<8}  {'dtype':<6}  {'items':>12}  {'tokens':>14}")
+    for row in rows:
+        if "problem" in row:
+            click.echo(f"  {row['prefix']:<{width}}  unreadable: {row['problem']}")
+        else:
+            click.echo(f"  {row['prefix']:<{width}}  {row['layout']:<8}  {row['dtype']:<6}  "
+                       f"{row['items']:>12,}  {row['tokens']:>14,}")
 
 
 @click.command()
@@ -66,29 +185,49 @@ class _Decoder:
 @click.option("--index", "index", type=int, default=None, help="Show item N (negative counts from the end).")
 @click.option("--range", "span", default=None, metavar="START:STOP", help="Show items START..STOP-1.")
 @click.option("--dict", "dict_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="fairseq dict.txt to show tokens (default: dict.LANG.txt beside the store, if any).")
+              help="Fairseq dict.txt to show tokens (default: dict.LANG.txt or dict.txt beside the store).")
 @click.option("--spm", "spm_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="SentencePiece .model to show detokenized text.")
+              help="SentencePiece .model to show text (default: spm.LANG.model or spm.model beside the store).")
+@click.option("--t2t-vocab", "t2t_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="T2T subword vocab for a --tokenizer t2t-subword store (default: vocab.LANG.subwords or "
+                   "vocab.subwords beside the store).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a listing.")
 def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | None,
-            spm_path: str | None, as_json: bool) -> None:
-    """Show what a token store holds: header facts, length statistics and items.
+            spm_path: str | None, t2t_path: str | None, as_json: bool) -> None:
+    """Show what a token store holds (header facts, length statistics, items) or list a directory's stores.
 
-    PREFIX is the store path with or without .bin/.idx, e.g. data-bin/train.en-de.de.
-    Without --index or --range the first 5 items are shown.
+    PREFIX is the store path with or without .bin/.idx, e.g. data-bin/train.en-de.de; a directory
+    such as data-bin lists every store in it (prefix, layout, dtype, items, tokens). Without --index
+    or --range the first 5 items are shown. The fairseq dictionary (dict.LANG.txt; dict.txt for a
+    store named like train), the SentencePiece model (spm.LANG.model or spm.model) and, for T2T
+    subword stores, the vocab (vocab.LANG.subwords or vocab.subwords) beside the store are found
+    automatically.
     """
-    dataset = IndexedDataset(prefix)
     if index is not None and span is not None:
         raise click.UsageError("give --index or --range, not both")
+    stem = split_prefix(prefix)
+    if Path(prefix).is_dir() and not Path(f"{stem}.idx").exists() and not Path(f"{stem}.bin").exists():
+        given = [flag for flag, value in (("--index", index), ("--range", span), ("--dict", dict_path),
+                                          ("--spm", spm_path), ("--t2t-vocab", t2t_path)) if value is not None]
+        if given:
+            verb = "needs" if len(given) == 1 else "need"
+            raise click.UsageError(f"{' and '.join(given)} {verb} a store PREFIX, not the directory {prefix}")
+        _list_directory(prefix, as_json)
+        return
+    dataset = IndexedDataset(prefix)
     if index is not None:
         if not -len(dataset) <= index < len(dataset):
             raise TokenmillError(f"--index {index} is out of range: {dataset.prefix} has {len(dataset)} items")
         chosen = [index % len(dataset)]
     else:
-        chosen = list(_parse_range(span, len(dataset))) if span else list(range(min(5, len(dataset))))
-    auto = None if dict_path else _auto_dictionary(dataset.prefix)
-    dictionary = Dictionary.load(dict_path or auto) if (dict_path or auto) else None
-    decoder = _Decoder(dictionary, spm_path)
+        chosen = list(_parse_range(span, len(dataset))) if span is not None else list(range(min(5, len(dataset))))
+    found_dict = dict_path or _auto_dictionary(dataset.prefix)
+    dictionary = _load_dictionary(found_dict, "--dict" if dict_path else "") if found_dict else None
+    found_model = spm_path or _auto_model(dataset.prefix)
+    spm = _load_model(found_model, "--spm" if spm_path else "") if found_model else None
+    found_t2t = t2t_path or (None if dictionary or spm else _auto_t2t_vocab(dataset.prefix))
+    t2t = _load_t2t_vocab(found_t2t, "--t2t-vocab" if t2t_path else "") if found_t2t else None
+    decoder = _Decoder(dictionary, spm, found_model, t2t, found_t2t)
     sizes = dataset.sizes
     facts = {
         "prefix": dataset.prefix,
@@ -103,7 +242,9 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
             "mean": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
             "max": int(sizes.max()) if len(sizes) else 0,
         },
-        "dictionary": str(dict_path or auto) if dictionary is not None else None,
+        "dictionary": str(found_dict) if dictionary is not None else None,
+        "spm_model": str(found_model) if spm is not None else None,
+        **({"t2t_vocab": str(found_t2t)} if t2t is not None else {}),
     }
     items = [{"index": i, **decoder.describe(dataset[i])} for i in chosen]
     if as_json:
@@ -117,6 +258,10 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
                f"mean {length['mean']:g}  max {length['max']}")
     if dictionary is not None:
         click.echo(f"dictionary: {facts['dictionary']} ({len(dictionary)} entries)")
+    if spm is not None:
+        click.echo(f"spm model: {facts['spm_model']} ({spm.get_piece_size()} pieces)")
+    if t2t is not None:
+        click.echo(f"t2t vocab: {found_t2t} ({t2t.vocab_size} subtokens)")
     for item in items:
         click.echo(f"[{item['index']}] ids:    {' '.join(map(str, item['ids']))}")
         if "tokens" in item:

@@ -3,7 +3,9 @@
 Every config field is a flag (``trainpref`` -> ``--trainpref``, booleans as ``--x/--no-x``);
 normalizer fields keep their names (``--nfkc``), filter fields get a ``--filter-`` prefix
 (``--filter-max-tokens``). A YAML file (``-c``) gives defaults; flags given on the command line
-override it. The field docstrings are the help texts.
+override it. One source of truth: a field's type hint gives the flag's type (``Literal`` fields
+are choices), its docstring (or trailing comment) the help text, its default the shown default, and
+the ``# ---- name`` comment above it in the class the section of ``--help`` it is listed in.
 """
 
 from __future__ import annotations
@@ -12,79 +14,117 @@ import ast
 import dataclasses
 import inspect as pyinspect
 import logging
+import re
 import sys
 import time
-import types
-import typing
 from typing import Any
 
 import click
 
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
-from tokenmill.text.filters import FilterConfig
-from tokenmill.text.normalize import Normalizer
+from tokenmill.prepare.config import NESTED, flag_name
+from tokenmill.settings import click_type, hints, is_sequence
 
-_NESTED_PREFIX = {"normalize": "", "filters": "filter-"}
+_SECTION = re.compile(r"#\s*----\s+(\w.*)")
+RUN = "Run"
 
 
-def _field_docs(cls: type) -> dict[str, str]:
-    """Docstrings under dataclass fields, or the trailing ``# comment`` on the field's line."""
+def _sentence(text: str) -> str:
+    """One help style: whitespace collapsed, a capital first letter, a period at the end."""
+    text = " ".join(text.split())
+    if not text:
+        return text
+    if text[0].islower() and (len(text) == 1 or text[1].islower() or text[1] == " "):
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _field_docs(cls: type) -> tuple[dict[str, str], dict[str, str]]:
+    """(help, section) per dataclass field: the docstring under the field or the trailing ``# comment``
+    on its line; the last ``# ---- name`` comment above it."""
     source = pyinspect.getsource(cls)
     docs: dict[str, str] = {}
+    sections: dict[str, str] = {}
     tree = ast.parse(source)
     body = tree.body[0].body  # type: ignore[attr-defined]
     lines = source.splitlines()
+    headings = [(number, m.group(1).strip()) for number, line in enumerate(lines, 1) if (m := _SECTION.search(line))]
     for i, node in enumerate(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id[0] != "_":
             name = node.target.id
             following = body[i + 1] if i + 1 < len(body) else None
             if isinstance(following, ast.Expr) and isinstance(getattr(following, "value", None), ast.Constant):
-                docs[name] = str(following.value.value).strip()
+                docs[name] = _sentence(str(following.value.value))
             elif "#" in lines[node.lineno - 1]:
-                docs[name] = lines[node.lineno - 1].split("#", 1)[1].strip()
-    return docs
+                docs[name] = _sentence(lines[node.lineno - 1].split("#", 1)[1])
+            above = [title for number, title in headings if number < node.lineno]
+            if above:
+                sections[name] = above[-1][0].upper() + above[-1][1:]
+    return docs, sections
 
 
-def _click_type(annotation: Any) -> tuple[Any, bool]:
-    """(click type, is_flag) for a field annotation."""
-    hint = annotation
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        hint = args[0] if args else str
-    origin = typing.get_origin(hint)
-    if hint is bool:
-        return None, True
-    if hint is int:
-        return int, False
-    if hint is float:
-        return float, False
-    if origin is typing.Literal:
-        return click.Choice([str(a) for a in typing.get_args(hint)]), False
-    return str, False
+def _shown_default(item: dataclasses.Field, flag: str) -> str | None:  # type: ignore[type-arg]
+    default = item.default
+    if default is dataclasses.MISSING or default is None:
+        return None
+    if isinstance(default, bool):
+        return f"--{flag}" if default else f"--no-{flag}"
+    return str(default)
+
+
+class _Option(click.Option):
+    """A flag that knows its ``--help`` section."""
+
+    def __init__(self, *args: Any, section: str = RUN, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.section = section
+
+
+class _SectionedCommand(click.Command):
+    """``--help`` with one section of options per group, in the order of the config class."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                sections.setdefault(getattr(param, "section", RUN), []).append(record)
+        width = 30  # one column width for every section (click sizes each list by itself)
+        for title in sorted(sections, key=lambda title: title == RUN):  # the run options last
+            with formatter.section(title):
+                formatter.write_dl([(first.ljust(width), text) for first, text in sections[title]], col_max=width)
 
 
 def _options() -> list[tuple[click.Option, str, str | None]]:
-    """(option, field name, nested group or None) for every config field."""
-    made = []
-    groups: list[tuple[type, str | None]] = [
-        (PrepareConfig, None), (Normalizer, "normalize"), (FilterConfig, "filters"),
-    ]
-    for cls, group in groups:
-        docs = _field_docs(cls)
-        hints = typing.get_type_hints(cls)
+    """(option, field name, nested group or None) for every config field, in the class's order; the
+    fields of a nested group (normalize, filters) take the place and section of the group's field."""
+    made: list[tuple[click.Option, str, str | None]] = []
+    _, sections = _field_docs(PrepareConfig)
+
+    def add(cls: type, group: str | None) -> None:
+        docs, _ = _field_docs(cls)
+        hinted = hints(cls)
         for item in dataclasses.fields(cls):
-            if group is None and item.name in _NESTED_PREFIX:
+            if group is None and item.name in NESTED:
+                add(NESTED[item.name], item.name)
                 continue
-            flag = (_NESTED_PREFIX[group] if group else "") + item.name.replace("_", "-")
-            kind, is_flag = _click_type(hints[item.name])
+            flag = flag_name(item.name, group)[2:]
+            kind, is_flag = click_type(hinted[item.name])
             help_text = docs.get(item.name, "")
+            shown = _shown_default(item, flag)
+            if shown is not None:
+                help_text += f"  [default: {shown}]"
+            dest = item.name if not group else f"{group}__{item.name}"
+            section = sections.get(group or item.name, RUN)
             if is_flag:
-                option = click.Option([f"--{flag}/--no-{flag}", item.name if not group else f"{group}__{item.name}"],
-                                      default=None, help=help_text)
+                option = _Option([f"--{flag}/--no-{flag}", dest], default=None, help=help_text, section=section)
             else:
-                option = click.Option([f"--{flag}", item.name if not group else f"{group}__{item.name}"],
-                                      type=kind, default=None, help=help_text)
+                metavar = "A,B,..." if is_sequence(hinted[item.name]) else None
+                option = _Option([f"--{flag}", dest], type=kind, default=None, help=help_text, section=section,
+                                 metavar=metavar)
             made.append((option, item.name, group))
+
+    add(PrepareConfig, None)
     return made
 
 
@@ -93,17 +133,16 @@ _OPTIONS = _options()
 
 def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, **given: Any) -> None:
     settings: dict[str, Any] = load_yaml(config_path) if config_path else {}
-    settings = {key.replace("-", "_"): value for key, value in settings.items()}
+    overrides: dict[str, Any] = {}
     for _, name, group in _OPTIONS:
         value = given.get(name if not group else f"{group}__{name}")
         if value is None:
             continue
         if group:
-            nested = settings.get(group) or {}
-            settings[group] = {**nested, name: value}
+            overrides.setdefault(group, {})[name] = value
         else:
-            settings[name] = value
-    config: PrepareConfig = build_config(settings)
+            overrides[name] = value
+    config: PrepareConfig = build_config(settings, overrides=overrides, config_file=config_path)
     if not quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     started = time.perf_counter()
@@ -114,26 +153,29 @@ def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, **giv
 
         click.echo(json.dumps({**summary.to_dict(), "ran": summary.ran, "seconds": round(elapsed, 3)}))
     elif not quiet:
-        click.echo(summary.table())
+        click.echo(summary.report())
         click.echo(f"done in {elapsed:.1f}s: {len(summary.ran)} stages ran, {len(summary.skipped)} up to date; "
                    f"output in {config.destdir}")
 
 
-prepare_command = click.Command(
+prepare_command = _SectionedCommand(
     "prepare",
     callback=_run,
     params=[
-        click.Option(["-c", "--config", "config_path"], type=click.Path(exists=True, dir_okay=False),
-                     help="YAML file with any of the settings below (flags override it)."),
-        click.Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
-        click.Option(["-q", "--quiet"], is_flag=True, help="No progress bars or logs; errors still print."),
-        click.Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),
+        _Option(["-c", "--config", "config_path"], type=click.Path(dir_okay=False), metavar="FILE",
+                help="YAML file with any of the settings below, '_' for '-' (flags given override it).",
+                section="Inputs"),
         *(option for option, _, _ in _OPTIONS),
+        _Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
+        _Option(["-q", "--quiet"], is_flag=True, help="No progress bars or logs; errors still print."),
+        _Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),
     ],
+    short_help="Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.",
     help=(
         "Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.\n\n"
         "\b\nExample:\n  tokenmill prepare --source-lang en --target-lang zh --trainpref data/train \\\n"
         "    --validpref data/valid --destdir data-bin --vocab-size 8000 --joined-dictionary\n\n"
-        "Re-running skips stages whose inputs and settings did not change."
+        "Every setting is checked, input files included, before any work starts. Re-running skips stages "
+        "whose inputs and settings did not change."
     ),
 )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from tokenmill.store.manifest import verify_directory
+from tokenmill.errors import opening
+from tokenmill.store.manifest import read_manifest, verify_directory
 
 
 @click.command()
@@ -12,8 +15,12 @@ from tokenmill.store.manifest import verify_directory
 def verify(directory: str) -> None:
     """Check every file of DIRECTORY against its manifest.json (sizes, xxh3 checksums, store counts).
 
-    Prints each mismatch and exits with status 1 if there is any.
+    Prints each mismatch and exits with status 1 if there is any; a directory without a readable
+    manifest.json is an error (status 2).
     """
+    fix = "verify checks a directory written by tokenmill prepare (its manifest.json lists the files)"
+    with opening(Path(directory) / "manifest.json", "a tokenmill manifest", fix):
+        read_manifest(directory)
     problems = verify_directory(directory)
     for problem in problems:
         click.echo(f"MISMATCH {problem}", err=True)

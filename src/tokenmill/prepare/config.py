@@ -3,27 +3,55 @@
 Names follow fairseq-preprocess (``source_lang``, ``trainpref``, ``nwordssrc`` ...) and
 ``spm_train`` (``vocab_size``, ``model_type``, ``character_coverage`` ...) so the flags users
 already know work; a YAML key is the flag name with ``_`` for ``-``. Unknown keys are errors.
+
+One source of truth: a field's type hint says what it takes (``Literal`` choices, ``Annotated``
+ranges; checked by :mod:`tokenmill.settings`, the same hint gives the flag's type), its docstring
+is the flag's help, and the ``# ---- name`` comment above a run of fields is their help section.
+:meth:`PrepareConfig.validate` checks everything, input files included, before any work starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import os
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
 
-from tokenmill.errors import ConfigError
-from tokenmill.store.format import Layout
+from tokenmill.errors import ConfigError, TokenmillError, opening
+from tokenmill.settings import (
+    LANG_CODE,
+    Pattern,
+    Range,
+    check_settings,
+    did_you_mean,
+    hints,
+    is_sequence,
+    problem,
+)
 from tokenmill.text.filters import FilterConfig
 from tokenmill.text.normalize import Normalizer
+from tokenmill.text.readers import OnInvalidUtf8, OnMalformed, resolve_prefix
 
 SPLITS = ("train", "valid", "test")
-TOKENIZERS = ("sentencepiece", "none", "t2t-subword")
+InputFormat = Literal["text", "tsv", "jsonl"]
+Documents = Literal["line", "blank-line"]
+Leakage = Literal["pair", "source", "target", "either", "off"]
+Tokenizer = Literal["sentencepiece", "none", "t2t-subword"]
+ModelType = Literal["unigram", "bpe", "char", "word"]
+LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
+TOKENIZERS: tuple[str, ...] = get_args(Tokenizer)
 _DIRECTION = re.compile(r"\w+-\w+")  # letters, digits, _: a name that stays a plain file name
+_NON_EMPTY = Pattern(r"(?s).+", "a non-empty string")
+_SUFFIX = Pattern(r"[^/\\\s]+", "a file-name suffix (not empty; no '/', '\\' or spaces)")
+
+AtLeast0 = Range(0)
+AtLeast1 = Range(1)
 
 
 @dataclass
@@ -31,38 +59,38 @@ class PrepareConfig:
     """Everything one ``prepare`` run needs. Paths are as given (relative to the working directory)."""
 
     # ---- inputs
-    destdir: str = "data-bin"
+    destdir: Annotated[str, _NON_EMPTY] = "data-bin"
     """Output directory (fairseq's --destdir)."""
-    source_lang: str | None = None
-    """Source language code: files are {pref}.{source_lang} (fairseq's --source-lang)."""
-    target_lang: str | None = None
-    """Target language code; leave empty for monolingual data (fairseq's --only-source)."""
+    source_lang: Annotated[str | None, LANG_CODE] = None
+    """Source language code: files are read as {prefix}.{source_lang} (fairseq's --source-lang)."""
+    target_lang: Annotated[str | None, LANG_CODE] = None
+    """Target language code; leave it out for monolingual data (fairseq's --only-source)."""
     trainpref: list[str] = field(default_factory=list)
-    """Training prefixes (or files for tsv/jsonl); several are concatenated in order."""
+    """Training prefixes (files with --input-format tsv or jsonl), comma-separated; concatenated in order."""
     validpref: list[str] = field(default_factory=list)
-    """Validation prefixes/files (fairseq allows comma-separated lists)."""
+    """Validation prefixes or files, comma-separated."""
     testpref: list[str] = field(default_factory=list)
-    """Test prefixes/files."""
-    input_format: str = "text"
-    """text (one file per side) | tsv (two columns) | jsonl (two keys)."""
-    source_key: str | None = None
-    """JSONL key of the source side (default: source_lang; "text" for monolingual JSONL, like Megatron's
-    --json-keys)."""
-    target_key: str | None = None
-    """JSONL key of the target side (default: target_lang)."""
+    """Test prefixes or files, comma-separated."""
+    input_format: InputFormat = "text"
+    """Input layout: text (one file per language), tsv (two columns) or jsonl (one object per line)."""
+    source_key: Annotated[str | None, _NON_EMPTY] = None
+    """JSONL key of the source side (default: the source language; "text" for monolingual JSONL, as
+    Megatron's --json-keys)."""
+    target_key: Annotated[str | None, _NON_EMPTY] = None
+    """JSONL key of the target side (default: the target language)."""
     json_keys: list[str] = field(default_factory=list)
-    """Megatron's name for --source-key with monolingual JSONL (one key per run: Megatron writes one
-    dataset per key; run prepare once per key)."""
-    on_invalid_utf8: str = "error"
-    """error (stop at file:line) | replace (U+FFFD, counted) | skip (drop the pair, counted)."""
-    align_suffix: str | None = None
-    """Word alignments beside the pairs, {pref}.{align_suffix}: one Pharaoh line ("0-0 1-2") per pair,
-    positions of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer none)."""
-    on_malformed: str = "error"
-    """TSV/JSONL rows without both fields: error | skip (counted)."""
-    documents: str = "line"
-    """Monolingual text: line (one document per line) | blank-line (documents are blocks of lines
-    separated by blank lines; a block's lines are joined by a space into one item)."""
+    """Megatron's name for --source-key with monolingual JSONL; one key per run (Megatron writes one
+    dataset per key)."""
+    on_invalid_utf8: OnInvalidUtf8 = "error"
+    """Invalid UTF-8: error stops at file:line, replace puts U+FFFD, skip drops the pair (both counted)."""
+    align_suffix: Annotated[str | None, _SUFFIX] = None
+    """Read word alignments from {prefix}.{align_suffix}: one Pharaoh line ("0-0 1-2") per pair, positions
+    of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer none)."""
+    on_malformed: OnMalformed = "error"
+    """TSV/JSONL rows without both fields: error stops, skip drops them (counted)."""
+    documents: Documents = "line"
+    """Monolingual text: line is one document per line; blank-line makes blocks of lines separated by
+    blank lines into documents (a block's lines joined by a space)."""
     append_eod: bool = False
     """Monolingual: end every document with --eod-symbol instead of </s> (Megatron's --append-eod)."""
     eod_symbol: str = "</s>"
@@ -76,64 +104,66 @@ class PrepareConfig:
     filter_heldout: bool = False
     """Apply the filters to valid/test too (by default they are only normalized)."""
     dedup: bool = True
-    """Drop exact duplicate training pairs (first occurrence kept)."""
-    leakage: str = "pair"
-    """Drop training pairs that also appear in valid/test: pair | source | target | either | off."""
+    """Drop exact duplicate training pairs (the first occurrence is kept)."""
+    leakage: Leakage = "pair"
+    """Drop training pairs that also appear in valid/test: the same pair, source, target, either side, or off."""
 
     # ---- tokenizer
-    tokenizer: str = "sentencepiece"
-    """sentencepiece | none (input is whitespace-tokenized) | t2t-subword."""
+    tokenizer: Tokenizer = "sentencepiece"
+    """Subword tokenizer: sentencepiece, none (the input is whitespace-tokenized) or t2t-subword."""
     spm_model: str | None = None
     """Use this SentencePiece .model instead of training one."""
-    vocab_size: int = 8000
+    vocab_size: Annotated[int, Range(8, why="SentencePiece needs room for its special pieces")] = 8000
     """SentencePiece vocabulary size (spm_train's --vocab_size)."""
-    model_type: str = "unigram"
-    """unigram | bpe | char | word (spm_train's --model_type)."""
-    character_coverage: float = 0.9995
+    model_type: ModelType = "unigram"
+    """SentencePiece model type (spm_train's --model_type)."""
+    character_coverage: Annotated[float, Range(0, 1, open_low=True)] = 0.9995
     """Share of characters the model covers: 1.0 for small alphabets, 0.9995 for CJK."""
-    input_sentence_size: int = 1_000_000
+    input_sentence_size: Annotated[int, AtLeast1] = 1_000_000
     """Train on a reservoir sample of this many lines, drawn while streaming."""
     user_defined_symbols: list[str] = field(default_factory=list)
-    """Pieces never split, e.g. language tags (comma-separated); also put in the dictionaries."""
+    """Pieces never split, e.g. language tags, comma-separated; also put in the dictionaries."""
     byte_fallback: bool = False
     """Unknown characters become UTF-8 byte pieces instead of <unk>."""
     joint_spm: bool = True
-    """One SentencePiece model for both sides (False: one per language)."""
-    approx_vocab_size: int = 8192
-    """t2t-subword: target vocabulary size (T2T's build_to_target_size)."""
-    file_byte_budget: int = 10_000_000
-    """t2t-subword: bytes of text sampled per file to count tokens."""
-    max_subtoken_length: int | None = None
-    """t2t-subword: longest subtoken considered (None: unlimited)."""
+    """One SentencePiece model for both languages (--no-joint-spm: one per language)."""
+    approx_vocab_size: Annotated[int, AtLeast1] = 8192
+    """T2T subword: target vocabulary size (T2T's build_to_target_size)."""
+    file_byte_budget: Annotated[int, AtLeast1] = 10_000_000
+    """T2T subword: bytes of text sampled per file to count tokens."""
+    max_subtoken_length: Annotated[int | None, AtLeast1] = None
+    """T2T subword: longest subtoken considered (default: unlimited)."""
 
     # ---- dictionaries (fairseq-preprocess names)
     joined_dictionary: bool = False
     """One dictionary for both languages."""
     srcdict: str | None = None
-    """Reuse this dict.txt for the source side."""
+    """Reuse this fairseq dict.txt for the source side."""
     tgtdict: str | None = None
-    """Reuse this dict.txt for the target side."""
-    nwordssrc: int = -1
+    """Reuse this fairseq dict.txt for the target side."""
+    nwordssrc: Annotated[int, Range(-1, why="-1 keeps all")] = -1
     """Keep at most this many source dictionary entries (-1: all)."""
-    nwordstgt: int = -1
+    nwordstgt: Annotated[int, Range(-1, why="-1 keeps all")] = -1
     """Keep at most this many target dictionary entries (-1: all)."""
-    thresholdsrc: int = 0
+    thresholdsrc: Annotated[int, AtLeast0] = 0
     """Drop source words seen fewer times."""
-    thresholdtgt: int = 0
+    thresholdtgt: Annotated[int, AtLeast0] = 0
     """Drop target words seen fewer times."""
-    padding_factor: int = 8
+    padding_factor: Annotated[int, AtLeast1] = 8
     """Pad dictionaries to a multiple of this (fp16-friendly embeddings)."""
 
     # ---- output
-    layout: str = "fairseq"
-    """fairseq (fairseq-train reads it) | megatron (megatron-core reads it)."""
-    shard_size: int = 0
+    layout: LayoutName = "fairseq"
+    """Store layout: fairseq (fairseq-train reads it) or megatron (megatron-core reads it)."""
+    shard_size: Annotated[int, Range(0, why="0 means no shards")] = 0
     """Split train into shardNNN/ folders of at most this many pairs (0: no shards)."""
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    # ---- run
+    workers: Annotated[int, AtLeast1] = field(default_factory=lambda: os.cpu_count() or 1)
     """Tokenizer threads (default: all cores)."""
-    seed: int = 1
+    seed: Annotated[int, AtLeast0] = 1
     """Seed of the tokenizer's training sample."""
-    chunk_lines: int = 65536
+    chunk_lines: Annotated[int, AtLeast1] = 65536
     """Lines per batch handed to the tokenizer."""
 
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
@@ -141,10 +171,10 @@ class PrepareConfig:
     """Language directions prepared together with one SentencePiece model and one dictionary, e.g.
     eng_Latn-tur_Latn,eng_Latn-zho_Hans: files at {trainpref}.{direction}.{lang} (and valid/test
     alike); in YAML also a mapping direction -> {trainpref, validpref, testpref} of its own prefixes."""
-    num_shards: int = 1
+    num_shards: Annotated[int, AtLeast1] = 1
     """Many directions: split each direction's train into this many shardNNN/ folders (fewer for
     directions with fewer pairs); valid/test go to shard000."""
-    spm_temperature: float = 1.0
+    spm_temperature: Annotated[float, Range(0, open_low=True)] = 1.0
     """Many directions: SentencePiece's training sample takes language l's lines in proportion to
     n_l^(1/T), so small languages keep their characters (1: as they come; 5: NLLB-like)."""
     lang_token_format: str = "__{lang}__"
@@ -152,6 +182,11 @@ class PrepareConfig:
     retrain_tokenizer: bool = False
     """Many directions: train SentencePiece again when directions were added (by default the model
     trained on the first directions is kept and only the new directions are encoded)."""
+
+    _labels: ClassVar[dict[str, str]] = {}
+    """How messages name a setting that came from a config file ("c.yaml: vocab_size"), by field name
+    ("filters.max_ratio" for nested ones); set per instance by :func:`build_config`. Others are named
+    by their flag."""
 
     # ---------------------------------------------------------------- construction
     @property
@@ -169,15 +204,26 @@ class PrepareConfig:
     def split_prefixes(self) -> dict[str, list[str]]:
         return {split: getattr(self, f"{split}pref") for split in SPLITS if getattr(self, f"{split}pref")}
 
+    def label(self, name: str) -> str:
+        """How messages name setting ``name``: its flag, or ``file: key`` when it came from a config file."""
+        return self._labels.get(name) or flag_name(*reversed(name.split(".", 1)))
+
     def validate(self) -> PrepareConfig:
+        """Check every setting, the files named included, before any work; raise one ConfigError."""
+        check_settings(PrepareConfig, self, self.label)
+        for group in NESTED:
+            check_settings(NESTED[group], getattr(self, group), lambda name, g=group: self.label(f"{g}.{name}"))
         if self.multilingual:
             return self._validate_multilingual()
         if not self.source_lang:
             raise ConfigError("--source-lang is required (files are read as {prefix}.{lang} and named after it)")
         if not self.trainpref:
             raise ConfigError("--trainpref is required: the training data to prepare")
-        if self.input_format not in ("text", "tsv", "jsonl"):
-            raise ConfigError(f"--input-format must be text, tsv or jsonl, not {self.input_format!r}")
+        if self.source_lang == self.target_lang:
+            raise ConfigError(
+                f"--source-lang and --target-lang are both {self.source_lang!r}: give two different languages, "
+                "or leave out --target-lang for monolingual data"
+            )
         if self.json_keys:
             if len(self.json_keys) > 1 or (self.source_key and self.source_key != self.json_keys[0]):
                 raise ConfigError(
@@ -185,8 +231,6 @@ class PrepareConfig:
                     "per key; run prepare once per key, each with its own --destdir)"
                 )
             self.source_key = self.json_keys[0]
-        if self.documents not in ("line", "blank-line"):
-            raise ConfigError(f"--documents must be line or blank-line, not {self.documents!r}")
         if self.documents == "blank-line" and (not self.monolingual or self.input_format != "text"):
             raise ConfigError("--documents blank-line is for monolingual plain text (no --target-lang, text input)")
         if self.append_eod and (not self.monolingual or self.tokenizer == "t2t-subword"):
@@ -195,22 +239,8 @@ class PrepareConfig:
             raise ConfigError(f"--eod-symbol must be one token without spaces, got {self.eod_symbol!r}")
         if self.input_format == "tsv" and self.monolingual:
             raise ConfigError("tsv input holds pairs: give --target-lang as well")
-        if self.tokenizer not in TOKENIZERS:
-            raise ConfigError(f"--tokenizer must be one of {', '.join(TOKENIZERS)}, not {self.tokenizer!r}")
         if self.spm_model and self.tokenizer != "sentencepiece":
             raise ConfigError("--spm-model only applies to --tokenizer sentencepiece")
-        if self.spm_model and not Path(self.spm_model).is_file():
-            raise ConfigError(f"--spm-model {self.spm_model} does not exist")
-        for name in ("srcdict", "tgtdict"):
-            path = getattr(self, name)
-            if path and not Path(path).is_file():
-                raise ConfigError(f"--{name} {path} does not exist")
-        try:
-            Layout(self.layout)
-        except ValueError:
-            raise ConfigError(f"--layout must be fairseq or megatron, not {self.layout!r}") from None
-        if self.shard_size < 0 or self.workers < 1 or self.chunk_lines < 1 or self.padding_factor < 1:
-            raise ConfigError("--shard-size must be >= 0; --workers, --chunk-lines and --padding-factor >= 1")
         if self.align_suffix and (self.tokenizer != "none" or self.input_format != "text" or self.monolingual):
             raise ConfigError(
                 "--align-suffix needs --tokenizer none, --input-format text and both languages: alignment "
@@ -218,10 +248,18 @@ class PrepareConfig:
             )
         if self.align_suffix and self.on_invalid_utf8 == "skip":
             raise ConfigError("--align-suffix cannot be combined with --on-invalid-utf8 skip (use error or replace)")
-        if self.leakage not in ("pair", "source", "target", "either", "off"):
-            raise ConfigError(f"--leakage must be pair, source, target, either or off, not {self.leakage!r}")
         if self.joined_dictionary and self.srcdict and self.tgtdict and self.srcdict != self.tgtdict:
             raise ConfigError("--joined-dictionary with different --srcdict and --tgtdict")
+        if self.monolingual and self.tgtdict:
+            raise ConfigError("--tgtdict is for the target side: monolingual data (no --target-lang) has none")
+        self._check_given_files()
+        for split, prefixes in self.split_prefixes().items():
+            if self.input_format == "text":
+                self._check_inputs(f"--{split}pref", prefixes, self.langs)
+            else:
+                self._check_files(f"--{split}pref", prefixes)
+            if self.align_suffix:
+                self._check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])
         return self
 
     def _validate_multilingual(self) -> PrepareConfig:
@@ -252,24 +290,57 @@ class PrepareConfig:
         ]
         if wrong:
             raise ConfigError("with --directions these settings do not apply: " + "; ".join(wrong))
-        if self.spm_model and not Path(self.spm_model).is_file():
-            raise ConfigError(f"--spm-model {self.spm_model} does not exist")
-        if not self.spm_temperature > 0:
-            raise ConfigError(f"--spm-temperature must be > 0, got {self.spm_temperature}")
-        if self.num_shards < 1:
-            raise ConfigError(f"--num-shards must be >= 1, got {self.num_shards}")
         if "{lang}" not in self.lang_token_format or any(c.isspace() for c in self.lang_token_format):
             raise ConfigError(
                 f"--lang-token-format {self.lang_token_format!r} must contain {{lang}} and no spaces "
                 "(e.g. __{lang}__)"
             )
-        try:
-            Layout(self.layout)
-        except ValueError:
-            raise ConfigError(f"--layout must be fairseq or megatron, not {self.layout!r}") from None
-        if self.leakage not in ("pair", "source", "target", "either", "off"):
-            raise ConfigError(f"--leakage must be pair, source, target, either or off, not {self.leakage!r}")
+        self._check_given_files()
+        for name, files in self.directions.items():
+            langs = name.split("-")
+            for split in SPLITS:
+                try:
+                    self._check_inputs(f"--{split}pref", files.get(f"{split}pref") or [], langs)
+                except ConfigError as error:
+                    raise ConfigError(f"direction {name}: {error}") from None
         return self
+
+    def _check_given_files(self) -> None:
+        """The SentencePiece model and the dictionaries given exist and are what they claim to be; the
+        scripts of the script filters exist."""
+        from tokenmill.text.charclass import script_table
+
+        for name in ("src_script", "tgt_script"):
+            script = getattr(self.filters, name)
+            if script is not None:
+                try:
+                    script_table(script)
+                except ConfigError as error:
+                    raise ConfigError(f"{self.label('filters.' + name)}: {error}") from None
+        if self.spm_model:
+            _check_spm_model(self.spm_model, self.label("spm_model"))
+        for name in ("srcdict", "tgtdict"):
+            path = getattr(self, name)
+            if path:
+                _check_dictionary(path, self.label(name))
+
+    def _check_inputs(self, flag: str, prefixes: list[str], suffixes: list[str]) -> None:
+        """Every ``{prefix}.{suffix}`` exists, resolved exactly as the pipeline will (compressed variants too)."""
+        for prefix in prefixes:
+            for suffix in suffixes:
+                try:
+                    resolve_prefix(prefix, suffix)
+                except TokenmillError as error:
+                    raise ConfigError(f"{flag}: {error}") from None
+
+    def _check_files(self, flag: str, files: list[str]) -> None:
+        """tsv/jsonl input: the prefixes are the files."""
+        for path in files:
+            if not Path(path).is_file():
+                state = "is a directory, not a file" if Path(path).is_dir() else "no such file"
+                raise ConfigError(
+                    f"{flag}: {path}: {state} (with --input-format {self.input_format} the prefixes are the files)"
+                )
 
     def direction_config(self, name: str) -> PrepareConfig:
         """The single-direction settings of direction ``name`` (its files, the shared everything else)."""
@@ -285,95 +356,209 @@ class PrepareConfig:
         return dataclasses.asdict(self)
 
 
-_NESTED = {"normalize": Normalizer, "filters": FilterConfig}
+NESTED: dict[str, type] = {"normalize": Normalizer, "filters": FilterConfig}
+FLAG_PREFIX = {"normalize": "", "filters": "filter-"}
+"""Flags of nested settings: normalizer fields keep their names (--nfkc), filters get --filter-."""
 _PREFIXES = ("trainpref", "validpref", "testpref")
-_LISTS = {"trainpref", "validpref", "testpref", "user_defined_symbols", "json_keys"}
 
 
-def _as_list(value: Any) -> list[str]:
+def flag_name(name: str, group: str | None = None) -> str:
+    """The flag of a setting: ``vocab_size`` -> ``--vocab-size``, (``max_ratio``, filters) -> ``--filter-max-ratio``."""
+    return "--" + (FLAG_PREFIX[group] if group else "") + name.replace("_", "-")
+
+
+def _file_identity(path: str) -> tuple[str, str, int, int]:
+    """(path as given, absolute path, mtime, size): a file checked once is not loaded again unchanged."""
+    stat = os.stat(path)
+    return path, os.path.abspath(path), stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_spm(identity: tuple[str, str, int, int]) -> None:
+    from tokenmill.vocab.sentencepiece import SentencePieceEncoder
+
+    SentencePieceEncoder(identity[0])
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_dictionary(identity: tuple[str, str, int, int]) -> None:
+    from tokenmill.vocab.dictionary import Dictionary
+
+    Dictionary.load(identity[0])
+
+
+def _check_spm_model(path: str, label: str) -> None:
+    fix = "give a .model file written by spm_train or tokenmill prepare"
+    with opening(path, "a SentencePiece model", fix, label=label):
+        if Path(path).is_dir():
+            raise IsADirectoryError(path)
+        _checked_spm(_file_identity(path))
+
+
+def _check_dictionary(path: str, label: str) -> None:
+    fix = "give a fairseq dict.txt (one '<token> <count>' per line)"
+    with opening(path, "a fairseq dictionary", fix, label=label):
+        if Path(path).is_dir():
+            raise IsADirectoryError(path)
+        _checked_dictionary(_file_identity(path))
+
+
+def _as_list(value: Any, label: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
         return [part for part in value.split(",") if part]
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list | tuple) and all(isinstance(v, str | int | float) and not isinstance(v, bool)
+                                               for v in value):
         return [str(v) for v in value]
-    raise ConfigError(f"expected a string or a list, got {value!r}")
+    raise ConfigError(f"{label}: expected a list of strings (or one comma-separated string), got {value!r}")
 
 
-def _nested(kind: type, value: Any, key: str) -> Any:
+def _nested(kind: type, value: Any, group: str, label: Any) -> Any:
+    """A Normalizer/FilterConfig from a mapping (flags and file keys merged), every value checked."""
     if isinstance(value, kind):
         return value
+    if value is None:
+        value = {}
     if not isinstance(value, dict):
-        raise ConfigError(f"config key {key!r} must be a mapping of {kind.__name__} settings")
-    known = {f.name for f in fields(kind)}
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise ConfigError(f"unknown {key} setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if kind is FilterConfig and isinstance(value.get("langid_candidates"), list):
-        value = {**value, "langid_candidates": tuple(value["langid_candidates"])}
-    try:
-        return kind(**value)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"bad {key} settings: {error}") from None
+        raise ConfigError(f"{label(group)}: expected a mapping of {group} settings, got {value!r}")
+    known = [f.name for f in fields(kind)]
+    for key in value:
+        if key not in known:
+            raise ConfigError(
+                f"{_where(label(group))}unknown {group} setting {str(key)!r}{did_you_mean(str(key), known)}; "
+                f"known: {', '.join(known)}"
+            )
+    values = dict(value)
+    for key, item in values.items():
+        if is_sequence(hints(kind)[key]) and item is not None:
+            values[key] = tuple(_as_list(item, label(f"{group}.{key}")))
+    check_settings(kind, values, lambda name: label(f"{group}.{name}"))
+    return kind(**values)
 
 
-def _directions(value: Any, settings: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+def _where(label: str) -> str:
+    """The ``file: `` part of a label (nothing for a flag)."""
+    return label.rsplit(": ", 1)[0] + ": " if ": " in label else ""
+
+
+def _directions(value: Any, settings: dict[str, Any], label: str) -> dict[str, dict[str, list[str]]]:
     """Directions as {name: {"trainpref": [...], ...}}; a bare name takes {pref}.{name} of the global prefixes."""
     if isinstance(value, dict):
         entries = value
     else:
-        entries = dict.fromkeys(_as_list(value))
+        entries = dict.fromkeys(_as_list(value, label))
     result: dict[str, dict[str, list[str]]] = {}
     for name, files in entries.items():
         name = str(name)
         if files is None:
-            files = {split: [f"{p}.{name}" for p in _as_list(settings.get(split))] for split in _PREFIXES}
+            files = {split: [f"{p}.{name}" for p in _as_list(settings.get(split), split)] for split in _PREFIXES}
         elif isinstance(files, dict):
-            unknown = sorted(set(files) - set(_PREFIXES))
-            if unknown:
-                raise ConfigError(f"direction {name}: unknown key(s) {', '.join(unknown)}; use {', '.join(_PREFIXES)}")
-            files = {split: _as_list(files.get(split)) for split in _PREFIXES}
+            for key in files:
+                if key not in _PREFIXES:
+                    raise ConfigError(
+                        f"{_where(label)}direction {name}: unknown key {str(key)!r}"
+                        f"{did_you_mean(str(key), _PREFIXES)}; use {', '.join(_PREFIXES)}"
+                    )
+            files = {split: _as_list(files.get(split), f"{label}.{name}.{split}") for split in _PREFIXES}
         else:
-            raise ConfigError(f"direction {name}: expected a mapping of {', '.join(_PREFIXES)} (or nothing)")
+            raise ConfigError(f"{label}: direction {name}: expected a mapping of {', '.join(_PREFIXES)} (or nothing)")
         result[name] = files
     return result
 
 
-def build_config(settings: dict[str, Any]) -> PrepareConfig:
-    """A validated config from a mapping (YAML content merged with flags); unknown keys are errors."""
+def _suggest(key: str) -> str:
+    """`` (did you mean ...)`` for an unknown top-level key: a field, or a nested one written at the top
+    (``nfkc`` -> ``normalize: {nfkc: ...}``; ``filter_max_tokens`` -> ``filters: {max_tokens: ...}``)."""
+    candidates = {f.name: repr(f.name) for f in fields(PrepareConfig)}
+    for group, kind in NESTED.items():
+        for item in fields(kind):
+            nested = f"{group}: {{{item.name}: ...}}"
+            candidates.setdefault(item.name, nested)
+            candidates.setdefault(FLAG_PREFIX[group].replace("-", "_") + item.name, nested)
+    close = key if key in candidates else next(iter(difflib.get_close_matches(key, list(candidates), n=1)), None)
+    return f" (did you mean {candidates[close]}?)" if close else ""
+
+
+def build_config(
+    settings: dict[str, Any],
+    *,
+    overrides: dict[str, Any] | None = None,
+    config_file: str | os.PathLike[str] | None = None,
+) -> PrepareConfig:
+    """A validated config from a mapping (e.g. YAML content) and ``overrides`` (e.g. flags) on top of it.
+
+    Unknown keys are errors with the nearest known one suggested; every value is type-checked. With
+    ``config_file``, messages about settings that came from ``settings`` name the file and the key.
+    """
+    where = f"{os.fspath(config_file)}: " if config_file is not None else ""
     known = {f.name for f in fields(PrepareConfig)}
-    normalized = {key.replace("-", "_"): value for key, value in settings.items()}
-    unknown = sorted(set(normalized) - known)
-    if unknown:
-        raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; see `tokenmill prepare --help`")
-    values: dict[str, Any] = {}
-    for key, value in normalized.items():
-        if key == "directions":
-            values[key] = _directions(value, normalized)
-        elif key in _NESTED:
-            values[key] = _nested(_NESTED[key], value, key)
-        elif key in _LISTS:
-            values[key] = _as_list(value)
+    from_file = {str(key).replace("-", "_"): value for key, value in settings.items()}
+    flags = {str(key).replace("-", "_"): value for key, value in (overrides or {}).items()}
+    for source, prefix in ((from_file, where), (flags, "")):
+        for key in source:
+            if key not in known:
+                raise ConfigError(
+                    f"{prefix}unknown setting {key!r}{_suggest(key)}; `tokenmill prepare --help` lists them"
+                )
+    labels: dict[str, str] = {}
+    if config_file is not None:
+        for key, value in from_file.items():
+            if key in NESTED and isinstance(value, dict):
+                overridden = flags.get(key) or {}
+                labels[key] = f"{where}{key}"
+                labels.update({f"{key}.{name}": f"{where}{key}.{name}" for name in value if name not in overridden})
+            elif key not in flags:
+                labels[key] = f"{where}{key}"
+    merged = {**from_file}
+    for key, value in flags.items():
+        if key in NESTED and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
         else:
+            merged[key] = value
+
+    def label(name: str) -> str:
+        if name in NESTED:
+            return labels.get(name) or name  # a mapping in YAML or Python; its flags are its fields'
+        return labels.get(name) or flag_name(*reversed(name.split(".", 1)))
+
+    values: dict[str, Any] = {}
+    for key, value in merged.items():
+        if key == "directions":
+            values[key] = _directions(value, merged, label(key))
+        elif key in NESTED:
+            values[key] = _nested(NESTED[key], value, key, label)
+        elif is_sequence(hints(PrepareConfig)[key]):
+            values[key] = _as_list(value, label(key))
+        else:
+            issue = problem(hints(PrepareConfig)[key], value, label(key))
+            if issue:
+                raise ConfigError(issue)
             values[key] = value
-    try:
-        config = PrepareConfig(**values)
-    except TypeError as error:
-        raise ConfigError(f"bad settings: {error}") from None
+    config = PrepareConfig(**values)
+    object.__setattr__(config, "_labels", labels)
     return config.validate()
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML config (``yaml.safe_load`` only); relative data paths stay relative to the CWD."""
+    fix = "give a YAML file of settings (see examples/config.yaml)"
     try:
         with open(path, encoding="utf-8") as handle:
             data = yaml.safe_load(handle)
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory, not a config file; {fix}") from None
     except OSError as error:
-        raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
+        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; {fix}") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+        mark = getattr(error, "problem_mark", None)
+        place = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        reason = getattr(error, "problem", None) or " ".join(str(error).split())
+        raise ConfigError(f"{place}: not valid YAML ({reason})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of settings")
+        raise ConfigError(f"{path}: the top level must be a mapping of settings (key: value lines); {fix}")
     return data

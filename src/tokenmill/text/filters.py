@@ -26,15 +26,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 
 from tokenmill.errors import ConfigError
+from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
 from tokenmill.text.stats import StepStats
 
 FILTER_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script", "langid")
+_FRACTION = Range(0, 1, what="a fraction")
+_RATIO = Range(1, why="it compares the longer side to the shorter")
 
 
 @dataclass(frozen=True)
@@ -42,39 +45,30 @@ class FilterConfig:
     """Which filters run and their thresholds; all off except ``drop_empty`` by default."""
 
     drop_empty: bool = True  # drop pairs with an empty side
-    min_chars: int = 0  # per side, characters (code points); 0 = no minimum
-    max_chars: int | None = None  # per side; None = no maximum
-    min_tokens: int = 0  # per side, whitespace tokens (or the lengths passed in)
-    max_tokens: int | None = None  # per side; None = no maximum
-    max_ratio: float | None = None  # longer/shorter side, e.g. 9 like Moses' clean-corpus-n; None = off
+    min_chars: Annotated[int, Range(0)] = 0  # per side, characters (code points); 0 = no minimum
+    max_chars: Annotated[int | None, Range(0)] = None  # per side; default: no maximum
+    min_tokens: Annotated[int, Range(0)] = 0  # per side, whitespace tokens (or the lengths passed in)
+    max_tokens: Annotated[int | None, Range(0)] = None  # per side; default: no maximum
+    max_ratio: Annotated[float | None, _RATIO] = None  # longer side / shorter side, e.g. 9 (Moses); default: off
     ratio_unit: Literal["tokens", "chars"] = "tokens"  # what max_ratio compares
     drop_identical: bool = False  # drop pairs whose source equals the target
-    max_nonletter: float | None = None  # max share of non-letters among non-space chars, e.g. 0.5
+    max_nonletter: Annotated[float | None, _FRACTION] = None  # max share of non-letters among non-space chars, e.g. 0.5
     src_script: str | None = None  # Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana"
     tgt_script: str | None = None  # same for the target
-    min_script_fraction: float = 0.5  # share of letters that must be in the expected script
+    min_script_fraction: Annotated[float, _FRACTION] = 0.5  # share of letters that must be in the expected script
     src_lang: str | None = None  # expected language of the source (py3langid code, e.g. "en")
     tgt_lang: str | None = None  # expected language of the target
-    langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; None = all
+    langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; default: all
 
     def __post_init__(self) -> None:
         def bad(msg: str) -> ConfigError:
             return ConfigError(f"filter settings: {msg}")
 
-        if self.min_chars < 0 or self.min_tokens < 0:
-            raise bad("min_chars and min_tokens must be >= 0")
+        check_settings(FilterConfig, self, lambda name: f"filter settings: {name}")  # types and ranges
         if self.max_chars is not None and self.max_chars < self.min_chars:
             raise bad(f"max_chars={self.max_chars} is below min_chars={self.min_chars}")
         if self.max_tokens is not None and self.max_tokens < self.min_tokens:
             raise bad(f"max_tokens={self.max_tokens} is below min_tokens={self.min_tokens}")
-        if self.max_ratio is not None and self.max_ratio < 1:
-            raise bad(f"max_ratio={self.max_ratio} must be >= 1 (it compares the longer side to the shorter)")
-        if self.ratio_unit not in ("tokens", "chars"):
-            raise bad(f"ratio_unit={self.ratio_unit!r}: choose 'tokens' or 'chars'")
-        if self.max_nonletter is not None and not 0 <= self.max_nonletter <= 1:
-            raise bad(f"max_nonletter={self.max_nonletter} must be a fraction in [0, 1]")
-        if not 0 <= self.min_script_fraction <= 1:
-            raise bad(f"min_script_fraction={self.min_script_fraction} must be a fraction in [0, 1]")
         if self.langid_candidates is not None:
             for lang in (self.src_lang, self.tgt_lang):
                 if lang is not None and lang not in self.langid_candidates:

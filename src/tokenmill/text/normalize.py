@@ -35,6 +35,7 @@ from operator import ne
 
 import numpy as np
 
+from tokenmill.settings import check_settings
 from tokenmill.text.stats import StepStats
 
 STEPS = ("nfkc", "fullwidth", "remove_control", "collapse_whitespace")
@@ -74,6 +75,9 @@ class Normalizer:
     fullwidth: bool = False  # full-width ASCII forms and U+3000 to half-width (seed script's q2b)
     remove_control: bool = True  # delete control chars and U+FEFF; whitespace-like controls -> space
     collapse_whitespace: bool = True  # whitespace runs -> one space, strip both ends
+
+    def __post_init__(self) -> None:
+        check_settings(Normalizer, self, lambda name: f"normalize settings: {name}")
 
     @property
     def enabled(self) -> tuple[str, ...]:

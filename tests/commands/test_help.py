@@ -1,0 +1,68 @@
+"""``--help`` a person can read: prepare's options in sections with defaults and choices, whole
+summary lines at the top level, flag names unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from click.testing import CliRunner
+
+from tokenmill.cli import cli
+from tokenmill.commands.prepare import _OPTIONS, _field_docs, prepare_command
+from tokenmill.prepare import PrepareConfig
+
+SECTIONS = ["Inputs", "Cleaning", "Tokenizer", "Dictionaries (fairseq-preprocess names)", "Output",
+            "Many directions at once (Open-NLLB's data_bin/shardNNN layout)", "Run"]
+README_FLAGS = (
+    "--source-lang --target-lang --trainpref --validpref --testpref --destdir --vocab-size --character-coverage "
+    "--joined-dictionary --workers --nfkc --fullwidth --filter-max-tokens --filter-max-ratio --srcdict --tgtdict "
+    "--nwordssrc --nwordstgt --thresholdsrc --thresholdtgt --padding-factor --model-type --input-sentence-size "
+    "--user-defined-symbols --byte-fallback --input-format --source-key --target-key --documents --layout "
+    "--append-eod --eod-symbol --on-invalid-utf8 --filter-drop-empty --filter-min-chars --filter-max-chars "
+    "--filter-min-tokens --filter-drop-identical --filter-max-nonletter --filter-src-script --filter-tgt-script "
+    "--filter-src-lang --filter-tgt-lang --leakage --dedup --joint-spm --spm-model --tokenizer --approx-vocab-size "
+    "--file-byte-budget --max-subtoken-length --align-suffix --shard-size --directions --spm-temperature "
+    "--lang-token-format --retrain-tokenizer --num-shards --json-keys --force --config --quiet --json"
+).split()
+
+
+def _help(*args: str) -> str:
+    result = CliRunner().invoke(cli, [*args, "--help"], terminal_width=100)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_prepare_help_has_sections_defaults_and_choices():
+    text = _help("prepare")
+    headings = [line[:-1] for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == SECTIONS
+    for flag in README_FLAGS:
+        assert re.search(rf"(^|[ /]){re.escape(flag)}\b", text, re.M), f"{flag} is gone from prepare --help"
+    assert "--input-format [text|tsv|jsonl]" in text and "--leakage [pair|source|target|either|off]" in text
+    assert "--model-type [unigram|bpe|char|word]" in text and "--layout [fairseq|megatron]" in text
+    assert "[default: 0.9995]" in text and "[default: 8000]" in text and "[default: --dedup]" in text
+    cleaning = text.split("\nCleaning:")[1].split("\nTokenizer:")[0]
+    assert "--nfkc" in cleaning and "--filter-max-ratio" in cleaning and "--leakage" in cleaning
+    run = text.split("\nRun:")[1]
+    assert "--workers" in run and "--force" in run and "--help" in run
+
+
+def test_every_config_field_is_a_flag_in_a_section_with_help_in_one_style():
+    _, sections = _field_docs(PrepareConfig)
+    assert {f.name for f in dataclasses.fields(PrepareConfig)} == set(sections), "each field has a section"
+    for option, name, _ in _OPTIONS:
+        assert option.help, f"{name} has no help"
+        sentence = option.help.split("  [default:")[0]
+        assert sentence[0].isupper() or not sentence[0].isalpha(), sentence
+        assert sentence.endswith("."), sentence
+        assert option.section in SECTIONS, (name, option.section)
+
+
+def test_top_level_help_shows_each_command_summary_whole():
+    text = " ".join(_help().split())
+    for command in ("prepare", "verify", "inspect", "batches"):
+        summary = " ".join(cli.commands[command].help.split("\n\n")[0].split())
+        assert summary in text, command
+    assert prepare_command.short_help.startswith("Clean, tokenize and binarize")
+    assert "..." not in text.split("Commands:")[1]
