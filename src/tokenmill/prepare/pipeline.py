@@ -133,18 +133,16 @@ class PrepareSummary:
 
 
 def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
-    """One line per cleaning step of a split, each count also as a share of the pairs read."""
+    """One line per cleaning step of a split; what a step dropped (and what was kept) also as a share
+    of the lines read, so a filter that removes a quarter of the data is seen at a glance."""
     base = steps.get("read", {}).get("read", 0)
     lines = []
     for step, counts in steps.items():
-        if step == "read":
-            shown = ", ".join(f"{k} {v}" for k, v in counts.items())
-        else:
-            shown = ", ".join(
-                f"{k} {v}" + (f" ({100.0 * v / base:.1f}%)" if base and isinstance(v, int) else "")
-                for k, v in counts.items()
-            )
-        lines.append(f"{split} {step}: {shown}")
+        shown = []
+        for key, value in counts.items():
+            share = step not in ("read", "normalize") and key not in ("pairs", "lines") or step == "kept"
+            shown.append(f"{key} {value}" + (f" ({100.0 * value / base:.1f}%)" if share and base else ""))
+        lines.append(f"{split} {step}: {', '.join(shown)}")
     return lines
 
 
