@@ -57,7 +57,7 @@ def test_the_defaults_pass_their_own_checks():
         ({**BASE, "vocab_sise": 5}, r"unknown setting 'vocab_sise' \(did you mean 'vocab_size'\?\)"),
         ({"source_lang": "en"}, "--trainpref is required"),
         ({"trainpref": "t"}, "--source-lang is required"),
-        ({**BASE, "tokenizer": "bpe"}, "--tokenizer must be one of sentencepiece, none, t2t-subword, got 'bpe'"),
+        ({**BASE, "tokenizer": "bpe"}, "--tokenizer must be one of sentencepiece, hf, tiktoken, t2t-subword, none, got 'bpe'"),
         ({**BASE, "tokenizer": "sentencepice"}, r"did you mean 'sentencepiece'\?"),
         ({**BASE, "layout": "tf"}, "--layout must be one of fairseq, megatron, got 'tf'"),
         ({**BASE, "filters": {"max_tokenz": 3}}, r"unknown filters setting 'max_tokenz' \(did you mean 'max_tokens'"),
@@ -206,7 +206,9 @@ def test_choices_have_one_source_of_truth():
 
     assert set(typing.get_args(LayoutName)) == {layout.value for layout in Layout}
     assert set(typing.get_args(Leakage)) == {*typing.get_args(LeakageMode), "off"}
-    assert TOKENIZERS == ("sentencepiece", "none", "t2t-subword")
+    from tokenmill.vocab.tokenizer import BACKENDS
+
+    assert {t for t in TOKENIZERS if t != "none"} | {"whitespace"} == set(BACKENDS), "every backend is a choice"
 
 
 def test_megatron_json_keys_is_the_source_key_one_key_per_run(tmp_path):

@@ -210,7 +210,7 @@ def test_t2t_subword_tokenizer_end_to_end(sample_settings):
     assert zh[0][:-1].tolist() == encoder.encode(cleaned[0])
     assert encoder.decode(zh[5][:-1].tolist()) == cleaned[5]
     assert not (out / "dict.zh.txt").exists()
-    assert read_manifest(out).vocab["special"] == {"pad": 0, "eos": 1}
+    assert read_manifest(out).vocab["special"] == {"pad": 0, "eos": 1, "eod": 1}
     assert verify_directory(out) == []
 
 

@@ -42,7 +42,13 @@ SPLITS = ("train", "valid", "test")
 InputFormat = Literal["text", "tsv", "jsonl"]
 Documents = Literal["line", "blank-line"]
 Leakage = Literal["pair", "source", "target", "either", "off"]
-Tokenizer = Literal["sentencepiece", "none", "t2t-subword"]
+Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"]
+HFModelType = Literal["byte-level-bpe", "bpe", "unigram", "wordpiece"]
+NormalizationRule = Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"]
+MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer"]
+LANG_CODE_RE = re.compile(LANG_CODE.regex)
+_MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
+                        "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 TOKENIZERS: tuple[str, ...] = get_args(Tokenizer)
@@ -110,9 +116,20 @@ class PrepareConfig:
 
     # ---- tokenizer
     tokenizer: Tokenizer = "sentencepiece"
-    """Subword tokenizer: sentencepiece, none (the input is whitespace-tokenized) or t2t-subword."""
+    """Subword tokenizer: sentencepiece, hf (Hugging Face tokenizers), tiktoken, t2t-subword, or none (the
+    input is already whitespace-tokenized)."""
+    tokenizer_model: str | None = None
+    """Use this model instead of training one: a SentencePiece .model, a Hugging Face tokenizer.json or a
+    .tiktoken ranks file (Megatron's --tokenizer-model)."""
+    tokenizer_options: dict[str, Any] = field(default_factory=dict)
+    """Settings of the tokenizer backend when it loads a model, as key=value pairs (YAML: a mapping), e.g.
+    tiktoken pattern=..., eod_token=<|endoftext|>, preset=cl100k."""
     spm_model: str | None = None
-    """Use this SentencePiece .model instead of training one."""
+    """Use this SentencePiece .model instead of training one (the same as --tokenizer-model)."""
+    hf_model_type: HFModelType = "byte-level-bpe"
+    """hf: the model trained when no --tokenizer-model is given (byte-level-bpe as GPT-2/Llama 3/Qwen)."""
+    min_frequency: Annotated[int, AtLeast0] = 2
+    """hf: a merge or piece must be seen this many times in the training sample."""
     vocab_size: Annotated[int, Range(8, why="SentencePiece needs room for its special pieces")] = 8000
     """SentencePiece vocabulary size (spm_train's --vocab_size)."""
     model_type: ModelType = "unigram"
@@ -125,6 +142,20 @@ class PrepareConfig:
     """Pieces never split, e.g. language tags, comma-separated; also put in the dictionaries."""
     byte_fallback: bool = False
     """Unknown characters become UTF-8 byte pieces instead of <unk>."""
+    normalization_rule_name: NormalizationRule = "nmt_nfkc"
+    """SentencePiece's normalization (spm_train's --normalization_rule_name; nmt_nfkc_cf also case-folds)."""
+    split_digits: bool = False
+    """SentencePiece: every digit its own piece (spm_train's --split_digits)."""
+    max_sentence_length: Annotated[int, AtLeast1] = 4192
+    """SentencePiece: longer training lines are skipped, in bytes (spm_train's --max_sentence_length)."""
+    shuffle_input_sentence: bool = False
+    """SentencePiece: shuffle the training sample (spm_train's --shuffle_input_sentence)."""
+    hard_vocab_limit: bool = False
+    """SentencePiece: fail when the text cannot give --vocab-size pieces (off: a smaller model and a warning)."""
+    control_symbols: list[str] = field(default_factory=list)
+    """SentencePiece: control symbols, comma-separated (spm_train's --control_symbols)."""
+    spm_extra_options: dict[str, Any] = field(default_factory=dict)
+    """Any other spm_train option, as key=value pairs (YAML: a mapping), e.g. max_sentencepiece_length=8."""
     joint_spm: bool = True
     """One SentencePiece model for both languages (--no-joint-spm: one per language)."""
     approx_vocab_size: Annotated[int, AtLeast1] = 8192
@@ -157,6 +188,19 @@ class PrepareConfig:
     """Store layout: fairseq (fairseq-train reads it) or megatron (megatron-core reads it)."""
     shard_size: Annotated[int, Range(0, why="0 means no shards")] = 0
     """Split train into shardNNN/ folders of at most this many pairs (0: no shards)."""
+
+    # ---- megatron (tools/preprocess_data.py's flags)
+    input: list[str] = field(default_factory=list)
+    """Megatron's --input: JSONL files or globs, comma-separated (monolingual; --json-keys picks the text)."""
+    output_prefix: str | None = None
+    """Megatron's --output-prefix: writes {output_prefix}_{key}_document.bin/.idx in the Megatron layout,
+    ids of the tokenizer itself, nothing cleaned unless a cleaning flag asks for it."""
+    tokenizer_type: MegatronTokenizer | None = None
+    """Megatron's --tokenizer-type (HuggingFaceTokenizer, TikTokenizer, SentencePieceTokenizer, GPT2BPETokenizer)."""
+    vocab_file: str | None = None
+    """Megatron's --vocab-file: GPT2BPETokenizer's vocab.json."""
+    merge_file: str | None = None
+    """Megatron's --merge-file: GPT2BPETokenizer's merges.txt."""
 
     # ---- run
     workers: Annotated[int, AtLeast1] = field(default_factory=lambda: os.cpu_count() or 1)
@@ -522,10 +566,13 @@ def build_config(
             return labels.get(name) or name  # a mapping in YAML or Python; its flags are its fields'
         return labels.get(name) or flag_name(*reversed(name.split(".", 1)))
 
+    merged = megatron_defaults(merged)
     values: dict[str, Any] = {}
     for key, value in merged.items():
         if key == "directions":
             values[key] = _directions(value, merged, label(key))
+        elif key in _MAPPINGS:
+            values[key] = _mapping(value, label(key))
         elif key in NESTED:
             values[key] = _nested(NESTED[key], value, key, label)
         elif is_sequence(hints(PrepareConfig)[key]):
@@ -538,6 +585,64 @@ def build_config(
     config = PrepareConfig(**values)
     object.__setattr__(config, "_labels", labels)
     return config.validate()
+
+
+_MAPPINGS = ("tokenizer_options", "spm_extra_options")
+
+
+def _mapping(value: Any, label: str) -> dict[str, Any]:
+    """A mapping setting: a YAML mapping, or ``key=value,key=value`` from a flag (values read as YAML scalars)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, str):
+        result: dict[str, Any] = {}
+        for part in (p for p in value.split(",") if p.strip()):
+            key, sep, text = part.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"{label}: expected key=value pairs separated by commas, got {part!r}")
+            try:
+                result[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+            except yaml.YAMLError:
+                result[key.strip()] = text
+        return result
+    raise ConfigError(f"{label}: expected a mapping (or key=value,key=value), got {value!r}")
+
+
+MEGATRON_KEYS = ("input", "output_prefix", "tokenizer_type", "vocab_file", "merge_file")
+"""Settings that only Megatron's preprocess_data flags set: their presence means Megatron's semantics."""
+
+
+def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings given with Megatron's flags (``--input``, ``--output-prefix``) mean what preprocess_data does:
+    JSONL in, one key per run, the Megatron layout with the tokenizer's own ids, and nothing normalized,
+    filtered or deduplicated unless a cleaning setting asks for it (given settings always win)."""
+    if not (settings.get("input") or settings.get("output_prefix")):
+        return settings
+    out = dict(settings)
+    keys = _as_list(out.get("json_keys"), "--json-keys") or ["text"]
+    defaults: dict[str, Any] = {
+        "trainpref": out.get("input"),
+        "input_format": "jsonl",
+        "json_keys": keys,
+        "source_lang": keys[0] if LANG_CODE_RE.fullmatch(keys[0]) else "text",
+        "layout": "megatron",
+        "dedup": False,
+        "leakage": "off",
+        "normalize": {"nfkc": False, "fullwidth": False, "remove_control": False, "collapse_whitespace": False},
+        "filters": {"drop_empty": False},
+    }
+    if out.get("output_prefix"):
+        defaults["destdir"] = os.path.dirname(str(out["output_prefix"])) or "."
+    if out.get("tokenizer_type"):
+        defaults["tokenizer"] = _MEGATRON_TOKENIZERS.get(str(out["tokenizer_type"]), out["tokenizer_type"])
+    for key, value in defaults.items():
+        if key in ("normalize", "filters") and isinstance(out.get(key), dict):
+            out[key] = {**value, **out[key]}
+        elif out.get(key) in (None, [], "") and value is not None:
+            out[key] = value
+    return out
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:

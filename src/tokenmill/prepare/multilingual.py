@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,17 +32,18 @@ import xxhash
 
 from tokenmill.data.sampling import temperature_probabilities
 from tokenmill.errors import TokenmillError
-from tokenmill.fsutil import atomic_path
 from tokenmill.prepare.config import PrepareConfig
-from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point, _piece_lookup
+from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point
 from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
+from tokenmill.prepare.tokenizing import piece_lookup
 from tokenmill.store.format import token_dtype
 from tokenmill.store.layout import SHARED_DICT, dict_name
 from tokenmill.store.manifest import file_checksum
 from tokenmill.text import open_source
 from tokenmill.vocab.dictionary import Dictionary
-from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder
+from tokenmill.vocab.sentencepiece import Reservoir
+from tokenmill.vocab.tokenizer import Tokenizer, load_tokenizer
 
 log = logging.getLogger("tokenmill.prepare")
 
@@ -118,7 +118,7 @@ class DirectionPipeline(Pipeline):
     def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
         return self.parent.lookup_fingerprint
 
-    def piece_lookup(self, encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
+    def piece_lookup(self, tokenizer: Tokenizer, dictionary: Dictionary) -> np.ndarray:
         return self.parent.lookup  # the same for every direction: built once
 
     def kept_train_pairs(self) -> int:
@@ -159,9 +159,8 @@ class MultilingualPipeline(Pipeline):
             key = fingerprint("tokenizer", file_identity(cfg.spm_model))
 
             def copy() -> tuple[list[Path], dict[str, Any]]:
-                with atomic_path(self.spm_path) as tmp:
-                    shutil.copyfile(cfg.spm_model, tmp)  # type: ignore[arg-type]
-                return [self.spm_path], {"trained": False, "source": cfg.spm_model, "trained_on": []}
+                written = load_tokenizer("sentencepiece", cfg.spm_model).save(self.out)  # type: ignore[arg-type]
+                return written, {"trained": False, "source": cfg.spm_model, "trained_on": []}
 
             self._stage("tokenizer", key, copy)
             return
@@ -208,7 +207,7 @@ class MultilingualPipeline(Pipeline):
         log.info("training spm.model on %d lines: %s", len(sample),
                  ", ".join(f"{lang} {quotas[lang]}/{counts[lang]}" for lang in sorted(quotas)))
         written = self.trained_sentencepiece(sample, self.spm_path, options)
-        pieces = {self.spm_path.name: SentencePieceEncoder(self.spm_path).vocab_size}
+        pieces = {self.spm_path.name: load_tokenizer("sentencepiece", self.spm_path).vocab_size}
         return written, {"trained": True, "trained_on": names, "sample": quotas, "lines": counts, "pieces": pieces}
 
     # ---------------------------------------------------------------- dictionary
@@ -220,8 +219,7 @@ class MultilingualPipeline(Pipeline):
                           cfg.padding_factor, cfg.user_defined_symbols)
         self._stage("dictionary", key, lambda: self._build_dictionary(paths))
         dictionary = Dictionary.load(self.out / SHARED_DICT)
-        encoder = SentencePieceEncoder(self.spm_path)
-        self.lookup = _piece_lookup(encoder, dictionary)
+        self.lookup = piece_lookup(load_tokenizer("sentencepiece", self.spm_path), dictionary)
         self.lookup_fingerprint = fingerprint(
             xxhash.xxh3_128_hexdigest(self.lookup.tobytes()), str(token_dtype(len(dictionary)))
         )
@@ -230,12 +228,11 @@ class MultilingualPipeline(Pipeline):
     def _build_dictionary(self, paths: list[Path]) -> tuple[list[Path], dict[str, Any]]:
         """SentencePiece's pieces, then the language tokens (earlier ones keep their ids), then padding."""
         cfg = self.config
-        encoder = SentencePieceEncoder(self.spm_path)
-        proc = encoder.processor
+        tokenizer = load_tokenizer("sentencepiece", self.spm_path)
         dictionary = Dictionary()
-        for i in range(encoder.vocab_size):
-            if not (proc.is_control(i) or proc.is_unknown(i)):
-                dictionary.add_symbol(proc.id_to_piece(i), 1)
+        for i in range(tokenizer.vocab_size):
+            if tokenizer.is_text_piece(i):  # type: ignore[attr-defined]
+                dictionary.add_symbol(tokenizer.id_to_token(i), 1)
         for symbol in cfg.user_defined_symbols:
             dictionary.add_symbol(symbol, 1)
         tokens = [self.lang_token(lang) for lang in self.languages]

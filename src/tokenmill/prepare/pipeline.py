@@ -19,6 +19,7 @@ or worker count, so a killed run that is re-run gives byte-identical files.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -41,22 +42,34 @@ from filelock import FileLock, Timeout
 from tqdm import tqdm
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
-from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps
+from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
 from tokenmill.prepare.config import SPLITS, PrepareConfig
 from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
+from tokenmill.prepare.tokenizing import (
+    WHITESPACE,
+    UnknownSurfaces,
+    backend_name,
+    given_model,
+    load_settings,
+    piece_lookup,
+    spm_options,
+    stores_tokenizer_ids,
+    train_settings,
+)
 from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.layout import SHARD_GLOB, align_name, dict_name, shard_dir, store_name
 from tokenmill.store.manifest import build_manifest, file_checksum
-from tokenmill.store.meaning import FAIRSEQ, T2T, store_meaning
+from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.documents import documents_by_file
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.vocab.dictionary import Dictionary
-from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceEncoder, SentencePieceOptions, train_sentencepiece
-from tokenmill.vocab.t2t_subword import SubwordTextEncoder
+from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceOptions
+from tokenmill.vocab.t2t_backend import t2t_sample
+from tokenmill.vocab.tokenizer import Tokenizer, get_backend, load_tokenizer, stable_name, train_tokenizer
 
 log = logging.getLogger("tokenmill.prepare")
 WORK_DIR = ".work"
@@ -140,7 +153,7 @@ def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
     for step, counts in steps.items():
         shown = []
         for key, value in counts.items():
-            share = step not in ("read", "normalize") and key not in ("pairs", "lines") or step == "kept"
+            share = (step not in ("read", "normalize") and key not in ("pairs", "lines")) or step == "kept"
             shown.append(f"{key} {value}" + (f" ({100.0 * value / base:.1f}%)" if share and base else ""))
         lines.append(f"{split} {step}: {', '.join(shown)}")
     return lines
@@ -166,6 +179,7 @@ class Pipeline:
         """Where stages write the directory's outputs; :meth:`publish` puts them in place at the end."""
         self.produced: set[Path] = set()
         self.meanings: dict[str, dict[str, Any]] = {}
+        self._tokenizers: dict[str, Tokenizer] = {}
         """Staged store prefix -> what its ids mean (vocabulary file, size, end-of-item id)."""
         """Staged outputs of the stages of this run (ran or up to date): what the directory will hold."""
 
@@ -322,50 +336,59 @@ class Pipeline:
 
     # ---------------------------------------------------------------- stage 2: tokenizer
     def model_path(self, lang: str) -> Path:
-        return self.out / ("spm.model" if self.config.joint_spm else f"spm.{lang}.model")
+        """The staged model file of ``lang``'s tokenizer (one shared file with a joint model)."""
+        backend = get_backend(backend_name(self.config))
+        return self.out / stable_name(backend.filename, None if self.config.joint_spm else lang)
 
     def spm_options(self) -> SentencePieceOptions:
-        cfg = self.config
-        return SentencePieceOptions(
-            vocab_size=cfg.vocab_size,
-            model_type=cfg.model_type,
-            character_coverage=cfg.character_coverage,
-            input_sentence_size=cfg.input_sentence_size,
-            user_defined_symbols=list(cfg.user_defined_symbols),
-            byte_fallback=cfg.byte_fallback,
-            num_threads=cfg.workers,
-            seed=cfg.seed,
-        )
+        return spm_options(self.config)
 
     def t2t_vocab_path(self, lang: str) -> Path:
-        return self.out / ("vocab.subwords" if self.config.joint_spm else f"vocab.{lang}.subwords")
+        return self.model_path(lang)
+
+    def tokenizer_for(self, lang: str) -> Tokenizer:
+        """``lang``'s tokenizer, loaded once from the staged model."""
+        if lang not in self._tokenizers:
+            self._tokenizers[lang] = load_tokenizer(
+                backend_name(self.config), self.model_path(lang), load_settings(self.config)
+            )
+        return self._tokenizers[lang]
 
     def tokenizer(self) -> None:
         cfg = self.config
-        if cfg.tokenizer == "t2t-subword":
-            settings = (cfg.approx_vocab_size, cfg.file_byte_budget, cfg.max_subtoken_length, cfg.joint_spm,
-                        cfg.user_defined_symbols)
-            key = fingerprint("tokenizer-t2t", self.keys["clean.train"], settings)
-            self._stage("tokenizer", key, self._train_t2t)
-            return
-        if cfg.tokenizer != "sentencepiece":
+        name = backend_name(cfg)
+        if name == WHITESPACE:
             return
         models = sorted({self.model_path(lang) for lang in cfg.langs})
-        if cfg.spm_model:
-            key = fingerprint("tokenizer", file_identity(cfg.spm_model), [str(m) for m in models])
+        given = given_model(cfg)
+        if cfg.vocab_file and cfg.merge_file:  # Megatron's GPT2BPETokenizer: vocab.json + merges.txt
+            key = fingerprint("tokenizer-gpt2", file_identity(cfg.vocab_file), file_identity(cfg.merge_file))
+            self._stage("tokenizer", key, lambda: self._gpt2_model(models[0]))
+        elif given:
+            key = fingerprint("tokenizer", name, file_identity(given), load_settings(cfg), [str(m) for m in models])
+            self._stage("tokenizer", key, lambda: self._copy_model(name, given, models))
+        else:
+            settings = train_settings(cfg)
+            sample_key = (cfg.file_byte_budget,) if name == "t2t-subword" else (cfg.input_sentence_size, cfg.seed)
+            key = fingerprint("tokenizer", name, self.keys["clean.train"], _jsonable(settings), cfg.joint_spm,
+                              sample_key)
+            info = self._stage("tokenizer", key, lambda: self._train_models(name, settings))
+            if name == "sentencepiece":
+                self.warn_small_vocabulary(info)
+        self._tokenizers.clear()
 
-            def copy() -> tuple[list[Path], dict[str, Any]]:
-                for model in models:
-                    with atomic_path(model) as tmp:
-                        shutil.copyfile(cfg.spm_model, tmp)  # type: ignore[arg-type]
-                return models, {"trained": False, "source": cfg.spm_model}
+    def _copy_model(self, name: str, given: str, models: list[Path]) -> tuple[list[Path], dict[str, Any]]:
+        tokenizer = load_tokenizer(name, given, load_settings(self.config))
+        written: list[Path] = []
+        for model in models:
+            tag = None if model.name == get_backend(name).filename else model.name.split(".")[1]
+            written += [p for p in tokenizer.save(self.out, tag) if p.suffix != ".json" or p.name == model.name]
+        return written, {"trained": False, "source": given, "vocab_size": tokenizer.vocab_size}
 
-            self._stage("tokenizer", key, copy)
-            return
-        options = self.spm_options()
-        key = fingerprint("tokenizer", self.keys["clean.train"], options.as_dict(), cfg.joint_spm)
-        info = self._stage("tokenizer", key, lambda: self._train_models(options))
-        self.warn_small_vocabulary(info)
+    def _gpt2_model(self, model: Path) -> tuple[list[Path], dict[str, Any]]:
+        cfg = self.config
+        get_backend("hf").from_gpt2_files(cfg.vocab_file, cfg.merge_file, model)  # type: ignore[attr-defined]
+        return [model], {"trained": False, "source": [cfg.vocab_file, cfg.merge_file]}
 
     def warn_small_vocabulary(self, info: dict[str, Any]) -> None:
         """SentencePiece stops short of --vocab-size when the text has too few distinct pieces: say so."""
@@ -377,10 +400,10 @@ class Pipeline:
                 )
 
     def trained_sentencepiece(self, lines: list[str], model: Path, options: SentencePieceOptions) -> list[Path]:
-        """Train one model (showing the elapsed time: SentencePiece reports no progress) -> model, .vocab."""
+        """Train one SentencePiece model (showing the elapsed time: it reports no progress) -> its files."""
         with self._elapsed(f"training {model.name} on {len(lines):,} lines"):
-            train_sentencepiece(lines, model, options)
-        return [model, model.with_suffix(".vocab")]
+            tokenizer = train_tokenizer("sentencepiece", lines, options, model)
+        return [path for path, _ in tokenizer.model_files()]  # type: ignore[attr-defined]
 
     @contextmanager
     def _elapsed(self, desc: str) -> Iterator[None]:
@@ -401,67 +424,92 @@ class Pipeline:
             ticker.join()
             bar.close()
 
-    def _train_models(self, options: SentencePieceOptions) -> tuple[list[Path], dict[str, Any]]:
+    def training_sample(self, name: str, langs: list[str]) -> list[str]:
+        """The lines a tokenizer learns from: T2T's byte-budget sample of each cleaned file, else a seeded
+        reservoir of --input-sentence-size cleaned lines drawn while streaming."""
         cfg = self.config
-        groups = {self.model_path(lang): ([cfg.langs] if cfg.joint_spm else [[lang]])[0] for lang in cfg.langs}
-        written = []
-        for model, langs in groups.items():
-            reservoir = Reservoir(options.input_sentence_size, options.seed)
-            for lang in langs:
-                for chunk in open_source([str(self.clean_path("train", lang))]).chunks():
-                    reservoir.add(chunk.src)
-            used = min(reservoir.seen, reservoir.capacity)
-            log.info("training %s on %d of %d lines", model.name, used, reservoir.seen)
-            written += self.trained_sentencepiece(reservoir.sample(), model, options)
-        pieces = {m.name: SentencePieceEncoder(m).vocab_size for m in groups}
-        sampled = {m.name: langs for m, langs in groups.items()}
-        return written, {"trained": True, "sampled_from": sampled, "pieces": pieces}
+        if name == "t2t-subword":
+            return t2t_sample([self.clean_path("train", lang) for lang in langs], cfg.file_byte_budget)
+        reservoir = Reservoir(cfg.input_sentence_size, cfg.seed)
+        for lang in langs:
+            for lines in self.cleaned_chunks("train", lang):
+                reservoir.add(lines)
+        log.info("sampled %d of %d lines", min(reservoir.seen, reservoir.capacity), reservoir.seen)
+        return reservoir.sample()
 
-    def _train_t2t(self) -> tuple[list[Path], dict[str, Any]]:
-        """T2T's vocabulary: byte-budget sample of each cleaned train file, built to the target size."""
+    def _train_models(self, name: str, settings: Any) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
-        reserved = ["<pad>", "<EOS>", *cfg.user_defined_symbols]
-        groups = {self.t2t_vocab_path(lang): (cfg.langs if cfg.joint_spm else [lang]) for lang in cfg.langs}
+        groups = {self.model_path(lang): (cfg.langs if cfg.joint_spm else [lang]) for lang in cfg.langs}
+        written: list[Path] = []
         sizes = {}
-        for vocab, langs in groups.items():
-            encoder = SubwordTextEncoder.build_from_files(
-                [self.clean_path("train", lang) for lang in langs], cfg.approx_vocab_size,
-                file_byte_budget=cfg.file_byte_budget, max_subtoken_length=cfg.max_subtoken_length,
-                reserved_tokens=reserved,
-            )
-            encoder.save(vocab)
-            sizes[vocab.name] = encoder.vocab_size
-        return list(groups), {"vocab_sizes": sizes}
+        for model, langs in groups.items():
+            sample = self.training_sample(name, langs)
+            if name == "sentencepiece":
+                written += self.trained_sentencepiece(sample, model, settings)
+            else:
+                with self._elapsed(f"training {model.name} on {len(sample):,} lines"):
+                    train_tokenizer(name, sample, settings, model)
+                written.append(model)
+            sizes[model.name] = load_tokenizer(name, model, load_settings(cfg)).vocab_size
+        sampled = {m.name: langs for m, langs in groups.items()}
+        return written, {"trained": True, "sampled_from": sampled, "pieces": sizes}
+
+    # ---------------------------------------------------------------- cleaned text
+    def cleaned_chunks(self, split: str, lang: str) -> Iterator[list[str]]:
+        """The cleaned lines of one split and side, chunk by chunk (JSON-quoted on disk when they may hold
+        newlines: JSONL input whose whitespace is kept as it is)."""
+        path = str(self.clean_path(split, lang))
+        options = ReadOptions(chunk_lines=self.config.chunk_lines)
+        if self.quoted_clean:
+            for chunk in open_source([path], "jsonl", src_key="t", options=options).chunks():
+                yield chunk.src
+            return
+        for chunk in open_source([path], options=options).chunks():
+            yield chunk.src
+
+    @property
+    def quoted_clean(self) -> bool:
+        cfg = self.config
+        return cfg.input_format == "jsonl" and not cfg.normalize.collapse_whitespace
 
     # ---------------------------------------------------------------- stage 3: encode
     def ids_prefix(self, split: str, lang: str) -> Path:
         return self.work / "ids" / f"{split}.{lang}"
 
+    def keeps_unknown_surfaces(self) -> bool:
+        """fairseq-preprocess reads spm_encode's piece text, where a piece SentencePiece calls unknown is its
+        surface text: those become words of the dictionary (fairseq's ids), so we keep them too."""
+        return self.config.tokenizer == "sentencepiece" and not stores_tokenizer_ids(self.config)
+
     def encode(self) -> None:
         cfg = self.config
-        if cfg.tokenizer != "sentencepiece":
+        if backend_name(cfg) == WHITESPACE:
             return
         for split in cfg.split_prefixes():
             for lang in cfg.langs:
                 model = self.model_path(lang)
-                key = fingerprint("encode", self.keys[f"clean.{split}"], file_checksum(model))
-                self._stage(f"encode.{split}.{lang}", key, lambda s=split, la=lang, m=model: self._run_encode(s, la, m))
+                key = fingerprint("encode", self.keys[f"clean.{split}"], file_checksum(model),
+                                  load_settings(cfg), self.keeps_unknown_surfaces())
+                self._stage(f"encode.{split}.{lang}", key, lambda s=split, la=lang: self._run_encode(s, la))
 
-    def _run_encode(self, split: str, lang: str, model: Path) -> tuple[list[Path], dict[str, Any]]:
-        encoder = SentencePieceEncoder(model)
+    def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
+        tokenizer = self.tokenizer_for(lang)
+        size = tokenizer.vocab_size
         prefix = self.ids_prefix(split, lang)
-        counts = np.zeros(encoder.vocab_size, dtype=np.int64)
-        options = ReadOptions(chunk_lines=self.config.chunk_lines)
-        source = open_source([str(self.clean_path(split, lang))], options=options)
-        with IndexedWriter(prefix, vocab_size=encoder.vocab_size) as writer, self._bar(
-            source.scan(), f"encode {split}.{lang}"
-        ) as bar:
-            for chunk in source.chunks():
-                flat, lengths = encoder.encode_flat(chunk.src, num_threads=self.config.workers)
+        counts = np.zeros(size, dtype=np.int64)
+        surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
+        total = open_source([str(self.clean_path(split, lang))]).scan()
+        bar = self._bar(total, f"encode {split}.{lang}")
+        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, bar:
+            for lines in self.cleaned_chunks(split, lang):
+                flat, lengths = tokenizer.encode_batch(lines, num_threads=self.config.workers)
+                if surfaces is not None:
+                    flat = surfaces.replace(lines, flat, lengths)
                 writer.add_items(flat, lengths)
                 if split == "train":
-                    counts += np.bincount(flat, minlength=encoder.vocab_size)
-                bar.update(len(chunk))
+                    known = flat[flat < size]
+                    counts += np.bincount(known, minlength=size)
+                bar.update(len(lines))
                 _crash_point(f"encode.{split}.{lang}:midway")
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if split == "train":
@@ -469,18 +517,36 @@ class Pipeline:
             with atomic_path(counts_path) as tmp, open(tmp, "wb") as handle:
                 np.save(handle, counts, allow_pickle=False)
             outputs.append(counts_path)
+        if surfaces is not None:
+            table = self.unknown_path(split, lang)
+            write_json(table, surfaces.table())
+            outputs.append(table)
         return outputs, {}
+
+    def unknown_path(self, split: str, lang: str) -> Path:
+        """Surface text -> [work id, count] of the pieces SentencePiece called unknown in one split and side."""
+        return self.ids_prefix(split, lang).with_name(f"{split}.{lang}.unknown.json")
+
+    def unknown_surfaces(self, split: str, lang: str) -> dict[str, list[int]]:
+        path = self.unknown_path(split, lang)
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
     # ---------------------------------------------------------------- stage 4: dictionaries
     def dictionary(self) -> dict[str, Dictionary]:
         cfg = self.config
         langs = cfg.langs
-        if cfg.tokenizer == "t2t-subword":  # T2T ids are stored as they are: <pad>=0, <EOS>=1, no dict
+        if stores_tokenizer_ids(cfg):  # the tokenizer's own ids are stored: no dictionary remap
+            tokenizers = {lang: self.tokenizer_for(lang) for lang in langs}
+            first = tokenizers[langs[0]]
             self.summary.vocab = {
-                "t2t_vocabs": {lang: self.t2t_vocab_path(lang).name for lang in langs},
-                "special": {"pad": 0, "eos": 1},
-                "tokenizer": cfg.tokenizer,
+                "tokenizer": backend_name(cfg),
+                "models": {lang: self.model_path(lang).name for lang in langs},
+                "size": {lang: t.vocab_size for lang, t in tokenizers.items()},
+                "special": first.special_ids,
             }
+            if self.end_token(None, langs[0]) is not None and self._appends_eod():
+                eod = self.end_token(None, langs[0])
+                self.summary.vocab["eod"] = {"symbol": first.id_to_token(eod), "id": eod}  # type: ignore[arg-type]
             return {}
         given = {langs[0]: cfg.srcdict, **({langs[1]: cfg.tgtdict} if len(langs) > 1 else {})}
         if cfg.joined_dictionary:
@@ -510,20 +576,26 @@ class Pipeline:
         """Whether --append-eod asks for a token of its own (not fairseq's </s>)."""
         return self.config.append_eod and self.config.eod_symbol != "</s>"
 
+    def _appends_eod(self) -> bool:
+        return self.config.append_eod or (self.config.monolingual and not self.config.output_prefix)
+
     def _counts(self, lang: str) -> Counter[str]:
-        """Token counts of the training side ``lang``: pieces for SentencePiece, words for none."""
-        if self.config.tokenizer == "sentencepiece":
-            encoder = SentencePieceEncoder(self.model_path(lang))
+        """Token counts of the training side ``lang``: pieces (and unknown surfaces) of the tokenizer, or
+        words of whitespace-tokenized text."""
+        if backend_name(self.config) != WHITESPACE:
+            tokenizer = self.tokenizer_for(lang)
             array = np.load(self.ids_prefix("train", lang).with_name(f"train.{lang}.counts.npy"), allow_pickle=False)
-            proc = encoder.processor
-            return Counter({
-                proc.id_to_piece(i): int(array[i])
-                for i in np.flatnonzero(array).tolist()
-                if not (proc.is_control(i) or proc.is_unknown(i))
+            skip = set(tokenizer.special_ids.values())
+            text_piece = getattr(tokenizer, "is_text_piece", lambda i: i not in skip)
+            counts = Counter({
+                tokenizer.id_to_token(i): int(array[i]) for i in np.flatnonzero(array).tolist() if text_piece(i)
             })
-        counts: Counter[str] = Counter()
-        for chunk in open_source([str(self.clean_path("train", lang))]).chunks():
-            counts.update(chain.from_iterable(line.split() for line in chunk.src))
+            for surface, (_, count) in self.unknown_surfaces("train", lang).items():
+                counts[surface] += count
+            return counts
+        counts = Counter()
+        for lines in self.cleaned_chunks("train", lang):
+            counts.update(chain.from_iterable(line.split() for line in lines))
         return counts
 
     def _build_dictionaries(self, given: dict[str, str | None], paths: dict[str, Path]):
@@ -563,12 +635,12 @@ class Pipeline:
         cfg = self.config
         for split in cfg.split_prefixes():
             for lang in cfg.langs:
-                t2t = cfg.tokenizer == "t2t-subword"
-                vocab_path = self.t2t_vocab_path(lang) if t2t else self.dict_path(lang)
+                own_ids = stores_tokenizer_ids(cfg)
+                vocab_path = self.model_path(lang) if own_ids else self.dict_path(lang)
                 upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
                 key = fingerprint("binarize", upstream, self.vocab_fingerprint(lang, vocab_path), cfg.layout,
-                                  cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang,
-                                  *([cfg.eod_symbol] if cfg.append_eod else []))
+                                  cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang, own_ids,
+                                  self.end_token(dictionaries.get(lang), lang), cfg.output_prefix)
                 info = self._stage(
                     f"binarize.{split}.{lang}", key,
                     lambda s=split, la=lang: self._run_binarize(s, la, dictionaries.get(la)),
@@ -576,29 +648,45 @@ class Pipeline:
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
                 self._register_side(split, lang, dictionaries.get(lang), info)
 
-    def _end_id(self, dictionary: Dictionary | None) -> tuple[int, str]:
-        """The id (and symbol) every stored item ends with: </s>, the EOD symbol, or T2T's <EOS>."""
-        if dictionary is None:
-            return 1, "<EOS>_"  # T2T's reserved subtoken, in its escaped form
-        symbol = self.config.eod_symbol if self.config.append_eod else dictionary.symbols[dictionary.eos_index]
-        return dictionary.index(symbol), symbol
+    def end_token(self, dictionary: Dictionary | None, lang: str) -> int | None:
+        """The id every stored item ends with: fairseq's </s> or the EOD symbol in the dictionary; the
+        tokenizer's own end-of-document (LM) or end-of-sentence token; None with Megatron's flags and
+        no --append-eod (preprocess_data appends nothing then)."""
+        cfg = self.config
+        if dictionary is not None:
+            return dictionary.index(cfg.eod_symbol if cfg.append_eod else "</s>")
+        if cfg.output_prefix and not cfg.append_eod:
+            return None
+        special = self.tokenizer_for(lang).special_ids
+        order = ("eod", "eos") if self._appends_eod() else ("eos", "eod")
+        found = next((special[k] for k in order if k in special), None)
+        if found is None:
+            raise ConfigError(
+                f"{self.model_path(lang).name} has no end-of-sentence or end-of-document token to end items with; "
+                "name one with --tokenizer-options eod_token=... (tiktoken) or specials (hf)"
+            )
+        return found
 
     def _register_side(self, split: str, lang: str, dictionary: Dictionary | None, info: dict[str, Any]) -> None:
         shards = [self.output_prefix(split, lang, k) for k in range(info["shards"])] if self.config.shard_size else []
-        eos, symbol = self._end_id(dictionary)
+        eos = self.end_token(dictionary, lang)
         for prefix in shards or [self.output_prefix(split, lang)]:
             if dictionary is None:
-                vocab = self.t2t_vocab_path(lang)
-                meaning = store_meaning(vocab.relative_to(self.out).as_posix(), T2T,
-                                        SubwordTextEncoder.load(vocab).vocab_size, eos, symbol)
+                tokenizer = self.tokenizer_for(lang)
+                vocab = self.model_path(lang)
+                kind = T2T if self.config.tokenizer == "t2t-subword" else TOKENIZER
+                symbol = None if eos is None else tokenizer.id_to_token(eos)
+                meaning = store_meaning(vocab.relative_to(self.out).as_posix(), kind, tokenizer.vocab_size, eos, symbol,
+                                        backend=backend_name(self.config))
             else:  # the dictionary copy in the store's own folder: what fairseq reads there
                 vocab = prefix.parent / self.dict_path(lang).name
+                symbol = dictionary.symbols[eos] if eos is not None else None
                 meaning = store_meaning(vocab.relative_to(self.out).as_posix(), FAIRSEQ, len(dictionary), eos, symbol)
             self.register_store(prefix, meaning)
 
-    def piece_lookup(self, encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
-        """SentencePiece id -> dictionary id for binarizing (see :func:`_piece_lookup`)."""
-        return _piece_lookup(encoder, dictionary)
+    def piece_lookup(self, tokenizer: Tokenizer, dictionary: Dictionary) -> np.ndarray:
+        """Tokenizer id -> dictionary id for binarizing (see :func:`piece_lookup`)."""
+        return piece_lookup(tokenizer, dictionary)
 
     def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
         """What a binarized side depends on in its vocabulary file (here: all of it)."""
@@ -608,38 +696,38 @@ class Pipeline:
         self, split: str, lang: str, dictionary: Dictionary | None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(ids, lengths) blocks of one split and side, end-of-sentence not yet appended."""
-        if self.config.tokenizer == "t2t-subword":
-            encoder = SubwordTextEncoder.load(self.t2t_vocab_path(lang))
-            for chunk in open_source([str(self.clean_path(split, lang))]).chunks():
-                yield encoder.encode_batch(chunk.src)
+        if backend_name(self.config) == WHITESPACE:
+            assert dictionary is not None
+            lookup_word, unk = dictionary.indices.get, dictionary.unk_index
+            for lines in self.cleaned_chunks(split, lang):
+                words = [line.split() for line in lines]
+                lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+                flat = np.fromiter((lookup_word(w, unk) for w in chain.from_iterable(words)), dtype=np.int64,
+                                   count=int(lengths.sum()))
+                yield flat, lengths
             return
-        assert dictionary is not None
-        if self.config.tokenizer == "sentencepiece":
-            encoder = SentencePieceEncoder(self.model_path(lang))
-            lookup = self.piece_lookup(encoder, dictionary)
-            ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
-            # plain sequential reads, not the map: the process's memory must not grow with the corpus
-            with open(ids.bin_file, "rb") as tokens:
-                for start in range(0, len(ids), _ITEMS_PER_BLOCK):
-                    sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
-                    block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum()))
-                    yield lookup[block], sizes
-            return
-        lookup_word = dictionary.indices.get
-        unk = dictionary.unk_index
-        for chunk in open_source([str(self.clean_path(split, lang))]).chunks():
-            words = [line.split() for line in chunk.src]
-            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-            flat = np.fromiter((lookup_word(w, unk) for w in chain.from_iterable(words)), dtype=np.int64,
-                               count=int(lengths.sum()))
-            yield flat, lengths
+        lookup = None
+        if dictionary is not None:
+            base = self.piece_lookup(self.tokenizer_for(lang), dictionary)
+            extended = self.unknown_surfaces(split, lang)
+            lookup = np.concatenate([base, np.full(len(extended), dictionary.unk_index, dtype=np.int64)])
+            for surface, (work_id, _) in extended.items():
+                lookup[work_id] = dictionary.indices.get(surface, dictionary.unk_index)
+        ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
+        # plain sequential reads, not the map: the process's memory must not grow with the corpus
+        with open(ids.bin_file, "rb") as tokens:
+            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
+                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
+                block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum()))
+                yield (block.astype(np.int64) if lookup is None else lookup[block]), sizes
 
     def _run_binarize(
         self, split: str, lang: str, dictionary: Dictionary | None
     ) -> tuple[list[Path], dict[str, Any]]:
-        eos = self._end_id(dictionary)[0]
-        if dictionary is None:  # T2T: <EOS>=1 appended as text2text_generate_encoded does; no <unk>
-            vocab_size, unk = SubwordTextEncoder.load(self.t2t_vocab_path(lang)).vocab_size, -1
+        eos = self.end_token(dictionary, lang)
+        if dictionary is None:  # the tokenizer's own ids (T2T: <EOS>=1 appended as T2T does)
+            tokenizer = self.tokenizer_for(lang)
+            vocab_size, unk = tokenizer.vocab_size, tokenizer.special_ids.get("unk", -1)
         else:
             vocab_size, unk = len(dictionary), dictionary.unk_index
         return self._write_split(
@@ -860,18 +948,6 @@ def _alignment_blocks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
                 f"{lines[bad][:80]!r}; fix the --align-suffix file (one line per sentence pair)"
             )
         yield flat, 2 * pairs
-
-
-def _piece_lookup(encoder: SentencePieceEncoder, dictionary: Dictionary) -> np.ndarray:
-    """SentencePiece id -> dictionary id, as one array (unknown pieces -> ``<unk>``)."""
-    proc = encoder.processor
-    lookup = np.empty(encoder.vocab_size, dtype=np.int64)
-    for i in range(encoder.vocab_size):
-        if proc.is_unknown(i):
-            lookup[i] = dictionary.unk_index
-        else:
-            lookup[i] = dictionary.index(proc.id_to_piece(i))
-    return lookup
 
 
 def _crash_point(point: str) -> None:

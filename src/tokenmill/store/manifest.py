@@ -242,7 +242,9 @@ def _check_stores(root: Path, manifest: Manifest) -> list[str]:
             continue
         try:
             if vocab not in symbols_of:
-                symbols_of[vocab] = vocabulary_symbols(safe_member(root, vocab), expected.get("vocab_kind", ""))
+                symbols_of[vocab] = vocabulary_symbols(
+                    safe_member(root, vocab), expected.get("vocab_kind", ""), expected.get("tokenizer")
+                )
                 if expected.get("vocab_kind") == "fairseq":
                     problems.extend(check_special_ids(vocab, symbols_of[vocab], manifest.vocab))
             problems.extend(check_meaning(root, prefix, expected, symbols_of[vocab]))

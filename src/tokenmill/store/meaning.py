@@ -9,6 +9,7 @@ item ends with; :func:`check_meaning` recomputes the largest id and the last tok
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,47 @@ from tokenmill.errors import TokenmillError
 from tokenmill.store.reader import IndexedDataset
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.t2t_subword import SubwordTextEncoder
+from tokenmill.vocab.tokenizer import Tokenizer, load_tokenizer
 
 FAIRSEQ = "fairseq"
 T2T = "t2t"
+TOKENIZER = "tokenizer"
+"""A tokenizer's own ids (Hugging Face, tiktoken, SentencePiece with Megatron's flags): its model file."""
 _FAIRSEQ_SPECIALS = {"bos": "<s>", "pad": "<pad>", "eos": "</s>", "unk": "<unk>"}
 
 
-def vocabulary_symbols(path: Path, kind: str) -> list[str]:
-    """The symbols of a vocabulary file, id order (fairseq dictionary or T2T subword list)."""
+class TokenizerSymbols(Sequence[str]):
+    """A tokenizer's vocabulary as a read-only sequence of token strings (looked up on demand)."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def __len__(self) -> int:
+        return self.tokenizer.vocab_size
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.tokenizer.id_to_token(int(index))
+
+
+def vocabulary_symbols(path: Path, kind: str, backend: str | None = None) -> Sequence[str]:
+    """The symbols of a vocabulary, in id order (fairseq dictionary, T2T subword list, tokenizer model)."""
     if kind == FAIRSEQ:
         return list(Dictionary.load(path).symbols)
     if kind == T2T:
         return list(SubwordTextEncoder.load(path).all_subtoken_strings)
+    if kind == TOKENIZER and backend:
+        return TokenizerSymbols(load_tokenizer(backend, path))
     raise TokenmillError(f"{path}: unknown vocabulary kind {kind!r} in the manifest")
 
 
-def store_meaning(vocab: str, kind: str, size: int, eos: int | None, eos_symbol: str | None) -> dict[str, Any]:
+def store_meaning(
+    vocab: str, kind: str, size: int, eos: int | None, eos_symbol: str | None, *, backend: str | None = None
+) -> dict[str, Any]:
     """The manifest's record of what one store's ids mean (``vocab`` relative to the directory)."""
-    return {"vocab": vocab, "vocab_kind": kind, "vocab_size": int(size), "eos": eos, "eos_symbol": eos_symbol}
+    meaning = {"vocab": vocab, "vocab_kind": kind, "vocab_size": int(size), "eos": eos, "eos_symbol": eos_symbol}
+    if backend:
+        meaning["tokenizer"] = backend
+    return meaning
 
 
 def last_tokens(dataset: IndexedDataset) -> np.ndarray:
@@ -45,7 +69,7 @@ def last_tokens(dataset: IndexedDataset) -> np.ndarray:
     return dataset.tokens[ends]
 
 
-def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: list[str]) -> list[str]:
+def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: Sequence[str]) -> list[str]:
     """Problems with the ids of store ``prefix`` given its recorded meaning and its vocabulary now."""
     problems = []
     vocab = meaning.get("vocab")
@@ -77,7 +101,7 @@ def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: lis
     return problems
 
 
-def check_special_ids(vocab_file: str, symbols: list[str], vocab: dict[str, Any]) -> list[str]:
+def check_special_ids(vocab_file: str, symbols: Sequence[str], vocab: dict[str, Any]) -> list[str]:
     """fairseq's special symbols, language tokens and the EOD token at the ids the manifest gives."""
     expected: dict[int, str] = {}
     for name, index in (vocab.get("special") or {}).items():

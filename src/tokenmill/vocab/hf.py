@@ -131,6 +131,27 @@ class HFTokenizer(TokenizerBase):
         return {key: ids[key] for key in SPECIAL_KEYS if key in ids}
 
     @classmethod
+    def from_gpt2_files(cls, vocab_file: str | os.PathLike[str], merge_file: str | os.PathLike[str],
+                        out_path: str | os.PathLike[str]) -> HFTokenizer:
+        """GPT-2's ``vocab.json`` + ``merges.txt`` (Megatron's GPT2BPETokenizer) as a byte-level BPE
+        ``tokenizer.json`` at ``out_path``: GPT-2's split pattern, no prefix space, ``<|endoftext|>`` special."""
+        try:
+            model = models.BPE.from_file(str(vocab_file), str(merge_file))
+        except Exception as error:  # the library raises plain Exception for unreadable files
+            raise ConfigError(
+                f"--vocab-file {vocab_file} / --merge-file {merge_file}: not GPT-2 vocab.json and merges.txt "
+                f"({' '.join(str(error).split())[:160]})"
+            ) from None
+        tokenizer = tokenizers.Tokenizer(model)
+        tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tokenizer.decoder = decoders.ByteLevel()
+        if tokenizer.token_to_id("<|endoftext|>") is not None:
+            tokenizer.add_special_tokens(["<|endoftext|>"])
+        with atomic_path(out_path) as tmp:
+            tokenizer.save(str(tmp))
+        return cls.load(out_path)
+
+    @classmethod
     def _train(cls, lines: list[str], settings: HFTrainSettings, out_path: Path) -> None:
         if settings.kind not in KINDS:
             raise ConfigError(f"hf tokenizer kind must be one of {', '.join(KINDS)}, not {settings.kind!r}")

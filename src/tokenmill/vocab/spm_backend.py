@@ -64,6 +64,15 @@ class SentencePieceTokenizer(TokenizerBase):
         # plain int lists, flattened by one C-level iterator (out_type="numpy" builds an array a line)
         return flatten(self.processor.encode(list(lines), num_threads=max(1, num_threads)))
 
+    def encode_pieces(self, line: str) -> list[str]:
+        """The piece text of one line, as ``spm_encode --output_format=piece`` prints it (an unknown piece is
+        its surface text)."""
+        return self.processor.encode(line, out_type=str)
+
+    def is_text_piece(self, token_id: int) -> bool:
+        """Whether an id is a piece of text (not a control symbol or the unknown piece)."""
+        return not (self.processor.is_control(token_id) or self.processor.is_unknown(token_id))
+
     def decode(self, ids: Iterable[int]) -> str:
         return self.processor.decode([int(i) for i in ids])
 

@@ -1,0 +1,137 @@
+"""How prepare's settings choose and configure a tokenizer backend (:mod:`tokenmill.vocab.tokenizer`).
+
+The pipeline itself only talks to the :class:`~tokenmill.vocab.tokenizer.Tokenizer` interface; this
+module maps the flags (``--tokenizer``, ``--tokenizer-model``, spm_train's options, Megatron's
+``--tokenizer-type``/``--vocab-file``/``--merge-file``) onto a backend name, its load settings and
+its training settings, and decides which ids a store holds:
+
+* ``dictionary`` ids (fairseq): the tokenizer's pieces become words of a fairseq ``dict.txt`` and
+  are remapped through it, as ``spm_encode`` + ``fairseq-preprocess`` do (SentencePiece and
+  whitespace-tokenized input);
+* ``tokenizer`` ids: the tokenizer's own ids are stored (Hugging Face, tiktoken, T2T subwords, and
+  every run made with Megatron's flags), uint16 or int32 as the vocabulary needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from tokenmill.prepare.config import PrepareConfig
+from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.sentencepiece import SentencePieceOptions
+from tokenmill.vocab.t2t_backend import T2TTrainSettings
+from tokenmill.vocab.tokenizer import Tokenizer
+
+WHITESPACE = "whitespace"
+
+
+def backend_name(config: PrepareConfig) -> str:
+    """The registry name of the backend: ``none`` is whitespace-tokenized input."""
+    return WHITESPACE if config.tokenizer == "none" else config.tokenizer
+
+
+def stores_tokenizer_ids(config: PrepareConfig) -> bool:
+    """Whether stores hold the tokenizer's own ids (no fairseq dictionary remap)."""
+    return config.tokenizer in ("hf", "tiktoken", "t2t-subword") or bool(config.output_prefix)
+
+
+def given_model(config: PrepareConfig) -> str | None:
+    """The model file the user gave (``--tokenizer-model``, or ``--spm-model``), if any."""
+    return config.tokenizer_model or config.spm_model
+
+
+def load_settings(config: PrepareConfig) -> dict[str, Any]:
+    """Settings the backend reads a model with (``--tokenizer-options``)."""
+    return dict(config.tokenizer_options)
+
+
+def spm_options(config: PrepareConfig) -> SentencePieceOptions:
+    """spm_train's options as given (defaults leave the trainer's behaviour as before)."""
+    return SentencePieceOptions(
+        vocab_size=config.vocab_size,
+        model_type=config.model_type,
+        character_coverage=config.character_coverage,
+        input_sentence_size=config.input_sentence_size,
+        user_defined_symbols=list(config.user_defined_symbols),
+        byte_fallback=config.byte_fallback,
+        max_sentence_length=config.max_sentence_length,
+        num_threads=config.workers,
+        seed=config.seed,
+        normalization_rule_name=config.normalization_rule_name,
+        split_digits=config.split_digits,
+        control_symbols=list(config.control_symbols),
+        shuffle_input_sentence=config.shuffle_input_sentence,
+        hard_vocab_limit=config.hard_vocab_limit,
+        extra_options=dict(config.spm_extra_options),
+    )
+
+
+def train_settings(config: PrepareConfig) -> Any:
+    """What the backend trains with when no model is given."""
+    name = backend_name(config)
+    if name == "sentencepiece":
+        return spm_options(config)
+    if name == "hf":
+        specials = list(config.user_defined_symbols) or None
+        return {"kind": config.hf_model_type, "vocab_size": config.vocab_size,
+                "min_frequency": config.min_frequency, **({"special_tokens": specials} if specials else {})}
+    if name == "t2t-subword":
+        return T2TTrainSettings(
+            target_size=config.approx_vocab_size, max_subtoken_length=config.max_subtoken_length,
+            reserved_tokens=["<pad>", "<EOS>", *config.user_defined_symbols],
+        )
+    return None
+
+
+def piece_lookup(tokenizer: Tokenizer, dictionary: Dictionary) -> np.ndarray:
+    """Tokenizer id -> fairseq dictionary id, as one array (the unknown piece and pieces missing from the
+    dictionary -> ``<unk>``), so binarizing a block is one fancy-indexing step."""
+    unk = tokenizer.special_ids.get("unk")
+    index = dictionary.indices.get
+    tokens = (tokenizer.id_to_token(i) for i in range(tokenizer.vocab_size))
+    lookup = np.fromiter((index(t, dictionary.unk_index) for t in tokens), dtype=np.int64, count=tokenizer.vocab_size)
+    if unk is not None:
+        lookup[unk] = dictionary.unk_index
+    return lookup
+
+
+class UnknownSurfaces:
+    """Pieces SentencePiece maps to ``<unk>``, kept as their surface text, as ``spm_encode`` prints them.
+
+    fairseq-preprocess builds its dictionary from that piece text, so a character the model does not
+    cover (” © á) becomes a word of its own there. To give the same dictionary and ids, each distinct
+    surface gets a work id past the model's vocabulary (``vocab_size + k``, in order of first
+    appearance); only lines that hold an unknown piece are encoded again as piece text.
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.unk = tokenizer.special_ids.get("unk")
+        self.ids: dict[str, int] = {}
+        self.counts: Counter[str] = Counter()
+
+    def replace(self, lines: list[str], flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """``flat`` with every unknown piece replaced by its surface's work id."""
+        if self.unk is None:
+            return flat
+        where = np.flatnonzero(flat == self.unk)
+        if not len(where):
+            return flat
+        starts = np.cumsum(lengths) - lengths
+        line_of = np.searchsorted(starts, where, side="right") - 1
+        out = flat.copy()
+        for line in np.unique(line_of).tolist():
+            pieces = self.tokenizer.encode_pieces(lines[line])  # type: ignore[attr-defined]
+            for position in (where[line_of == line] - starts[line]).tolist():
+                surface = pieces[position]
+                work_id = self.ids.setdefault(surface, self.tokenizer.vocab_size + len(self.ids))
+                out[starts[line] + position] = work_id
+                self.counts[surface] += 1
+        return out
+
+    def table(self) -> dict[str, list[int]]:
+        """surface -> [work id, count]."""
+        return {surface: [work_id, self.counts[surface]] for surface, work_id in self.ids.items()}
