@@ -13,6 +13,7 @@ from tokenmill.commands.prepare import _OPTIONS, _field_docs, prepare_command
 from tokenmill.prepare import PrepareConfig
 
 SECTIONS = ["Inputs", "Cleaning", "Tokenizer", "Dictionaries (fairseq-preprocess names)", "Output",
+            "Megatron (tools/preprocess_data.py's flags)",
             "Many directions at once (Open-NLLB's data_bin/shardNNN layout)", "Run"]
 README_FLAGS = (
     "--source-lang --target-lang --trainpref --validpref --testpref --destdir --vocab-size --character-coverage "
@@ -23,7 +24,8 @@ README_FLAGS = (
     "--filter-min-tokens --filter-drop-identical --filter-max-nonletter --filter-src-script --filter-tgt-script "
     "--filter-src-lang --filter-tgt-lang --leakage --dedup --joint-spm --spm-model --tokenizer --approx-vocab-size "
     "--file-byte-budget --max-subtoken-length --align-suffix --shard-size --directions --spm-temperature "
-    "--lang-token-format --retrain-tokenizer --num-shards --json-keys --force --config --quiet --json"
+    "--lang-token-format --retrain-tokenizer --num-shards --json-keys --force --config --quiet --json "
+    "--input --output-prefix --tokenizer-type --tokenizer-model --vocab-file --merge-file"
 ).split()
 
 

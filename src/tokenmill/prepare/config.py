@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import glob
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -292,6 +293,7 @@ class PrepareConfig:
             )
         if self.align_suffix and self.on_invalid_utf8 == "skip":
             raise ConfigError("--align-suffix cannot be combined with --on-invalid-utf8 skip (use error or replace)")
+        self._validate_tokenizer()
         if self.joined_dictionary and self.srcdict and self.tgtdict and self.srcdict != self.tgtdict:
             raise ConfigError("--joined-dictionary with different --srcdict and --tgtdict")
         if self.monolingual and self.tgtdict:
@@ -305,6 +307,34 @@ class PrepareConfig:
             if self.align_suffix:
                 self._check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])
         return self
+
+    def _validate_tokenizer(self) -> None:
+        """The tokenizer's files and Megatron's flags fit together (checked before any work)."""
+        if self.tokenizer_model and self.spm_model and self.tokenizer_model != self.spm_model:
+            raise ConfigError("--tokenizer-model and --spm-model name different models; give one")
+        if self.tokenizer_model and self.tokenizer in ("none", "t2t-subword"):
+            raise ConfigError(f"--tokenizer-model does not apply to --tokenizer {self.tokenizer}")
+        for name in ("tokenizer_model", "vocab_file", "merge_file"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(f"{self.label(name)}: {path}: no such file")
+        if self.tokenizer == "tiktoken" and not self.tokenizer_model:
+            raise ConfigError("--tokenizer tiktoken needs --tokenizer-model FILE.tiktoken (it cannot be trained here)")
+        if self.tokenizer_type == "GPT2BPETokenizer" and not (self.vocab_file and self.merge_file):
+            raise ConfigError("--tokenizer-type GPT2BPETokenizer needs --vocab-file (vocab.json) and --merge-file")
+        if bool(self.vocab_file) != bool(self.merge_file):
+            raise ConfigError("--vocab-file and --merge-file come together (GPT-2's vocab.json and merges.txt)")
+        if self.vocab_file and self.tokenizer != "hf":
+            raise ConfigError("--vocab-file/--merge-file make a GPT-2 byte-level BPE: use --tokenizer hf "
+                              "(or --tokenizer-type GPT2BPETokenizer)")
+        if self.output_prefix or self.input:
+            if not self.output_prefix:
+                raise ConfigError("--input comes with --output-prefix (Megatron's preprocess_data flags)")
+            if not self.monolingual or self.validpref or self.testpref:
+                raise ConfigError(
+                    "--output-prefix writes one Megatron dataset from --input: no --target-lang, --validpref or "
+                    "--testpref (Megatron splits one dataset by --split at training time)"
+                )
 
     def _validate_multilingual(self) -> PrepareConfig:
         for name, files in self.directions.items():
@@ -622,8 +652,10 @@ def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
         return settings
     out = dict(settings)
     keys = _as_list(out.get("json_keys"), "--json-keys") or ["text"]
+    patterns = _as_list(out.get("input"), "--input")
+    files = [match for pattern in patterns for match in (sorted(glob.glob(pattern)) or [pattern])]
     defaults: dict[str, Any] = {
-        "trainpref": out.get("input"),
+        "trainpref": files,
         "input_format": "jsonl",
         "json_keys": keys,
         "source_lang": keys[0] if LANG_CODE_RE.fullmatch(keys[0]) else "text",

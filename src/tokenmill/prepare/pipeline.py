@@ -60,7 +60,7 @@ from tokenmill.prepare.tokenizing import (
 )
 from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
-from tokenmill.store.layout import SHARD_GLOB, align_name, dict_name, shard_dir, store_name
+from tokenmill.store.layout import SHARD_GLOB, align_name, dict_name, megatron_name, shard_dir, store_name
 from tokenmill.store.manifest import build_manifest, file_checksum
 from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
@@ -228,16 +228,27 @@ class Pipeline:
     def clean_path(self, split: str, lang: str) -> Path:
         return self.work / "clean" / f"{split}.{lang}"
 
-    def _cleaned(self, split: str) -> Source:
+    def cleaned_pairs(self, split: str) -> Iterator[tuple[list[str], list[str] | None]]:
+        """(source lines, target lines or None) of a cleaned split, chunk by chunk."""
         langs = self.config.langs
-        files = [str(self.clean_path(split, langs[0]))]
-        tgt = None if self.config.monolingual else [str(self.clean_path(split, langs[1]))]
-        return open_source(files, tgt_files=tgt, options=ReadOptions(chunk_lines=self.config.chunk_lines))
+        if len(langs) == 1:
+            yield from ((src, None) for src in self.cleaned_chunks(split, langs[0]))
+            return
+        yield from zip(self.cleaned_chunks(split, langs[0]), self.cleaned_chunks(split, langs[1]), strict=True)
+
+    def clean_text(self, lines: list[str]) -> str:
+        """Lines as the cleaned files hold them: plain lines, or JSON objects when a line may hold a newline."""
+        if self.quoted_clean:
+            lines = [json.dumps({"t": line}, ensure_ascii=False) for line in lines]
+        return "\n".join(lines) + "\n"
 
     def output_prefix(self, split: str, lang: str, shard: int | None = None) -> Path:
         """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
         cfg = self.config
-        name = store_name(split, cfg.source_lang, cfg.target_lang, lang)  # type: ignore[arg-type]
+        if cfg.output_prefix:  # Megatron's preprocess_data names
+            name = megatron_name(os.path.basename(cfg.output_prefix), cfg.source_key or "text")
+        else:
+            name = store_name(split, cfg.source_lang, cfg.target_lang, lang)  # type: ignore[arg-type]
         return self.out / (shard_dir(shard) if shard is not None else "") / name
 
     def dict_path(self, lang: str) -> Path:
@@ -299,7 +310,7 @@ class Pipeline:
             leakage = LeakageFilter(cfg.leakage)  # type: ignore[arg-type]
             for heldout in ("valid", "test"):
                 if heldout in cfg.split_prefixes():
-                    leakage.add_reference_chunks((c.src, c.tgt) for c in self._cleaned(heldout).chunks())
+                    leakage.add_reference_chunks(self.cleaned_pairs(heldout))
         cleaner = Cleaner(clean_config, leakage)
         outputs = [self.clean_path(split, lang) for lang in cfg.langs]
         align_out = self.clean_path(split, "align") if cfg.align_suffix else None
@@ -318,9 +329,9 @@ class Pipeline:
                 chunks = self._with_alignments(split, source.chunks(chunk_lines=chunk_lines), total)
             for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
                 if cleaned.src:
-                    src_out.write("\n".join(cleaned.src) + "\n")
+                    src_out.write(self.clean_text(cleaned.src))
                     if tgt_out is not None and cleaned.tgt is not None:
-                        tgt_out.write("\n".join(cleaned.tgt) + "\n")
+                        tgt_out.write(self.clean_text(cleaned.tgt))
                     if extra_out is not None and cleaned.extra is not None:
                         extra_out.write("\n".join(cleaned.extra) + "\n")
                 kept += len(cleaned)
@@ -382,7 +393,7 @@ class Pipeline:
         written: list[Path] = []
         for model in models:
             tag = None if model.name == get_backend(name).filename else model.name.split(".")[1]
-            written += [p for p in tokenizer.save(self.out, tag) if p.suffix != ".json" or p.name == model.name]
+            written += tokenizer.save(self.out, tag)
         return written, {"trained": False, "source": given, "vocab_size": tokenizer.vocab_size}
 
     def _gpt2_model(self, model: Path) -> tuple[list[Path], dict[str, Any]]:
@@ -461,7 +472,7 @@ class Pipeline:
         path = str(self.clean_path(split, lang))
         options = ReadOptions(chunk_lines=self.config.chunk_lines)
         if self.quoted_clean:
-            for chunk in open_source([path], "jsonl", src_key="t", options=options).chunks():
+            for chunk in open_source([path], "jsonl", src_key="t", tgt_key=None, options=options).chunks():
                 yield chunk.src
             return
         for chunk in open_source([path], options=options).chunks():
@@ -907,7 +918,8 @@ class Pipeline:
 
     def run(self) -> PrepareSummary:
         self.check_inputs()
-        self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
+        if not self.config.output_prefix:  # Megatron's datasets are split at training time (--split)
+            self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
         with self.exclusive():
             self.clean()
             self.tokenizer()

@@ -21,6 +21,11 @@ def store_name(split: str, src: str, tgt: str | None, lang: str) -> str:
     return split if not tgt else f"{split}.{src}-{tgt}.{lang}"
 
 
+def megatron_name(output_prefix: str, key: str) -> str:
+    """Megatron's ``tools/preprocess_data.py`` output: ``{output_prefix}_{key}_document``."""
+    return f"{output_prefix}_{key}_document"
+
+
 def align_name(split: str, src: str, tgt: str) -> str:
     """fairseq's word-alignment store: ``{split}.align.{src}-{tgt}``."""
     return f"{split}.align.{src}-{tgt}"

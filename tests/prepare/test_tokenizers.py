@@ -1,0 +1,188 @@
+"""prepare with the tokenizers users already have: Hugging Face tokenizer.json, tiktoken ranks, and
+Megatron's preprocess_data flags. The stored ids are the tokenizer's own, checked against the
+library's own batch encoders and read back by megatron-core."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import string
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tiktoken
+import tokenizers
+
+from tests.peers import REPO, run_peer
+from tests.vocab.multilingual import generated_lines, sample_lines
+from tokenmill.errors import ConfigError
+from tokenmill.prepare import build_config, prepare
+from tokenmill.store import IndexedDataset
+from tokenmill.store.manifest import read_manifest, verify_directory
+from tokenmill.vocab.tokenizer import train_tokenizer
+
+LINES = sample_lines() + generated_lines(600)
+
+
+def documents(count: int = 300) -> list[str]:
+    """Real-looking documents: several lines each (newlines inside the JSON value), odd spacing kept."""
+    rng = np.random.default_rng(3)
+    docs = []
+    for i in range(count):
+        k = int(rng.integers(1, 4))
+        start = int(rng.integers(0, len(LINES) - k))
+        docs.append(("\n" if i % 3 == 0 else "  ").join(LINES[start : start + k]) + ("\n" if i % 5 == 0 else ""))
+    return docs
+
+
+def per_line(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
+    return [part.tolist() for part in np.split(flat, np.cumsum(lengths)[:-1])]
+
+
+@pytest.fixture(scope="module")
+def hf_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
+    train_tokenizer("hf", LINES, {"kind": "byte-level-bpe", "vocab_size": 1200}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("jsonl") / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"text": d, "id": i}, ensure_ascii=False) + "\n"
+                            for i, d in enumerate(documents())), encoding="utf-8")
+    return path
+
+
+def test_megatron_flags_store_the_hf_tokenizers_own_ids_plus_eod(hf_model, corpus, tmp_path):
+    prefix = tmp_path / "out" / "my-corpus"
+    settings = {"input": str(corpus), "output_prefix": str(prefix), "tokenizer_type": "HuggingFaceTokenizer",
+                "tokenizer_model": str(hf_model), "append_eod": True, "json_keys": "text", "workers": 2}
+    summary = prepare(build_config(settings), progress=False)
+    store = IndexedDataset(tmp_path / "out" / "my-corpus_text_document")
+    reference = tokenizers.Tokenizer.from_file(str(hf_model))
+    eod = reference.token_to_id("<|endoftext|>")
+    expected = [[*e.ids, eod] for e in reference.encode_batch(documents(), add_special_tokens=False)]
+    assert [store[i].tolist() for i in range(len(store))] == expected, "nothing normalized, filtered or deduplicated"
+    assert store.layout.value == "megatron" and store.document_indices.tolist() == list(range(len(expected) + 1))
+    assert summary.vocab["eod"] == {"symbol": "<|endoftext|>", "id": eod}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) == [
+        "manifest.json", "my-corpus_text_document.bin", "my-corpus_text_document.idx", "preprocess.log",
+        "tokenizer.json", "tokenmill-tokenizer.json",
+    ]
+    assert verify_directory(tmp_path / "out") == []
+
+
+@pytest.mark.megatron
+def test_megatron_core_reads_the_result_as_its_own_gpt_dataset(hf_model, corpus, tmp_path):
+    prefix = tmp_path / "out" / "lm"
+    settings = {"input": str(corpus), "output_prefix": str(prefix), "tokenizer": "hf",
+                "tokenizer_model": str(hf_model), "append_eod": True}
+    prepare(build_config(settings), progress=False)
+    store = IndexedDataset(f"{prefix}_text_document")
+    seen = run_peer("megatron", """
+import numpy
+from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
+from megatron.core.datasets.indexed_dataset import IndexedDataset
+from megatron.core.datasets.utils import Split
+class Tok:
+    def __init__(self, eod):
+        self.vocab_size, self.eod = 1200, eod
+        self.unique_identifiers = {"class": "T", "eod": eod}
+ds = IndexedDataset(PAYLOAD["prefix"], multimodal=False, mmap=True)
+config = GPTDatasetConfig(random_seed=1, sequence_length=32, blend=([PAYLOAD["prefix"]], None), split="1,0,0",
+                          path_to_cache=PAYLOAD["cache"], tokenizer=Tok(PAYLOAD["eod"]), reset_position_ids=False,
+                          reset_attention_mask=False, eod_mask_loss=False, create_attention_mask=False)
+gpt = GPTDataset(ds, PAYLOAD["prefix"], numpy.arange(len(ds.sequence_lengths), dtype=numpy.int32), 10,
+                 Split.train, config)
+tokens = [gpt[i]["tokens"].tolist() for i in range(len(gpt))]
+print("RESULT:" + json.dumps({"n": len(ds), "item": ds[3].tolist(), "docs": ds.document_indices.tolist()[:5],
+                              "samples": len(tokens), "width": len(tokens[0])}))
+""", {"prefix": f"{prefix}_text_document", "eod": int(store[0][-1]), "cache": str(tmp_path / "mcache")})
+    assert seen["n"] == len(store) and seen["item"] == store[3].tolist()
+    assert seen["docs"] == [0, 1, 2, 3, 4]
+    assert seen["samples"] >= 10 and seen["width"] == 32, "GPTDataset builds its samples over our store"
+
+
+def test_without_append_eod_nothing_is_appended_as_in_preprocess_data(hf_model, corpus, tmp_path):
+    settings = {"input": str(corpus), "output_prefix": str(tmp_path / "noeod"), "tokenizer": "hf",
+                "tokenizer_model": str(hf_model)}
+    prepare(build_config(settings), progress=False)
+    store = IndexedDataset(tmp_path / "noeod_text_document")
+    reference = tokenizers.Tokenizer.from_file(str(hf_model))
+    assert store[7].tolist() == reference.encode(documents()[7], add_special_tokens=False).ids
+    assert read_manifest(tmp_path).stores["noeod_text_document"]["eos"] is None
+    assert verify_directory(tmp_path) == []
+
+
+def test_megatron_flags_from_the_command_line_with_a_glob(hf_model, corpus, tmp_path):
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    rows = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
+    for k in range(3):
+        (parts / f"part-{k}.jsonl").write_text("".join(rows[k * 100 : (k + 1) * 100]), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "tokenmill", "prepare", "--input", str(parts / "part-*.jsonl"), "--output-prefix",
+         str(tmp_path / "cli" / "c"), "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", str(hf_model),
+         "--append-eod", "--workers", "2", "-q"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert len(IndexedDataset(tmp_path / "cli" / "c_text_document")) == 300, "the three parts in order"
+
+
+def write_ranks(path, ranks: dict[bytes, int]) -> None:
+    path.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items()))
+
+
+def test_tiktoken_ranks_give_tiktokens_own_ids_in_int32_stores(tmp_path):
+    tokens = [bytes([b]) for b in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    words = ("".join(w).encode() for w in itertools.product(string.ascii_lowercase, repeat=3))
+    tokens += list(itertools.islice(words, 70_000 - len(tokens)))
+    ranks = {token: rank for rank, token in enumerate(tokens)}
+    model = tmp_path / "big.tiktoken"
+    write_ranks(model, ranks)
+    docs = ["the quick brown fox", "abc abd xyz 12 é", "Grüße aus Köln — 東京", "zzz aaa"] * 5
+    (tmp_path / "train.en").write_text("".join(d + "\n" for d in docs), encoding="utf-8")
+    settings = {"source_lang": "en", "trainpref": str(tmp_path / "train"), "destdir": str(tmp_path / "lm"),
+                "tokenizer": "tiktoken", "tokenizer_model": str(model), "layout": "megatron", "dedup": False,
+                "append_eod": True}
+    summary = prepare(build_config(settings), progress=False)
+    store = IndexedDataset(summary.destdir / "train")
+    assert store.dtype == np.int32, "70,001 ids do not fit uint16"
+    pattern = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"
+               r"|\s*[\r\n]|\s+(?!\S)|\s+")
+    reference = tiktoken.Encoding("ref", pat_str=pattern, mergeable_ranks=ranks,
+                                  special_tokens={"<|endoftext|>": 70_000})
+    expected = [[*ids, 70_000] for ids in reference.encode_ordinary_batch(docs)]
+    assert [store[i].tolist() for i in range(len(store))] == expected
+    assert int(store.tokens.max()) >= 65_536, "ids above uint16 survive"
+    assert verify_directory(summary.destdir) == []
+
+
+def test_hf_tokenizer_trained_by_prepare_for_translation_pairs(tmp_path):
+    from tests.prepare.conftest import SAMPLE
+
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                "validpref": str(SAMPLE / "valid"), "destdir": str(tmp_path / "bin"), "tokenizer": "hf",
+                "hf_model_type": "bpe", "vocab_size": 500, "min_frequency": 1}
+    summary = prepare(build_config(settings), progress=False)
+    out = summary.destdir
+    model = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+    cleaned = (out / ".work" / "clean" / "valid.zh").read_text(encoding="utf-8").split("\n")[:-1]
+    store = IndexedDataset(out / "valid.en-zh.zh")
+    eos = model.token_to_id("</s>")
+    assert store[2].tolist() == [*model.encode(cleaned[2], add_special_tokens=False).ids, eos]
+    assert not list(out.glob("dict*.txt")), "the tokenizer's own ids: no fairseq dictionary"
+    assert verify_directory(out) == []
+
+
+def test_megatron_flag_mistakes_are_named(hf_model, corpus, tmp_path):
+    base = {"input": str(corpus), "output_prefix": str(tmp_path / "x"), "tokenizer_model": str(hf_model)}
+    with pytest.raises(ConfigError, match="GPT2BPETokenizer needs --vocab-file"):
+        build_config({**base, "tokenizer_type": "GPT2BPETokenizer"})
+    with pytest.raises(ConfigError, match="no --target-lang, --validpref"):
+        build_config({**base, "tokenizer": "hf", "validpref": str(corpus)})
+    with pytest.raises(ConfigError, match=r"needs --tokenizer-model FILE\.tiktoken"):
+        build_config({"source_lang": "en", "trainpref": str(corpus)[:-6], "tokenizer": "tiktoken"})
