@@ -17,7 +17,12 @@ OpenNMT-tf (``features``, ``labels``)::
                 "alignment": (B, T-1, S) float32 when the dataset has alignments}
 
 with the target taken without its stored ``</s>``; ``tokens`` (strings) on both sides when asked.
-Rows stay in batch order; both sides are right-padded.
+Rows stay in batch order; both sides are right-padded. Ids are the fairseq dictionary's (``<s>``=0,
+``<pad>``=1, ``</s>``=2, ``<unk>``=3) unless ``CollateOptions(ids="opennmt")`` asks for OpenNMT-tf's:
+``<blank>``=0 pads, ``<s>``=1, ``</s>``=2, symbol ``i >= 4`` -> ``i - 1``, ``<unk>`` -> the side's
+dictionary size - 1: the line numbers of the vocabulary
+:func:`~tokenmill.vocab.dictionary.write_opennmt_tf_vocab` writes from ``dict.{lang}.txt``, with
+``<unk>`` just past its last line as OpenNMT-tf puts it.
 
 Everything is built with a handful of vectorized numpy calls per batch, never a loop over rows.
 """
@@ -31,7 +36,11 @@ import numpy as np
 
 from tokenmill.batching.align import dense_batch, fairseq_alignments
 from tokenmill.data.pairs import PairDataset, SideRows
-from tokenmill.errors import FormatError
+from tokenmill.errors import ConfigError, FormatError
+from tokenmill.vocab.dictionary import SPECIALS, opennmt_tf_id_table
+
+ID_CONVENTIONS = ("fairseq", "opennmt")
+"""``fairseq``: the dictionary's ids as stored; ``opennmt``: OpenNMT-tf's vocabulary ids (OpenNMT collate only)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,16 @@ class CollateOptions:
     """Token dtype of the arrays (fairseq and OpenNMT-tf use int64)."""
     tokens: bool = False
     """OpenNMT: include ``tokens`` (strings from the dictionaries)."""
+    ids: str = "fairseq"
+    """OpenNMT: ``fairseq`` (the stored ids, padded with ``<pad>``=1, ``<s>``=0) or ``opennmt``
+    (OpenNMT-tf's convention: ``<blank>``=0 pads, ``<s>``=1, ``</s>``=2, every other token its line
+    in the vocabulary :func:`~tokenmill.vocab.dictionary.write_opennmt_tf_vocab` writes from the
+    side's ``dict.{lang}.txt``, ``<unk>`` after the last line). ``opennmt`` needs the dataset's
+    dictionaries (a dataset opened with ``PairDataset.from_dir``)."""
+
+    def __post_init__(self) -> None:
+        if self.ids not in ID_CONVENTIONS:
+            raise ConfigError(f"collate ids {self.ids!r} is unknown; choose one of {', '.join(ID_CONVENTIONS)}")
 
 
 def pad_rows(
@@ -115,6 +134,8 @@ def _order_by_source(dataset: PairDataset, indices: np.ndarray) -> np.ndarray:
 def collate_fairseq(dataset: PairDataset, indices: np.ndarray, options: CollateOptions | None = None) -> dict[str, Any]:
     """fairseq's batch dict for samples ``indices``."""
     o = options or CollateOptions()
+    if o.ids != "fairseq":
+        raise ConfigError(f"collate ids {o.ids!r} are for the OpenNMT collate; fairseq batches use fairseq's ids")
     pad, eos = dataset.options.pad, dataset.options.eos
     indices = _order_by_source(dataset, np.asarray(indices))
     src = dataset.padded(indices, "source", pad, left=o.left_pad_source, multiple=o.pad_to_multiple, dtype=o.dtype)
@@ -191,13 +212,17 @@ def collate_opennmt(
     """OpenNMT-tf's (features, labels) for samples ``indices`` (labels None without a target)."""
     o = options or CollateOptions()
     pad, eos, bos = dataset.options.pad, dataset.options.eos, dataset.options.bos
+    opennmt = o.ids == "opennmt"
     indices = np.asarray(indices)
     src = dataset.rows(indices, "source")
     tgt = dataset.rows(indices, "target")
     features: dict[str, Any] = {}
     if src is not None:
         features["length"] = src.lengths.astype(np.int32)
-        features["ids"] = pad_rows(src.tokens, src.offsets, pad, multiple=o.pad_to_multiple, dtype=o.dtype)
+        src_ids = _opennmt_ids(dataset, "source", src.tokens) if opennmt else src.tokens
+        features["ids"] = pad_rows(
+            src_ids, src.offsets, _OPENNMT_PAD if opennmt else pad, multiple=o.pad_to_multiple, dtype=o.dtype
+        )
         if o.tokens:
             features["tokens"] = _strings(dataset, "source", src.tokens, src.offsets, o.pad_to_multiple)
     labels: dict[str, Any] | None = None
@@ -205,12 +230,16 @@ def collate_opennmt(
     if tgt is not None:
         body, body_offsets = _strip_eos(tgt, eos)
         body_lengths = np.diff(body_offsets)
-        ids_in, in_offsets = _with_token(body, body_offsets, bos, front=True)
-        ids_out, out_offsets = _with_token(body, body_offsets, eos, front=False)
+        body_ids, fill = body, pad
+        if opennmt:
+            body_ids, fill = _opennmt_ids(dataset, "target", body), _OPENNMT_PAD
+            bos, eos = _OPENNMT_BOS, _OPENNMT_EOS
+        ids_in, in_offsets = _with_token(body_ids, body_offsets, bos, front=True)
+        ids_out, out_offsets = _with_token(body_ids, body_offsets, eos, front=False)
         labels = {
             "length": (body_lengths + 1).astype(np.int32),
-            "ids": pad_rows(ids_in, in_offsets, pad, multiple=o.pad_to_multiple, dtype=o.dtype),
-            "ids_out": pad_rows(ids_out, out_offsets, pad, multiple=o.pad_to_multiple, dtype=o.dtype),
+            "ids": pad_rows(ids_in, in_offsets, fill, multiple=o.pad_to_multiple, dtype=o.dtype),
+            "ids_out": pad_rows(ids_out, out_offsets, fill, multiple=o.pad_to_multiple, dtype=o.dtype),
         }
         if o.tokens:
             labels["tokens"] = _strings(dataset, "target", body, body_offsets, o.pad_to_multiple)
@@ -220,6 +249,26 @@ def collate_opennmt(
         pairs = pairs + np.repeat(np.stack([src.shift, tgt.shift], axis=1), np.diff(pair_offsets), axis=0)  # type: ignore[union-attr]
         labels["alignment"] = dense_batch(pairs, pair_offsets, src.lengths, body_lengths, indices)
     return features, labels
+
+
+_OPENNMT_PAD, _OPENNMT_BOS, _OPENNMT_EOS = 0, 1, 2  # OpenNMT-tf's <blank>, <s>, </s>
+
+
+def _opennmt_ids(dataset: PairDataset, which: str, tokens: np.ndarray) -> np.ndarray:
+    """Dictionary ids -> OpenNMT-tf vocabulary ids (:func:`~tokenmill.vocab.dictionary.opennmt_tf_id_table`)."""
+    try:
+        symbols = dataset.symbols(which)
+    except ConfigError as error:
+        raise ConfigError(f"OpenNMT ids need the {which} dictionary: {error}") from None
+    if tuple(symbols[: len(SPECIALS)]) != SPECIALS:
+        raise ConfigError(f"OpenNMT ids need a fairseq dictionary ({' '.join(SPECIALS)} first) on the {which} side")
+    table = opennmt_tf_id_table(len(symbols))
+    if len(tokens) and int(tokens.max()) >= len(table):
+        raise FormatError(
+            f"token id {int(tokens.max())} is outside the {which} dictionary ({len(table)} entries): the dictionary "
+            "does not belong to this data"
+        )
+    return table[tokens]
 
 
 def _strings(dataset: PairDataset, which: str, tokens: np.ndarray, offsets: np.ndarray, multiple: int) -> np.ndarray:

@@ -18,6 +18,12 @@ A prepared directory holds ``{split}.{src}-{tgt}.{lang}.bin/.idx`` (fairseq's na
 are ``{split}.align.{src}-{tgt}.bin/.idx`` (or ``{split}.align.bin/.idx``): one item per sentence
 pair holding the Pharaoh pairs as flat integers ``s0 t0 s1 t1 ...`` (0-based token positions in
 the stored source and target, ``</s>`` excluded), read by :mod:`tokenmill.batching.align`.
+
+Extra training files are read as fairseq's ``load_langpair_dataset`` reads them: next to
+``{split}.{src}-{tgt}.*`` it takes ``{split}1``, ``{split}2``, ... while they exist, laid end to end
+(ids run over all of them), with the first part repeated ``upsample_primary`` times (fairseq's
+``ConcatDataset`` with ``sample_ratios [k, 1, 1, ...]``). fairseq does this for the training split
+(``combine=True``); validation splits such as ``valid1`` are separate sets it never merges.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +129,9 @@ class _Windows:
         )
 
     @classmethod
-    def over(cls, store: IndexedDataset) -> _Windows | None:
+    def over(cls, store: Store) -> _Windows | None:
+        if not isinstance(store, IndexedDataset):  # several files: rows are gathered per part instead
+            return None
         if len(store) == 0 or store.bin_file.stat().st_size == 0 or store.dtype.itemsize not in (1, 2, 4, 8):
             return None
         tokens = np.memmap(store.bin_file, dtype=store.dtype, mode="r").view(np.ndarray)
@@ -159,6 +168,81 @@ class _Windows:
         return out, lengths.astype(np.int64)
 
 
+class ConcatStore:
+    """Token stores end to end as one store, the first ``repeats[0]`` times, the next ``repeats[1]`` ...
+
+    fairseq's ``ConcatDataset(datasets, sample_ratios)`` for whole-number ratios: item ``g`` is item
+    ``(g - start[p]) mod len(parts[p])`` of the part ``p`` whose range holds ``g``, so a repeated
+    part comes back whole, then again. Offers what :class:`PairDataset` reads from a store:
+    ``len``, ``sizes``, ``gather``, ``dtype``, ``prefix`` (a description for messages).
+    """
+
+    def __init__(self, parts: Sequence[IndexedDataset], repeats: Sequence[int] | None = None) -> None:
+        if not parts:
+            raise ConfigError("a concatenated store needs at least one part")
+        repeats = [1] * len(parts) if repeats is None else [int(r) for r in repeats]
+        if len(repeats) != len(parts) or any(r < 1 for r in repeats):
+            raise ConfigError(f"repeats {repeats} must give each of the {len(parts)} parts a count >= 1")
+        self.parts = list(parts)
+        self.repeats = repeats
+        self.real_sizes = np.asarray([len(part) for part in self.parts], dtype=np.int64)
+        self.starts = np.zeros(len(self.parts) + 1, dtype=np.int64)
+        np.cumsum(self.real_sizes * np.asarray(repeats, dtype=np.int64), out=self.starts[1:])
+        self.sizes: np.ndarray = np.concatenate(
+            [np.tile(part.sizes, r) for part, r in zip(self.parts, repeats, strict=True)]
+        ).astype(np.int32, copy=False)
+        self.dtype = np.result_type(*(part.dtype for part in self.parts))
+        self.prefix = " + ".join(
+            f"{part.prefix}" + (f" (x{r})" if r > 1 else "") for part, r in zip(self.parts, repeats, strict=True)
+        )
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    @property
+    def prefixes(self) -> list[str]:
+        return [str(part.prefix) for part in self.parts]
+
+    def locate(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(part, item within the part) of each id in ``indices``."""
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if indices.size and (int(indices.min()) < -n or int(indices.max()) >= n):
+            raise IndexError(f"gather index out of range for {self.prefix} with {n} items")
+        indices = np.where(indices < 0, indices + n, indices)
+        part = np.searchsorted(self.starts, indices, side="right") - 1
+        return part, (indices - self.starts[part]) % self.real_sizes[part]
+
+    def gather(self, indices: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Items ``indices`` as (flat tokens, int64 offsets of length n+1): one read per part touched."""
+        part, local = self.locate(np.asarray(indices))
+        if len(part) and int(part.min()) == int(part.max()):
+            tokens, offsets = self.parts[int(part[0])].gather(local)
+            return tokens.astype(self.dtype, copy=False), offsets
+        lengths = np.zeros(len(part), dtype=np.int64)
+        pieces = []
+        for p in np.unique(part).tolist():
+            rows = np.flatnonzero(part == p)
+            tokens, offsets = self.parts[p].gather(local[rows])
+            lengths[rows] = np.diff(offsets)
+            pieces.append((rows, tokens, offsets))
+        out_offsets = np.zeros(len(part) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_offsets[1:])
+        out = np.empty(int(out_offsets[-1]), dtype=self.dtype)
+        for rows, tokens, offsets in pieces:
+            row_lengths = np.diff(offsets)
+            dest = np.arange(len(tokens), dtype=np.int64) + np.repeat(out_offsets[rows] - offsets[:-1], row_lengths)
+            out[dest] = tokens
+        return out, out_offsets
+
+    def __repr__(self) -> str:
+        return f"ConcatStore({self.prefix!r}, items={len(self)})"
+
+
+Store = IndexedDataset | ConcatStore
+"""What a side of a :class:`PairDataset` reads: one store, or several end to end."""
+
+
 def _side_lengths(raw: np.ndarray, prepend: int | None, bos: bool, drop_eos: bool) -> np.ndarray:
     delta = int(prepend is not None) + int(bos) - int(drop_eos)
     if delta == 0:
@@ -171,11 +255,11 @@ class PairDataset:
 
     def __init__(
         self,
-        src: IndexedDataset | None,
-        tgt: IndexedDataset | None,
+        src: Store | None,
+        tgt: Store | None,
         options: PairOptions | None = None,
         *,
-        align: IndexedDataset | None = None,
+        align: Store | None = None,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
         directory: str | os.PathLike[str] | None = None,
@@ -226,6 +310,8 @@ class PairDataset:
         target: bool = True,
         alignments: bool | None = None,
         check_pointers: bool | None = None,
+        combine: bool | None = None,
+        upsample_primary: int = 1,
     ) -> PairDataset:
         """Open ``split`` of a prepared directory (fairseq names; languages from manifest.json or file names).
 
@@ -233,7 +319,17 @@ class PairDataset:
         them, None loads them when present, False ignores them. ``check_pointers``: the store's O(N)
         pointer validation; None (default) runs it unless these exact files (same path, size, inode,
         modification and change times) passed it before on this machine (see :func:`open_store`).
+
+        ``combine`` (fairseq's argument of the same name; None: True for ``train``, False for any
+        other split, as fairseq's trainer loads them) also reads ``{split}1``, ``{split}2``, ... in the
+        same folder while they exist (each ``{src}-{tgt}`` or ``{tgt}-{src}``), after ``split``, ids
+        running on over them; ``upsample_primary`` (fairseq's ``--upsample-primary``) then repeats
+        ``split``'s pairs that many times before the extra parts. As in fairseq it has no effect when
+        there is no extra part. Alignments come along when every part has its own
+        (``{split}1.align.{src}-{tgt}`` ...); with ``alignments=None`` they are left out otherwise.
         """
+        if not isinstance(upsample_primary, int) or upsample_primary < 1:
+            raise ConfigError(f"upsample_primary must be an integer >= 1, got {upsample_primary!r}")
         root = Path(directory)
         if not root.is_dir():
             raise TokenmillError(f"{root} is not a directory (expected a prepared data directory)")
@@ -245,21 +341,49 @@ class PairDataset:
                     f"{folder} does not exist; shards here: {sorted(p.name for p in root.glob('shard*'))}"
                 )
         src_lang, tgt_lang = _languages(root, folder, split, src_lang, tgt_lang)
-        prefix_base = _pair_prefix(folder, split, src_lang, tgt_lang)
-        src = open_store(f"{prefix_base}.{src_lang}", check_pointers) if source else None
-        tgt = open_store(f"{prefix_base}.{tgt_lang}", check_pointers) if target else None
-        align = None
+        splits = [split]
+        if combine if combine is not None else split == "train":
+            splits += _extra_splits(folder, split, src_lang, tgt_lang)
+        repeats = [upsample_primary if len(splits) > 1 else 1] + [1] * (len(splits) - 1)
+        bases = [_pair_prefix(folder, name, src_lang, tgt_lang) for name in splits]
+
+        src_parts = [open_store(f"{base}.{src_lang}", check_pointers) for base in bases] if source else None
+        tgt_parts = [open_store(f"{base}.{tgt_lang}", check_pointers) for base in bases] if target else None
+        pairs_per_part = [len(part) for part in (src_parts or tgt_parts or [])]
+        if len(splits) > 1 and src_parts is not None and tgt_parts is not None:
+            for a, b in zip(src_parts, tgt_parts, strict=True):  # each part on its own: sums could hide it
+                if len(a) != len(b):
+                    raise FormatError(
+                        f"{a.prefix} has {len(a)} sentences but {b.prefix} has {len(b)}; the sides of a parallel "
+                        "corpus must have equal counts — re-run prepare for this split"
+                    )
+
+        def joined(parts: list[IndexedDataset] | None) -> Store | None:
+            if parts is None:
+                return None
+            return parts[0] if len(parts) == 1 else ConcatStore(parts, repeats)
+
+        align: Store | None = None
         if alignments is not False:
-            for candidate in (folder / f"{split}.align.{src_lang}-{tgt_lang}", folder / f"{split}.align"):
-                if Path(f"{candidate}.idx").exists():
-                    align = open_store(candidate, check_pointers)
-                    break
-            if align is None and alignments:
+            found = [_alignment_store(folder, name, src_lang, tgt_lang, check_pointers) for name in splits]
+            if len(splits) > 1:
+                for store, count in zip(found, pairs_per_part, strict=True):
+                    if store is not None and len(store) != count:
+                        raise FormatError(
+                            f"{store.prefix} holds {len(store)} alignments for {count} pairs (one per pair expected)"
+                        )
+            if all(store is not None for store in found):
+                align = joined(found)  # type: ignore[arg-type]
+            elif alignments:
+                name = splits[found.index(None)]
                 raise ConfigError(
-                    f"no alignments for {split} in {folder}: expected {split}.align.{src_lang}-{tgt_lang}.bin/.idx "
+                    f"no alignments for {name} in {folder}: expected {name}.align.{src_lang}-{tgt_lang}.bin/.idx "
                     "(write them with prepare's alignment option)"
                 )
-        return cls(src, tgt, options, align=align, src_lang=src_lang, tgt_lang=tgt_lang, directory=root)
+        return cls(
+            joined(src_parts), joined(tgt_parts), options, align=align, src_lang=src_lang, tgt_lang=tgt_lang,
+            directory=root,
+        )
 
     # ---------------------------------------------------------------- sizes and filter
     def __len__(self) -> int:
@@ -346,7 +470,7 @@ class PairDataset:
         return self._fingerprint
 
     # ---------------------------------------------------------------- items
-    def _side(self, which: str) -> IndexedDataset | None:
+    def _side(self, which: str) -> Store | None:
         return self.src if which == "source" else self.tgt
 
     def plain(self, which: str) -> bool:
@@ -482,10 +606,15 @@ class PairDataset:
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
     def __getstate__(self) -> dict[str, Any]:  # reopened by path: no arrays travel
+        def where(store: Store | None) -> Any:
+            if isinstance(store, ConcatStore):
+                return {"parts": store.prefixes, "repeats": store.repeats}
+            return None if store is None else store.prefix
+
         return {
-            "src": None if self.src is None else self.src.prefix,
-            "tgt": None if self.tgt is None else self.tgt.prefix,
-            "align": None if self.align is None else self.align.prefix,
+            "src": where(self.src),
+            "tgt": where(self.tgt),
+            "align": where(self.align),
             "options": self.options.to_dict(),
             "src_lang": self.src_lang,
             "tgt_lang": self.tgt_lang,
@@ -493,8 +622,11 @@ class PairDataset:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        def reopen(prefix: str | None) -> IndexedDataset | None:
-            return None if prefix is None else IndexedDataset(prefix, check_pointers=False)
+        def reopen(where: Any) -> Store | None:
+            if isinstance(where, dict):
+                parts = [IndexedDataset(prefix, check_pointers=False) for prefix in where["parts"]]
+                return ConcatStore(parts, where["repeats"])
+            return None if where is None else IndexedDataset(where, check_pointers=False)
 
         self.__init__(  # type: ignore[misc]
             reopen(state["src"]),
@@ -607,3 +739,27 @@ def _pair_prefix(folder: Path, split: str, src: str, tgt: str) -> str:
         f"no {split} data for {src}-{tgt} in {folder}: expected {split}.{src}-{tgt}.{src}.bin/.idx and "
         f"{split}.{src}-{tgt}.{tgt}.bin/.idx"
     )
+
+
+def _split_exists(folder: Path, split: str, src: str, tgt: str) -> bool:
+    """fairseq's ``split_exists`` test for a training part: its source store, in either direction's name."""
+    return any(Path(f"{folder / f'{split}.{a}-{b}'}.{src}.idx").exists() for a, b in ((src, tgt), (tgt, src)))
+
+
+def _extra_splits(folder: Path, split: str, src: str, tgt: str) -> list[str]:
+    """``{split}1``, ``{split}2``, ... up to the first one missing (fairseq's ``itertools.count`` loop)."""
+    extra = []
+    k = 1
+    while _split_exists(folder, f"{split}{k}", src, tgt):
+        extra.append(f"{split}{k}")
+        k += 1
+    return extra
+
+
+def _alignment_store(
+    folder: Path, split: str, src: str, tgt: str, check_pointers: bool | None
+) -> IndexedDataset | None:
+    for candidate in (folder / f"{split}.align.{src}-{tgt}", folder / f"{split}.align"):
+        if Path(f"{candidate}.idx").exists():
+            return open_store(candidate, check_pointers)
+    return None

@@ -1,9 +1,15 @@
-"""fairseq-compatible token dictionaries (``dict.{lang}.txt``).
+"""fairseq-compatible token dictionaries (``dict.{lang}.txt``), and OpenNMT vocabularies read as one.
 
 Ids: ``<s>``=0, ``<pad>``=1, ``</s>``=2, ``<unk>``=3, then the file's ``token count`` lines in
 order, then ``madeupwordNNNN`` fillers up to a multiple of ``padding_factor``. Built from counts
 the way fairseq's ``Dictionary.finalize`` does it: most frequent first, ties by token text,
 ``threshold`` and ``nwords`` applied, so a dictionary we build equals fairseq-preprocess's.
+
+:meth:`Dictionary.load` also reads OpenNMT vocabularies (OpenNMT-tf's one token per line,
+OpenNMT-py's ``token<TAB>count``), so they can be given as ``--srcdict``/``--tgtdict``; see its
+docstring for the rule. :func:`write_opennmt_tf_vocab` writes a dictionary back as an OpenNMT-tf
+vocabulary, and :func:`opennmt_tf_id_table` maps our ids to that file's ids (what
+``CollateOptions(ids="opennmt")`` gives the OpenNMT collate).
 """
 
 from __future__ import annotations
@@ -22,6 +28,14 @@ BOS, PAD, EOS, UNK = "<s>", "<pad>", "</s>", "<unk>"
 SPECIALS = (BOS, PAD, EOS, UNK)
 _OVERWRITE_FLAG = "#fairseq:overwrite"
 
+OPENNMT_BLANK = "<blank>"
+"""OpenNMT's padding token (OpenNMT-py's ``DefaultTokens.PAD``, OpenNMT-tf's ``PADDING_TOKEN``)."""
+OPENNMT_SPECIALS = {OPENNMT_BLANK: PAD, "<pad>": PAD, BOS: BOS, EOS: EOS, UNK: UNK}
+"""Special tokens an OpenNMT vocabulary may list, and the fairseq special each one is: skipped on load."""
+OPENNMT_TF_HEAD = (OPENNMT_BLANK, BOS, EOS)
+"""The first lines of an OpenNMT-tf vocabulary: ``<blank>``=0, ``<s>``=1, ``</s>``=2 (``<unk>`` is not
+in the file: OpenNMT-tf gives it the id after the last line, its one out-of-vocabulary bucket)."""
+
 
 class Dictionary:
     """A token <-> id map with fairseq's special symbols and file format."""
@@ -31,6 +45,9 @@ class Dictionary:
         self.counts: list[int] = [1] * len(SPECIALS)
         self.indices: dict[str, int] = {s: i for i, s in enumerate(SPECIALS)}
         self.nspecial = len(SPECIALS)
+        self.format = "fairseq"
+        """What :meth:`load` read: ``fairseq``, ``opennmt-tf`` (one token per line), ``opennmt-py``
+        (``token<TAB>count``) or ``opennmt-counts`` (``token count`` starting with an OpenNMT special)."""
 
     bos_index, pad_index, eos_index, unk_index = 0, 1, 2, 3
 
@@ -59,28 +76,89 @@ class Dictionary:
     # ---------------------------------------------------------------- files
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Dictionary:
-        """Read a fairseq ``dict.txt``: one ``token count [#fairseq:overwrite]`` per line."""
-        dictionary = cls()
+        """Read a fairseq ``dict.txt`` or an OpenNMT vocabulary; the first non-blank line tells which.
+
+        - ``token count`` (space, integer count, optionally `` #fairseq:overwrite``): a fairseq
+          dictionary, read exactly as fairseq's ``Dictionary.add_from_file`` reads it (a repeated
+          token needs the overwrite flag) -- unless the first token is an OpenNMT special (below)
+          without the flag: then an OpenNMT vocabulary with counts (``token count``).
+        - ``token<TAB>count`` (integer count): an OpenNMT-py vocabulary (``onmt_build_vocab``).
+        - one token, no space or tab: an OpenNMT-tf vocabulary (``onmt-build-vocab``), one token per line.
+
+        Every later line must have the first line's form; blank lines are skipped. An OpenNMT
+        vocabulary becomes a fairseq dictionary: ids 0-3 are fairseq's ``<s> <pad> </s> <unk>``, and
+        the file's tokens follow in file order, skipping the OpenNMT specials fairseq's already
+        cover (``<blank>`` and ``<pad>`` are ``<pad>``; ``<s>``, ``</s>``, ``<unk>`` are themselves)
+        wherever they stand. Counts are the file's, 1 when it has none. A token listed twice is an
+        error, and so is any line of another form: one :class:`FormatError` naming the file and line.
+        No ``madeupword`` padding is added (the file is taken as it is).
+        """
         with open(path, encoding="utf-8") as handle:
-            for line_number, raw in enumerate(handle, start=1):
-                line = raw.rstrip("\n")
-                if not line.strip():
-                    continue
-                overwrite = False
-                token_and_count = line
-                if line.endswith(" " + _OVERWRITE_FLAG):
-                    overwrite = True
-                    token_and_count = line[: -len(_OVERWRITE_FLAG) - 1]
-                token, _, count_text = token_and_count.rpartition(" ")
-                if not token or not count_text.lstrip("-").isdigit():
-                    raise FormatError(f"{path}:{line_number}: expected '<token> <count>', got {line!r}")
-                if token in dictionary.indices and not overwrite:
-                    raise FormatError(
-                        f"{path}:{line_number}: duplicate token {token!r}; fairseq needs '{_OVERWRITE_FLAG}' "
-                        "at the end of the line to allow it"
-                    )
-                dictionary.add_symbol(token, int(count_text), overwrite=overwrite)
+            numbered = [(n, raw.rstrip("\n")) for n, raw in enumerate(handle, start=1) if raw.strip()]
+        dictionary = cls()
+        if not numbered:
+            return dictionary
+        first = numbered[0][1]
+        if "\t" in first:
+            dictionary.format = "opennmt-py"
+            dictionary._add_opennmt(path, numbered, "\t")
+        elif " " not in first:
+            dictionary.format = "opennmt-tf"
+            dictionary._add_opennmt(path, numbered, None)
+        elif _split_counted(first, " ") is not None and first.rpartition(" ")[0] in OPENNMT_SPECIALS:
+            dictionary.format = "opennmt-counts"
+            dictionary._add_opennmt(path, numbered, " ")
+        else:
+            dictionary._add_fairseq(path, numbered)
         return dictionary
+
+    def _add_fairseq(self, path: str | os.PathLike[str], numbered: list[tuple[int, str]]) -> None:
+        for line_number, line in numbered:
+            overwrite = False
+            token_and_count = line
+            if line.endswith(" " + _OVERWRITE_FLAG):
+                overwrite = True
+                token_and_count = line[: -len(_OVERWRITE_FLAG) - 1]
+            token, _, count_text = token_and_count.rpartition(" ")
+            if not token or not count_text.lstrip("-").isdigit():
+                raise FormatError(f"{path}:{line_number}: expected '<token> <count>', got {line!r}")
+            if token in self.indices and not overwrite:
+                raise FormatError(
+                    f"{path}:{line_number}: duplicate token {token!r}; fairseq needs '{_OVERWRITE_FLAG}' "
+                    "at the end of the line to allow it"
+                )
+            self.add_symbol(token, int(count_text), overwrite=overwrite)
+
+    def _add_opennmt(self, path: str | os.PathLike[str], numbered: list[tuple[int, str]], sep: str | None) -> None:
+        first_number = numbered[0][0]
+        seen: dict[str, int] = {}
+        for line_number, line in numbered:
+            if sep is None:
+                token, count = line, 1
+                if " " in token or "\t" in token:
+                    raise FormatError(
+                        f"{path}:{line_number}: expected one token per line, got {line!r}; line {first_number} "
+                        "has no count, so the file is read as an OpenNMT-tf vocabulary (a fairseq dictionary "
+                        "needs '<token> <count>' on every line)"
+                    )
+            else:
+                parsed = _split_counted(line, sep)
+                if parsed is None:
+                    form = "'<token><TAB><count>'" if sep == "\t" else "'<token> <count>'"
+                    raise FormatError(
+                        f"{path}:{line_number}: expected {form} like line {first_number} (an OpenNMT vocabulary "
+                        f"with counts), got {line!r}"
+                    )
+                token, count = parsed
+            if token in seen:
+                raise FormatError(
+                    f"{path}:{line_number}: duplicate token {token!r} (first on line {seen[token]}); "
+                    "a vocabulary lists each token once"
+                )
+            seen[token] = line_number
+            if token in OPENNMT_SPECIALS:
+                continue
+            self.add_symbol(token, count)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the non-special symbols with their counts, atomically."""
@@ -146,6 +224,65 @@ class Dictionary:
     @property
     def special_ids(self) -> dict[str, int]:
         return {"bos": self.bos_index, "pad": self.pad_index, "eos": self.eos_index, "unk": self.unk_index}
+
+
+def _split_counted(line: str, sep: str) -> tuple[str, int] | None:
+    """``token<sep>count`` with an integer count (sign allowed), or None."""
+    token, found, count_text = line.rpartition(sep)
+    if not found or not token or not count_text.lstrip("-").isdigit():
+        return None
+    return token, int(count_text)
+
+
+def opennmt_tf_id_table(size: int) -> np.ndarray:
+    """OpenNMT-tf id of each fairseq id of a dictionary of ``size`` entries (int64, length ``size``).
+
+    The ids are line numbers (from 0) in the vocabulary :func:`write_opennmt_tf_vocab` writes:
+    ``<pad>``->0 (``<blank>``), ``<s>``->1, ``</s>``->2, symbol ``i >= 4`` -> ``i - 1`` (the file
+    lists the symbols after the three specials, in id order), ``<unk>`` -> ``size - 1``: the id
+    just past the file's last line, where OpenNMT-tf puts unknown tokens (its one OOV bucket).
+    """
+    if size < len(SPECIALS):
+        raise ValueError(f"a fairseq dictionary has at least {len(SPECIALS)} entries, got {size}")
+    table = np.arange(-1, size - 1, dtype=np.int64)
+    table[Dictionary.bos_index] = 1
+    table[Dictionary.pad_index] = 0
+    table[Dictionary.eos_index] = 2
+    table[Dictionary.unk_index] = size - 1
+    return table
+
+
+def write_opennmt_tf_vocab(dictionary: Dictionary, path: str | os.PathLike[str]) -> Path:
+    """Write ``dictionary`` as an OpenNMT-tf vocabulary, atomically; returns ``path``.
+
+    One token per line: ``<blank>``, ``<s>``, ``</s>``, then the dictionary's symbols from id 4 on
+    (``madeupword`` fillers included), so token ``t`` has the OpenNMT-tf id
+    ``opennmt_tf_id_table(len(dictionary))[dictionary.index(t)]`` and OpenNMT-tf's ``<unk>`` (not in
+    the file) is the id after the last line. Give it to OpenNMT-tf as ``source_vocabulary`` /
+    ``target_vocabulary`` with batches collated with ``CollateOptions(ids="opennmt")``.
+    A symbol that OpenNMT-tf would read as a special, a repeated symbol (fairseq's overwrite flag)
+    or one holding a line break cannot be written: :class:`FormatError` naming it.
+    """
+    reserved = {*OPENNMT_TF_HEAD, UNK}
+    seen: set[str] = set()
+    for index, symbol in enumerate(dictionary.symbols[dictionary.nspecial :], start=dictionary.nspecial):
+        problem = None
+        if symbol in reserved:
+            problem = "is an OpenNMT-tf special token"
+        elif symbol in seen:
+            problem = "is listed twice (a '#fairseq:overwrite' entry)"
+        elif any(c in symbol for c in "\n\r") or not symbol:
+            problem = "is empty or holds a line break"
+        if problem:
+            raise FormatError(
+                f"cannot write {path}: symbol {symbol!r} (id {index}) {problem}; an OpenNMT-tf vocabulary "
+                "lists each token once, one per line"
+            )
+        seen.add(symbol)
+    with atomic_write(path) as handle:
+        for symbol in (*OPENNMT_TF_HEAD, *dictionary.symbols[dictionary.nspecial :]):
+            handle.write(symbol + "\n")
+    return Path(path)
 
 
 def dictionary_path(directory: str | os.PathLike[str], lang: str) -> Path:
