@@ -65,7 +65,9 @@ from tokenmill.store.manifest import build_manifest, file_checksum
 from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.documents import documents_by_file
+from tokenmill.text.filters import PairFilter, piece_filters, without_piece_filters
 from tokenmill.text.readers import Chunk, Source
+from tokenmill.text.stats import StepStats
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceOptions
 from tokenmill.vocab.t2t_backend import t2t_sample
@@ -263,6 +265,8 @@ class Pipeline:
             files, tgt_files = self._input_files(split)
             heldout = split != "train"
             filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
+            if self.piece_filter() is not None:  # counted in the tokenizer's pieces after encoding instead
+                filters = without_piece_filters(filters)
             clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
             leakage_refs = [] if heldout or cfg.leakage == "off" else [
                 self.keys[f"clean.{s}"] for s in splits if s != "train"
@@ -505,9 +509,7 @@ class Pipeline:
 
     def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
         tokenizer = self.tokenizer_for(lang)
-        size = tokenizer.vocab_size
         prefix = self.ids_prefix(split, lang)
-        counts = np.zeros(size, dtype=np.int64)
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
         total = open_source([str(self.clean_path(split, lang))]).scan()
         bar = self._bar(total, f"encode {split}.{lang}")
@@ -517,17 +519,9 @@ class Pipeline:
                 if surfaces is not None:
                     flat = surfaces.replace(lines, flat, lengths)
                 writer.add_items(flat, lengths)
-                if split == "train":
-                    known = flat[flat < size]
-                    counts += np.bincount(known, minlength=size)
                 bar.update(len(lines))
                 _crash_point(f"encode.{split}.{lang}:midway")
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
-        if split == "train":
-            counts_path = prefix.with_name(f"train.{lang}.counts.npy")
-            with atomic_path(counts_path) as tmp, open(tmp, "wb") as handle:
-                np.save(handle, counts, allow_pickle=False)
-            outputs.append(counts_path)
         if surfaces is not None:
             table = self.unknown_path(split, lang)
             write_json(table, surfaces.table())
@@ -541,6 +535,70 @@ class Pipeline:
     def unknown_surfaces(self, split: str, lang: str) -> dict[str, list[int]]:
         path = self.unknown_path(split, lang)
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    # ---------------------------------------------------------------- stage 3b: length filters in pieces
+    def piece_filter(self) -> FilterConfig | None:
+        """The token-count and ratio filters, when they count the tokenizer's pieces (as fairseq's max
+        positions do) rather than whitespace words: every subword tokenizer. None when there are none."""
+        cfg = self.config
+        if backend_name(cfg) == WHITESPACE:
+            return None
+        return piece_filters(cfg.filters)
+
+    def keep_path(self, split: str) -> Path:
+        return self.ids_prefix(split, "keep").with_name(f"{split}.keep.npy")
+
+    def filter_pieces(self) -> None:
+        """Per filtered split: which pairs pass the token-count and ratio filters in pieces (a mask over the
+        encoded items, applied when counting the dictionary and binarizing), drops counted per filter."""
+        cfg = self.config
+        config = self.piece_filter()
+        if config is None:
+            return
+        for split in cfg.split_prefixes():
+            if split != "train" and not cfg.filter_heldout:
+                continue
+            upstream = [self.keys[f"encode.{split}.{lang}"] for lang in cfg.langs]
+            key = fingerprint("pieces", upstream, repr(config))
+            info = self._stage(f"pieces.{split}", key, lambda s=split: self._run_piece_filter(s, config))
+            self.summary.splits.setdefault(split, {}).setdefault("clean", {})["pieces"] = info["stats"]
+
+    def _run_piece_filter(self, split: str, config: FilterConfig) -> tuple[list[Path], dict[str, Any]]:
+        sizes = [IndexedDataset(self.ids_prefix(split, lang), check_pointers=False).sizes for lang in self.config.langs]
+        stats = StepStats("pieces")
+        keep = np.empty(len(sizes[0]), dtype=bool)
+        check = PairFilter(config)
+        for start in range(0, len(keep), _ITEMS_PER_BLOCK):
+            block = [side[start : start + _ITEMS_PER_BLOCK].astype(np.int64) for side in sizes]
+            placeholders = [[""] * len(block[0]) for _ in block]
+            tokens = {"src_tokens": block[0], **({"tgt_tokens": block[1]} if len(block) > 1 else {})}
+            result = check(placeholders[0], placeholders[1] if len(block) > 1 else None, stats=stats, **tokens)
+            keep[start : start + len(block[0])] = result.keep
+        path = self.keep_path(split)
+        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+            np.save(handle, keep, allow_pickle=False)
+        return [path], {"stats": dict(stats.counts)}
+
+    def kept_items(self, split: str) -> np.ndarray | None:
+        """The piece filters' mask of a split (None: every encoded item is kept)."""
+        path = self.keep_path(split)
+        if self.piece_filter() is None or not path.exists() or f"pieces.{split}" not in self.keys:
+            return None
+        return np.load(path, allow_pickle=False)
+
+    def encoded_blocks(self, split: str, lang: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(work ids, lengths) of the kept items of one split and side, block by block, read sequentially
+        (not through the map: the process's memory must not grow with the corpus)."""
+        ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
+        keep = self.kept_items(split)
+        with open(ids.bin_file, "rb") as tokens:
+            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
+                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
+                block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum())).astype(np.int64)
+                if keep is not None:
+                    kept = keep[start : start + len(sizes)]
+                    block, sizes = block[np.repeat(kept, sizes)], sizes[kept]
+                yield block, sizes
 
     # ---------------------------------------------------------------- stage 4: dictionaries
     def dictionary(self) -> dict[str, Dictionary]:
@@ -564,6 +622,7 @@ class Pipeline:
             shared = cfg.srcdict or cfg.tgtdict
             given = {lang: shared for lang in langs}
         upstream = [self.keys.get(f"encode.train.{lang}", self.keys["clean.train"]) for lang in langs]
+        upstream.append(self.keys.get("pieces.train"))
         given_ids = {lang: file_identity(p) if p else None for lang, p in given.items()}
         limits = (cfg.nwordssrc, cfg.nwordstgt, cfg.thresholdsrc, cfg.thresholdtgt, cfg.padding_factor)
         key = fingerprint("dictionary", upstream, given_ids, limits, cfg.joined_dictionary, cfg.user_defined_symbols,
@@ -595,14 +654,21 @@ class Pipeline:
         words of whitespace-tokenized text."""
         if backend_name(self.config) != WHITESPACE:
             tokenizer = self.tokenizer_for(lang)
-            array = np.load(self.ids_prefix("train", lang).with_name(f"train.{lang}.counts.npy"), allow_pickle=False)
+            surfaces = self.unknown_surfaces("train", lang)
+            size = tokenizer.vocab_size + len(surfaces)
+            array = np.zeros(size, dtype=np.int64)
+            for block, _ in self.encoded_blocks("train", lang):
+                array += np.bincount(block, minlength=size)
             skip = set(tokenizer.special_ids.values())
             text_piece = getattr(tokenizer, "is_text_piece", lambda i: i not in skip)
             counts = Counter({
-                tokenizer.id_to_token(i): int(array[i]) for i in np.flatnonzero(array).tolist() if text_piece(i)
+                tokenizer.id_to_token(i): int(array[i])
+                for i in np.flatnonzero(array[: tokenizer.vocab_size]).tolist()
+                if text_piece(i)
             })
-            for surface, (_, count) in self.unknown_surfaces("train", lang).items():
-                counts[surface] += count
+            for surface, (work_id, _) in surfaces.items():
+                if array[work_id]:
+                    counts[surface] += int(array[work_id])
             return counts
         counts = Counter()
         for lines in self.cleaned_chunks("train", lang):
@@ -648,7 +714,8 @@ class Pipeline:
             for lang in cfg.langs:
                 own_ids = stores_tokenizer_ids(cfg)
                 vocab_path = self.model_path(lang) if own_ids else self.dict_path(lang)
-                upstream = self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"])
+                upstream = [self.keys.get(f"encode.{split}.{lang}", self.keys[f"clean.{split}"]),
+                            self.keys.get(f"pieces.{split}")]
                 key = fingerprint("binarize", upstream, self.vocab_fingerprint(lang, vocab_path), cfg.layout,
                                   cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang, own_ids,
                                   self.end_token(dictionaries.get(lang), lang), cfg.output_prefix)
@@ -724,13 +791,8 @@ class Pipeline:
             lookup = np.concatenate([base, np.full(len(extended), dictionary.unk_index, dtype=np.int64)])
             for surface, (work_id, _) in extended.items():
                 lookup[work_id] = dictionary.indices.get(surface, dictionary.unk_index)
-        ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
-        # plain sequential reads, not the map: the process's memory must not grow with the corpus
-        with open(ids.bin_file, "rb") as tokens:
-            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
-                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
-                block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum()))
-                yield (block.astype(np.int64) if lookup is None else lookup[block]), sizes
+        for block, sizes in self.encoded_blocks(split, lang):
+            yield (block if lookup is None else lookup[block]), sizes
 
     def _run_binarize(
         self, split: str, lang: str, dictionary: Dictionary | None
@@ -924,6 +986,7 @@ class Pipeline:
             self.clean()
             self.tokenizer()
             self.encode()
+            self.filter_pieces()
             dictionaries = self.dictionary()
             self.binarize(dictionaries)
             self.alignments()

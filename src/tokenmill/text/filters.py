@@ -24,7 +24,7 @@ and language steps only look at pairs that survived the earlier steps.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from typing import Annotated, Literal
 
@@ -228,6 +228,22 @@ class PairFilter:
                     assert self._langid is not None
                     bad[idx] |= self._langid.classify(lines) != lang
         return bad
+
+
+def piece_filters(config: FilterConfig) -> FilterConfig | None:
+    """The filters of ``config`` that count tokens (min/max tokens; the ratio when it compares tokens), for
+    running on a subword tokenizer's piece counts after encoding; None when there are none."""
+    ratio = config.max_ratio if config.ratio_unit == "tokens" else None
+    if config.min_tokens == 0 and config.max_tokens is None and ratio is None:
+        return None
+    return FilterConfig(drop_empty=False, min_tokens=config.min_tokens, max_tokens=config.max_tokens,
+                        max_ratio=ratio, ratio_unit="tokens")
+
+
+def without_piece_filters(config: FilterConfig) -> FilterConfig:
+    """``config`` less the filters :func:`piece_filters` takes over (the text-level part of cleaning)."""
+    ratio = None if config.ratio_unit == "tokens" else config.max_ratio
+    return replace(config, min_tokens=0, max_tokens=None, max_ratio=ratio)
 
 
 def _outside(lengths: np.ndarray, low: int, high: int | None) -> np.ndarray:
