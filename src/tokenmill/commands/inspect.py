@@ -16,6 +16,7 @@ from tokenmill.errors import TokenmillError, opening
 from tokenmill.store import IndexedDataset
 from tokenmill.store.reader import split_prefix
 from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.tokenizer import Tokenizer, load_saved, manifest_path
 
 _PAIR_NAME = re.compile(r"^[^.]+\.[^.]+-[^.]+\.(?P<lang>[^.]+)$")  # fairseq's {split}.{src}-{tgt}.{lang}
 _SHARD = re.compile(r"shard\d+")
@@ -101,7 +102,8 @@ class _Decoder:
     T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary)."""
 
     def __init__(self, dictionary: Dictionary | None, spm: Any, spm_path: Path | str | None,
-                 t2t: Any = None, t2t_path: Path | str | None = None) -> None:
+                 t2t: Any = None, t2t_path: Path | str | None = None, tokenizer: Tokenizer | None = None) -> None:
+        self.tokenizer = tokenizer
         self.dictionary = dictionary
         self.spm = spm
         self.spm_path = spm_path
@@ -110,6 +112,11 @@ class _Decoder:
 
     def describe(self, ids: np.ndarray) -> dict[str, object]:
         row: dict[str, object] = {"ids": [int(i) for i in ids]}
+        if self.tokenizer is not None:  # a store of the tokenizer's own ids (hf, tiktoken, Megatron's flags)
+            self._check_ids(ids, self.tokenizer.vocab_size, self.tokenizer.path, "--dict")
+            row["tokens"] = [self.tokenizer.id_to_token(int(i)) for i in ids]
+            row["text"] = self.tokenizer.decode(ids)
+            return row
         if self.t2t is not None:
             self._check_ids(ids, self.t2t.vocab_size, self.t2t_path, "--t2t-vocab")
             row["tokens"] = self.t2t.decode_list(ids)
@@ -136,6 +143,15 @@ class _Decoder:
                 f"{path} has {size} entries but the store holds id {int(ids.max())}: the store was not encoded "
                 f"with it; give the right one with {flag} (or a fairseq dictionary with --dict)"
             )
+
+
+def _auto_saved_tokenizer(prefix: str) -> Tokenizer | None:
+    """The tokenizer prepare saved beside a store (``tokenmill-tokenizer.json``; also above a shard folder)."""
+    folder = Path(prefix).parent
+    for place in (folder, folder.parent) if folder.name.startswith("shard") else (folder,):
+        if manifest_path(place).exists():
+            return load_saved(place)
+    return None
 
 
 def _stores(directory: Path) -> list[str]:
@@ -227,7 +243,8 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
     spm = _load_model(found_model, "--spm" if spm_path else "") if found_model else None
     found_t2t = t2t_path or (None if dictionary or spm else _auto_t2t_vocab(dataset.prefix))
     t2t = _load_t2t_vocab(found_t2t, "--t2t-vocab" if t2t_path else "") if found_t2t else None
-    decoder = _Decoder(dictionary, spm, found_model, t2t, found_t2t)
+    tokenizer = None if (dictionary or spm or t2t) else _auto_saved_tokenizer(dataset.prefix)
+    decoder = _Decoder(dictionary, spm, found_model, t2t, found_t2t, tokenizer)
     sizes = dataset.sizes
     facts = {
         "prefix": dataset.prefix,
@@ -245,6 +262,7 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
         "dictionary": str(found_dict) if dictionary is not None else None,
         "spm_model": str(found_model) if spm is not None else None,
         **({"t2t_vocab": str(found_t2t)} if t2t is not None else {}),
+        **({"tokenizer": str(tokenizer.path)} if tokenizer is not None else {}),
     }
     items = [{"index": i, **decoder.describe(dataset[i])} for i in chosen]
     if as_json:
@@ -258,6 +276,8 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
                f"mean {length['mean']:g}  max {length['max']}")
     if dictionary is not None:
         click.echo(f"dictionary: {facts['dictionary']} ({len(dictionary)} entries)")
+    if tokenizer is not None:
+        click.echo(f"tokenizer: {tokenizer.path} ({tokenizer.name}, {tokenizer.vocab_size} ids)")
     if spm is not None:
         click.echo(f"spm model: {facts['spm_model']} ({spm.get_piece_size()} pieces)")
     if t2t is not None:

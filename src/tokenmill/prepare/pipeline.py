@@ -465,7 +465,10 @@ class Pipeline:
                 with self._elapsed(f"training {model.name} on {len(sample):,} lines"):
                     train_tokenizer(name, sample, settings, model)
                 written.append(model)
-            sizes[model.name] = load_tokenizer(name, model, load_settings(cfg)).vocab_size
+            trained = load_tokenizer(name, model, load_settings(cfg))
+            tag = None if model.name == get_backend(name).filename else model.name.split(".")[1]
+            written += [path for path in trained.save(self.out, tag) if path not in written]  # + its manifest
+            sizes[model.name] = trained.vocab_size
         sampled = {m.name: langs for m, langs in groups.items()}
         return written, {"trained": True, "sampled_from": sampled, "pieces": sizes}
 
