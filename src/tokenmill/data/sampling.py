@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tokenmill._core.temperature import temperature_ratios
 from tokenmill.batching.order import generator
 from tokenmill.errors import ConfigError
 
@@ -158,7 +159,7 @@ class SamplingPlan:
             ratios = (
                 _weight_ratios(names, sizes_array, config)
                 if mode == "weights"
-                else _temperature_ratios(sizes_array, config.temperature)
+                else temperature_ratios(sizes_array, config.temperature)
             )
             probabilities = ratios / ratios.sum()
             virtual = config.virtual_size or default_virtual_size(sizes_array, ratios, config.max_virtual_ratio)
@@ -312,17 +313,6 @@ class SamplingPlan:
 
 
 # -------------------------------------------------------------------- probabilities and sizes
-
-
-def temperature_probabilities(sizes: Sequence[int] | np.ndarray, temperature: float) -> np.ndarray:
-    """``p_i ∝ n_i ** (1 / T)``, normalized (float64)."""
-    ratios = _temperature_ratios(np.asarray(sizes, dtype=np.int64), temperature)
-    return ratios / ratios.sum()
-
-
-def _temperature_ratios(sizes: np.ndarray, temperature: float) -> np.ndarray:
-    # fairseq's arithmetic: (size / total) ** (1 / temp), normalized later
-    return (sizes / float(int(sizes.sum()))) ** (1.0 / temperature)
 
 
 def default_virtual_size(sizes: np.ndarray, ratios: np.ndarray, max_ratio: float = 1.5) -> int:

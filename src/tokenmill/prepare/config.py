@@ -35,9 +35,12 @@ from tokenmill.settings import (
     is_sequence,
     problem,
 )
+from tokenmill.text.charclass import script_table
 from tokenmill.text.filters import FilterConfig
 from tokenmill.text.normalize import Normalizer
 from tokenmill.text.readers import OnInvalidUtf8, OnMalformed, resolve_prefix
+from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.sentencepiece import SentencePieceEncoder
 
 SPLITS = ("train", "valid", "test")
 InputFormat = Literal["text", "tsv", "jsonl"]
@@ -382,8 +385,6 @@ class PrepareConfig:
     def _check_given_files(self) -> None:
         """The SentencePiece model and the dictionaries given exist and are what they claim to be; the
         scripts of the script filters exist."""
-        from tokenmill.text.charclass import script_table
-
         for name in ("src_script", "tgt_script"):
             script = getattr(self.filters, name)
             if script is not None:
@@ -449,15 +450,11 @@ def _file_identity(path: str) -> tuple[str, str, int, int]:
 
 @functools.lru_cache(maxsize=16)
 def _checked_spm(identity: tuple[str, str, int, int]) -> None:
-    from tokenmill.vocab.sentencepiece import SentencePieceEncoder
-
     SentencePieceEncoder(identity[0])
 
 
 @functools.lru_cache(maxsize=16)
 def _checked_dictionary(identity: tuple[str, str, int, int]) -> None:
-    from tokenmill.vocab.dictionary import Dictionary
-
     Dictionary.load(identity[0])
 
 

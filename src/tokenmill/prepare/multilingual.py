@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from tokenmill.data.sampling import temperature_probabilities
+from tokenmill._core.temperature import temperature_probabilities
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point
