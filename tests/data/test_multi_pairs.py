@@ -488,3 +488,32 @@ def test_the_open_file_limit_is_raised_for_many_shards_or_named(data_bin, hard, 
     else:
         assert done.returncode == 3, done.stderr
         assert "maps 24 files, but this process may open at most 100" in done.stdout
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (4, 1), (3, 8), (1, 2)])
+def test_a_sampled_mix_resumes_at_another_world_size_serving_the_rest_once(dataset, old, new):
+    def ranks(world):
+        return [multilingual_batches(dataset, BATCHES, SAMPLING, rank=r, world_size=world, collate=None,
+                                     cache_dir=False) for r in range(world)]
+
+    def drawn(iterators, steps=None):
+        out = Counter()
+        for it in iterators:
+            for batch in (it if steps is None else itertools.islice(it, steps)):
+                out.update(np.asarray(batch).tolist())
+        return out
+
+    whole = drawn(ranks(old))  # the epoch's sampled items (repeats of upsampled pairs included)
+    for step in range(1, ranks(old)[0].num_steps(1)):
+        before_its = ranks(old)
+        before = drawn(before_its, step)
+        after_its = ranks(new)
+        for it in after_its:
+            it.load_state_dict(before_its[0].state_dict())
+        rest = after_its[0].plan()
+        left_out = rest.stats.dropped.get("left_fewer_than_ranks", 0)
+        steps = {it.num_steps(1) for it in after_its}
+        after = drawn(after_its) if rest.num_steps else Counter()
+        assert len(steps) == 1, f"every rank runs the same number of steps, {old}->{new} at {step}"
+        assert sum((before + after).values()) + left_out == sum(whole.values())
+        assert not (before + after) - whole, "nothing drawn more often than the epoch's sample says"

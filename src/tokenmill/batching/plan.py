@@ -10,7 +10,7 @@ is derived from the cached batches in milliseconds and is never stored.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, ordered
 from tokenmill.batching.order import STEP_SHUFFLE, generator
 from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
+from tokenmill.errors import ConfigError
 
 PLAN_VERSION = 1
 """Bumped whenever a plan for the same inputs would come out different (invalidates caches)."""
@@ -280,8 +281,87 @@ class Planner:
         )
         return remember(self._memo, epoch, plan)
 
+    # ---------------------------------------------------------------- elastic resume
+    def for_world(self, world_size: int) -> Planner:
+        """The same planner for another number of ranks (same data, settings, sampler and cache)."""
+        if world_size == self.world_size:
+            return self
+        return Planner(self.sizes, self.config, world_size=world_size, data_fingerprint=self.data_fingerprint,
+                       pre_dropped=self.pre_dropped, cache=self.cache, keep_epochs=self.keep_epochs,
+                       sampler=self.sampler)
+
+    def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> EpochPlan:
+        """The plan of the rest of ``epoch`` for this planner's ranks, after ``segments``: (world size,
+        steps) pairs, the epoch's earlier parts in order, each run on another number of ranks.
+
+        The first part ran the epoch's own plan at its world size; every later part ran the plan of
+        the samples the parts before it had not served. What is left is planned again here (the same
+        cut, dealing and step shuffle as any plan, over the remaining samples), so over all parts
+        every kept sample of the epoch is served exactly once and every rank of each part runs the
+        same number of steps. A pure function of (data, settings, epoch, segments, world size),
+        cached like any plan.
+        """
+        if not segments:
+            return self.plan(epoch)
+        plan = self.for_world(int(segments[0][0])).plan(epoch)
+        for index, (world, steps) in enumerate(segments):
+            world, steps = int(world), int(steps)
+            if world != plan.world_size or not 0 <= steps <= plan.num_steps:
+                raise ConfigError(
+                    f"resume segments {list(segments)} do not fit epoch {epoch}: part {index} ran {steps} steps "
+                    f"at world size {world}, but its plan has {plan.num_steps} steps at world size {plan.world_size}"
+                )
+            next_world = int(segments[index + 1][0]) if index + 1 < len(segments) else self.world_size
+            key = fingerprint({"base": self.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
+                               "world": next_world, "v": PLAN_VERSION})
+            plan = self._remainder(plan, steps, epoch, next_world, key)
+        return plan
+
+    def _remainder(self, plan: EpochPlan, steps: int, epoch: int, world_size: int, key: str) -> EpochPlan:
+        """The plan of what ``plan`` had not served after ``steps`` steps, for ``world_size`` ranks."""
+
+        def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+            served = plan.schedule[:steps].ravel()
+            marks = np.zeros(len(plan.order) + 1, dtype=np.int64)  # +1 at a served batch's start, -1 at its stop
+            np.add.at(marks, plan.table.starts[served], 1)
+            np.add.at(marks, plan.table.stops[served], -1)
+            left = np.cumsum(marks[:-1]) == 0
+            ids = np.asarray(plan.order)[left]
+            if len(ids) < world_size:  # cannot give every rank a sample: the epoch ends here (counted)
+                empty = np.zeros(0, dtype=np.int64)
+                arrays = dict.fromkeys(_BATCH_ARRAYS, empty)
+                dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
+                return arrays, {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
+            return compute_sampled_batches(EpochSample(ids, self.item_sizes(ids, epoch)), self.config, epoch,
+                                           world_size)
+
+        (arrays, meta), cached = self.cache.epoch_arrays(key, epoch, build, self.keep_epochs)
+        table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
+        padded = padded_tokens(table, self.config.pad_to_multiple)
+        steps_table = schedule(padded, world_size, step_permutation(self.config, epoch, world_size)) if len(
+            table) else np.zeros((0, world_size), dtype=np.int64)
+        stats = self._stats(table, padded, steps_table, meta, cached, world_size)
+        return EpochPlan(epoch, world_size, arrays["order"], table, steps_table, stats)
+
+    def item_sizes(self, ids: np.ndarray, epoch: int) -> Sizes:
+        """The lengths of items ``ids`` (dataset ids; from the epoch's sample when there is a sampler)."""
+        if self.sampler is None:
+            assert self.sizes is not None
+            tgt = None if self.sizes.tgt is None else self.sizes.tgt[ids]
+            return Sizes(src=self.sizes.src[ids], tgt=tgt)
+        sample = self.sampler(epoch)
+        top = int(max(int(sample.ids.max(initial=0)), int(ids.max(initial=0)))) + 1
+        src = np.zeros(top, dtype=np.int32)
+        src[sample.ids] = sample.sizes.src
+        tgt = None
+        if sample.sizes.tgt is not None:
+            tgt = np.zeros(top, dtype=np.int32)
+            tgt[sample.ids] = sample.sizes.tgt
+        return Sizes(src=src[ids], tgt=None if tgt is None else tgt[ids])
+
     def _stats(
-        self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool
+        self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool,
+        world_size: int | None = None,
     ) -> PlanStats:
         dropped = {**self.pre_dropped}
         for reason, count in meta["dropped"].items():
@@ -291,13 +371,14 @@ class Planner:
         tgt_tokens = int(table.sum_tgt.sum())
         padded_total = int(padded.sum())
         real = table.sum_src + table.sum_tgt
-        per_rank = [int(real[steps[:, r]].sum()) for r in range(self.world_size)]
+        world_size = self.world_size if world_size is None else world_size
+        per_rank = [int(real[steps[:, r]].sum()) for r in range(world_size)]
         return PlanStats(
             num_samples=int(table.rows.sum()),
             num_dropped=int(sum(dropped.values())),
             dropped=dropped,
             num_batches=len(table),
-            num_batches_per_rank=[len(steps)] * self.world_size,
+            num_batches_per_rank=[len(steps)] * world_size,
             src_tokens=src_tokens,
             tgt_tokens=tgt_tokens,
             padded_tokens=padded_total,

@@ -141,6 +141,14 @@ class SampledPlanner:
         """The batches of training epoch ``epoch`` and their steps on every rank."""
         return self.planner.plan(epoch)
 
+    def for_world(self, world_size: int) -> Planner:
+        """The planner of the same mix for another number of ranks (elastic resume)."""
+        return self.planner.for_world(world_size)
+
+    def plan_after(self, epoch: int, segments: list[tuple[int, int]]) -> EpochPlan:
+        """The rest of ``epoch``'s mix after parts run at other world sizes (see ``Planner.plan_after``)."""
+        return self.planner.plan_after(epoch, segments)
+
     # ---------------------------------------------------------------- the epoch's mix
     def position(self, epoch: int) -> tuple[int, int]:
         """(data pass, slice) of training epoch ``epoch``: the pass (1-based) decides the shards.

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tokenmill._core.temperature import temperature_probabilities as temperature_probabilities  # re-exported
 from tokenmill._core.temperature import temperature_ratios
 from tokenmill.batching.order import generator
 from tokenmill.errors import ConfigError

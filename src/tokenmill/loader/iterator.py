@@ -128,11 +128,17 @@ class BatchIterator:
         self.epoch = epoch
         self.step = 0
         self.consumed = 0
+        self.segments: list[tuple[int, int]] = []
+        """Earlier parts of the current epoch run at other world sizes: (world size, steps) each (elastic
+        resume); the current epoch then follows the plan of what they left, for this world size."""
 
     # ---------------------------------------------------------------- plans and batches
     def plan(self, epoch: int | None = None) -> PlanLike:
-        """The plan of ``epoch`` (default: the current one)."""
-        return self.planner.plan(self.epoch if epoch is None else epoch)
+        """The plan of ``epoch`` (default: the current one; after an elastic resume, the rest of it)."""
+        epoch = self.epoch if epoch is None else epoch
+        if self.segments and epoch == self.epoch:
+            return self.planner.plan_after(epoch, self.segments)  # type: ignore[attr-defined]
+        return self.planner.plan(epoch)
 
     def num_steps(self, epoch: int | None = None) -> int:
         """Batches this rank runs in ``epoch``."""
@@ -167,11 +173,13 @@ class BatchIterator:
             raise TokenmillError(f"step {step} is outside epoch {epoch}, which has {steps} steps on this rank")
         if step == steps:
             epoch, step = epoch + 1, 0
+        if epoch != self.epoch:
+            self.segments = []
         self.epoch, self.step = epoch, step
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first batch."""
-        self.epoch, self.step = epoch, 0
+        self.epoch, self.step, self.segments = epoch, 0, []
 
     def end_of_epoch(self) -> bool:
         """Whether the current epoch has no batch left."""
@@ -211,7 +219,7 @@ class BatchIterator:
                     self.consumed += stop - self.step
                     self.step = stop
                     yield group
-            self.epoch, self.step = self.epoch + 1, 0
+            self.epoch, self.step, self.segments = self.epoch + 1, 0, []
             if not self.infinite:
                 return
 
@@ -221,9 +229,9 @@ class BatchIterator:
 
         After the last batch of an epoch the position is the start of the next epoch.
         """
-        epoch, step = self.epoch, self.step
+        epoch, step, segments = self.epoch, self.step, self.segments
         if step >= self.num_steps(epoch):
-            epoch, step = epoch + 1, 0
+            epoch, step, segments = epoch + 1, 0, []
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -231,13 +239,18 @@ class BatchIterator:
             "step": step,
             "consumed": self.consumed,
             "world_size": self.world_size,
+            "segments": [[int(w), int(n)] for w, n in segments],
             "data": self.dataset.fingerprint(),
             "config": self.config.to_dict(),
             "fingerprint": self.planner.fingerprint,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume at a saved position, refusing a state saved for other data, settings or world size."""
+        """Resume at a saved position, refusing a state saved for other data or settings.
+
+        A state saved at another world size resumes elastically: the rest of its epoch is planned
+        again for this world size (each remaining sample once, equal steps on every rank) and the
+        next epochs follow this world size's plan."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise TokenmillError('not a tokenmill batch iterator state (no "format": "tokenmill.batches")')
         if state.get("version") != STATE_VERSION:
@@ -259,16 +272,26 @@ class BatchIterator:
         ]
         if changed:
             problems.append("batching settings changed (" + "; ".join(changed) + ")")
-        if state.get("world_size") != self.world_size:
-            problems.append(f"world_size changed: {state.get('world_size')} -> {self.world_size}")
-        if not problems and state.get("fingerprint") != self.planner.fingerprint:
+        saved_world = int(state.get("world_size") or 0)
+        elastic = hasattr(self.planner, "plan_after") and hasattr(self.planner, "for_world")
+        if saved_world != self.world_size and not elastic:
+            problems.append(
+                f"world_size changed: {saved_world} -> {self.world_size} (this planner cannot re-plan an epoch)"
+            )
+        planned = self.planner.for_world(saved_world) if elastic and saved_world >= 1 else self.planner  # type: ignore[attr-defined]
+        if not problems and state.get("fingerprint") != planned.fingerprint:
             problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
         if problems:
             raise TokenmillError(
                 "cannot resume: " + "; ".join(problems) + ". Resuming would silently change the batch order; "
                 "restore the original data/settings, or start the data iterator afresh (without its saved state)"
             )
-        self.seek(int(state["epoch"]), int(state["step"]))
+        epoch, step = int(state["epoch"]), int(state["step"])
+        segments = [(int(w), int(n)) for w, n in state.get("segments") or []]
+        if saved_world != self.world_size and (step or segments):
+            segments, step = [*segments, (saved_world, step)], 0
+        self.epoch, self.segments = epoch, segments
+        self.seek(epoch, step)
         self.consumed = int(state.get("consumed", 0))
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
@@ -285,6 +308,7 @@ class BatchIterator:
             "cache_dir": self.cache_dir,
             "planner": None if isinstance(self.planner, Planner) else self.planner,
             "position": (self.epoch, self.step, self.consumed),
+            "segments": self.segments,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -301,3 +325,4 @@ class BatchIterator:
             planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
+        self.segments = list(state.get("segments") or [])
