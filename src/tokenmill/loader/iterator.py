@@ -129,14 +129,15 @@ class BatchIterator:
         self.step = 0
         self.consumed = 0
         self.segments: list[tuple[int, int]] = []
-        """Earlier parts of the current epoch run at other world sizes: (world size, steps) each (elastic
-        resume); the current epoch then follows the plan of what they left, for this world size."""
+        """Earlier parts of epoch ``segments_epoch`` run at other world sizes: (world size, steps) each
+        (elastic resume); that epoch follows the plan of what they left, for this world size."""
+        self.segments_epoch = epoch
 
     # ---------------------------------------------------------------- plans and batches
     def plan(self, epoch: int | None = None) -> PlanLike:
         """The plan of ``epoch`` (default: the current one; after an elastic resume, the rest of it)."""
         epoch = self.epoch if epoch is None else epoch
-        if self.segments and epoch == self.epoch:
+        if self.segments and epoch == self.segments_epoch:
             return self.planner.plan_after(epoch, self.segments)  # type: ignore[attr-defined]
         return self.planner.plan(epoch)
 
@@ -173,8 +174,6 @@ class BatchIterator:
             raise TokenmillError(f"step {step} is outside epoch {epoch}, which has {steps} steps on this rank")
         if step == steps:
             epoch, step = epoch + 1, 0
-        if epoch != self.epoch:
-            self.segments = []
         self.epoch, self.step = epoch, step
 
     def set_epoch(self, epoch: int) -> None:
@@ -219,7 +218,7 @@ class BatchIterator:
                     self.consumed += stop - self.step
                     self.step = stop
                     yield group
-            self.epoch, self.step, self.segments = self.epoch + 1, 0, []
+            self.epoch, self.step = self.epoch + 1, 0
             if not self.infinite:
                 return
 
@@ -229,9 +228,10 @@ class BatchIterator:
 
         After the last batch of an epoch the position is the start of the next epoch.
         """
-        epoch, step, segments = self.epoch, self.step, self.segments
+        epoch, step = self.epoch, self.step
         if step >= self.num_steps(epoch):
-            epoch, step, segments = epoch + 1, 0, []
+            epoch, step = epoch + 1, 0
+        segments = self.segments if epoch == self.segments_epoch else []
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -290,7 +290,7 @@ class BatchIterator:
         segments = [(int(w), int(n)) for w, n in state.get("segments") or []]
         if saved_world != self.world_size and (step or segments):
             segments, step = [*segments, (saved_world, step)], 0
-        self.epoch, self.segments = epoch, segments
+        self.epoch, self.segments, self.segments_epoch = epoch, segments, epoch
         self.seek(epoch, step)
         self.consumed = int(state.get("consumed", 0))
 
@@ -308,7 +308,7 @@ class BatchIterator:
             "cache_dir": self.cache_dir,
             "planner": None if isinstance(self.planner, Planner) else self.planner,
             "position": (self.epoch, self.step, self.consumed),
-            "segments": self.segments,
+            "segments": (self.segments_epoch, self.segments),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -325,4 +325,5 @@ class BatchIterator:
             planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
-        self.segments = list(state.get("segments") or [])
+        self.segments_epoch, segments = state.get("segments") or (self.epoch, [])
+        self.segments = list(segments)
