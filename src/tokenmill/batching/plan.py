@@ -303,7 +303,8 @@ class Planner:
         """
         if not segments:
             return self.plan(epoch)
-        plan = self.for_world(int(segments[0][0])).plan(epoch)
+        first = self.for_world(int(segments[0][0]))
+        plan = first.plan(epoch)
         for index, (world, steps) in enumerate(segments):
             world, steps = int(world), int(steps)
             if world != plan.world_size or not 0 <= steps <= plan.num_steps:
@@ -312,7 +313,7 @@ class Planner:
                     f"at world size {world}, but its plan has {plan.num_steps} steps at world size {plan.world_size}"
                 )
             next_world = int(segments[index + 1][0]) if index + 1 < len(segments) else self.world_size
-            key = fingerprint({"base": self.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
+            key = fingerprint({"base": first.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
                                "world": next_world, "v": PLAN_VERSION})
             plan = self._remainder(plan, steps, epoch, next_world, key)
         return plan
