@@ -19,6 +19,7 @@ from tokenmill import __version__
 from tokenmill.commands.batches import batches
 from tokenmill.commands.inspect import inspect
 from tokenmill.commands.prepare import prepare_command
+from tokenmill.commands.report import report as report_command
 from tokenmill.commands.verify import verify
 from tokenmill.errors import TokenmillError
 
@@ -102,7 +103,7 @@ def cli() -> None:
     """
 
 
-for _command in (prepare_command, verify, batches, inspect):
+for _command in (prepare_command, verify, inspect, batches, report_command):
     if not _command.short_help and _command.help:  # the whole first paragraph, not click's 45 characters
         _command.short_help = _one_line(_command.help.split("\n\n", 1)[0])
     cli.add_command(_command)

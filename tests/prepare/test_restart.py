@@ -34,7 +34,7 @@ def run_prepare(config_path, crash_at=None):
     env.pop("TOKENMILL_CRASH_AT", None)
     if crash_at:
         env["TOKENMILL_CRASH_AT"] = crash_at
-    return subprocess.run([sys.executable, "-m", "tokenmill", "prepare", "-c", str(config_path), "-q"],
+    return subprocess.run([sys.executable, "-m", "tokenmill", "prepare", "-c", str(config_path), "-q", "--no-report"],
                           env=env, capture_output=True, text=True)
 
 

@@ -23,6 +23,7 @@ import click
 
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, flag_name
+from tokenmill.report import write_report
 from tokenmill.settings import click_type, hints, is_sequence
 
 _SECTION = re.compile(r"#\s*----\s+(\w.*)")
@@ -131,7 +132,7 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
 _OPTIONS = _options()
 
 
-def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, **given: Any) -> None:
+def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, report: bool, **given: Any) -> None:
     settings: dict[str, Any] = load_yaml(config_path) if config_path else {}
     overrides: dict[str, Any] = {}
     for _, name, group in _OPTIONS:
@@ -156,6 +157,10 @@ def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, **giv
         click.echo(summary.report())
         click.echo(f"done in {elapsed:.1f}s: {len(summary.ran)} stages ran, {len(summary.skipped)} up to date; "
                    f"output in {config.destdir}")
+    if report:
+        page, _ = write_report(config.destdir)
+        if not quiet and not as_json:
+            click.echo(f"report: {page} (open it in a browser)")
 
 
 prepare_command = _SectionedCommand(
@@ -169,6 +174,8 @@ prepare_command = _SectionedCommand(
         _Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
         _Option(["-q", "--quiet"], is_flag=True, help="No progress bars or logs; errors still print."),
         _Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),
+        _Option(["--report/--no-report"], default=True, show_default=True,
+                help="Write report.html into the output directory at the end (see tokenmill report)."),
     ],
     short_help="Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.",
     help=(

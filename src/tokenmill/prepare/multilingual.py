@@ -38,7 +38,7 @@ from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
 from tokenmill.prepare.tokenizing import piece_lookup
 from tokenmill.store.format import token_dtype
-from tokenmill.store.layout import SHARED_DICT, dict_name
+from tokenmill.store.layout import SHARED_DICT, dict_name, dropped_path
 from tokenmill.store.manifest import file_checksum
 from tokenmill.text import open_source
 from tokenmill.vocab.dictionary import Dictionary
@@ -111,6 +111,9 @@ class DirectionPipeline(Pipeline):
 
     def ids_prefix(self, split: str, lang: str) -> Path:
         return self.work / "ids" / self.direction / f"{split}.{lang}"
+
+    def dropped_path(self, split: str) -> Path:
+        return dropped_path(self.root, split, self.direction)
 
     def model_path(self, lang: str) -> Path:
         return self.parent.spm_path

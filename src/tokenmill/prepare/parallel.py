@@ -16,6 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 import numpy as np
 
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
+from tokenmill.text.drop_sample import DropSample
 from tokenmill.text.readers import Chunk
 from tokenmill.text.stats import StepStats
 
@@ -27,12 +28,13 @@ def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
     _worker_cleaner = Cleaner(config, leakage)
 
 
-def _local(chunk: Chunk) -> tuple[Chunk, np.ndarray, dict[str, dict[str, int]]]:
+def _local(chunk: Chunk) -> tuple[Chunk, np.ndarray, dict[str, dict[str, int]], DropSample]:
     cleaner = _worker_cleaner
     assert cleaner is not None, "worker not initialized"
     cleaner.stats = {name: StepStats(name) for name in cleaner.stats}
+    cleaner.dropped = cleaner.new_drop_sample()  # this chunk's drops; the parent merges them like the stats
     cleaned, keys = cleaner.local(chunk)
-    return cleaned, keys, {name: dict(s.counts) for name, s in cleaner.stats.items()}
+    return cleaned, keys, {name: dict(s.counts) for name, s in cleaner.stats.items()}, cleaner.dropped
 
 
 def clean_chunks(
@@ -64,7 +66,8 @@ def clean_chunks(
             if not pending:
                 break
             n_read, future = pending.popleft()
-            cleaned, keys, counts = future.result()
+            cleaned, keys, counts, dropped = future.result()
             for name, values in counts.items():
                 cleaner.stats[name].merge(StepStats(name, values))
+            cleaner.dropped.merge(dropped)
             yield n_read, cleaner.dedup(cleaned, keys)

@@ -60,7 +60,15 @@ from tokenmill.prepare.tokenizing import (
 )
 from tokenmill.store import IndexedDataset, IndexedWriter
 from tokenmill.store.format import token_dtype
-from tokenmill.store.layout import SHARD_GLOB, align_name, dict_name, megatron_name, shard_dir, store_name
+from tokenmill.store.layout import (
+    SHARD_GLOB,
+    align_name,
+    dict_name,
+    dropped_path,
+    megatron_name,
+    shard_dir,
+    store_name,
+)
 from tokenmill.store.manifest import build_manifest, file_checksum
 from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
@@ -341,13 +349,19 @@ class Pipeline:
                 kept += len(cleaned)
                 bar.update(n_read)
                 _crash_point(f"clean.{split}:midway")
+        dropped = self.dropped_path(split)
+        cleaner.dropped.write(dropped)
         read = Counter(source.stats.counts)
         if cfg.documents == "blank-line":
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
         stats = {"read": dict(read)}
         stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
         stats["kept"] = {"pairs" if tgt_files is not None or cfg.input_format != "text" else "lines": kept}
-        return outputs + ([align_out] if align_out else []), {"stats": stats, "kept": kept}
+        return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
+
+    def dropped_path(self, split: str) -> Path:
+        """The sample of what cleaning dropped in ``split`` (read by ``tokenmill report``)."""
+        return dropped_path(self.root, split)
 
     # ---------------------------------------------------------------- stage 2: tokenizer
     def model_path(self, lang: str) -> Path:

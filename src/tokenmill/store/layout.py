@@ -10,6 +10,7 @@ Translation stores follow fairseq-preprocess: ``{split}.{src}-{tgt}.{lang}`` wit
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 SHARD_GLOB = "shard[0-9][0-9][0-9]"
 SHARED_DICT = "dict.txt"
@@ -45,3 +46,10 @@ def shard_index(name: str) -> int | None:
     """The number of a ``shardNNN`` folder name, else None."""
     match = _SHARD.fullmatch(name)
     return int(match.group(1)) if match else None
+
+
+def dropped_path(root: str | Path, split: str, direction: str | None = None) -> Path:
+    """Where prepare keeps the sample of what cleaning dropped in one split (of one direction):
+    ``.work/dropped/[{direction}/]{split}.json`` (work files: not data, not in the manifest)."""
+    base = Path(root) / ".work" / "dropped"
+    return (base / direction / f"{split}.json") if direction else (base / f"{split}.json")

@@ -23,11 +23,13 @@ from tokenmill.store.meaning import check_meaning, check_special_ids, vocabulary
 from tokenmill.store.reader import IndexedDataset
 
 MANIFEST_NAME = "manifest.json"
+REPORT_NAME = "report.html"
+"""``tokenmill report``'s page, written into the directory it describes (not data: not listed)."""
 FORMAT_VERSION = 1
 CHECKSUM_ALGORITHM = "xxh3_128"
 _HASH_CHUNK = 8 << 20
 # Files and folders that are not data: caches rebuilt on demand, locks, the manifest itself.
-_IGNORED_NAMES = {MANIFEST_NAME, ".cache", ".lock", ".state", ".work"}
+_IGNORED_NAMES = {MANIFEST_NAME, REPORT_NAME, ".cache", ".lock", ".state", ".work"}
 
 
 def file_checksum(path: str | os.PathLike[str]) -> str:

@@ -9,16 +9,26 @@ The work splits in two so it can run on several processes without changing the r
 ``cleaner(chunk)`` does both, for single-process use. Counters go to ``cleaner.stats`` (one
 :class:`StepStats` per step: ``normalize``, ``filter``, ``leakage``, ``dedup``); workers' stats are
 merged with :func:`tokenmill.text.stats.merge_all`.
+
+What each step dropped is also sampled into ``cleaner.dropped`` (a
+:class:`~tokenmill.text.drop_sample.DropSample`, reasons = the filter steps, ``leakage``, ``dedup``):
+a few items per reason chosen by a hash of their line number, so the sample does not depend on
+chunking or workers. A worker's per-chunk sample merges into the parent's with
+``cleaner.dropped.merge(sample)``, like the stats. :meth:`Cleaner.local` returns a
+:class:`CleanChunk` that carries the line numbers of its kept items, which is how
+:meth:`Cleaner.dedup` names the lines of the duplicates it drops.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from itertools import compress
 
 import numpy as np
 
 from tokenmill.text.dedup import Deduplicator, LeakageFilter, pair_hashes, side_hashes
+from tokenmill.text.drop_sample import DEFAULT_SIZE, DropSample
 from tokenmill.text.filters import FilterConfig, PairFilter
 from tokenmill.text.normalize import Normalizer
 from tokenmill.text.readers import Chunk
@@ -34,31 +44,110 @@ class CleanConfig:
     dedup: bool = True  # drop exact duplicate pairs (first occurrence kept)
 
 
-class Cleaner:
-    """Applies a :class:`CleanConfig` to chunks; ``leakage`` (optional) holds the held-out sets."""
+@dataclass
+class CleanChunk(Chunk):
+    """A chunk after :meth:`Cleaner.local`: also the 1-based line number of each kept item."""
 
-    def __init__(self, config: CleanConfig | None = None, leakage: LeakageFilter | None = None) -> None:
+    numbers: np.ndarray | None = None
+    """int64 line numbers (``start + position + 1`` in the chunk as read) of ``src[i]``/``tgt[i]``."""
+
+
+# Settings that switch each filter step on, with its thresholds (used to tell why a pair was dropped).
+_STEP_FIELDS = {
+    "empty": ("drop_empty",),
+    "chars": ("min_chars", "max_chars"),
+    "tokens": ("min_tokens", "max_tokens"),
+    "ratio": ("max_ratio", "ratio_unit"),
+    "identical": ("drop_identical",),
+    "nonletter": ("max_nonletter",),
+    "script": ("src_script", "tgt_script", "min_script_fraction"),
+    "langid": ("src_lang", "tgt_lang", "langid_candidates"),
+}
+
+
+class Cleaner:
+    """Applies a :class:`CleanConfig` to chunks; ``leakage`` (optional) holds the held-out sets.
+
+    ``sample_size``: dropped items kept per reason in ``self.dropped`` (0: none, no extra work).
+    """
+
+    def __init__(
+        self, config: CleanConfig | None = None, leakage: LeakageFilter | None = None, sample_size: int = DEFAULT_SIZE
+    ) -> None:
         self.config = config or CleanConfig()
         self.filter = PairFilter(self.config.filters)
         self.leakage = leakage
         self.deduplicator = Deduplicator() if self.config.dedup else None
         self.stats = {name: StepStats(name) for name in ("normalize", "filter", "leakage", "dedup")}
+        self.sample_size = sample_size
+        self.dropped = DropSample(sample_size)
+        self._single_step: dict[str, PairFilter] = {}
 
-    def local(self, chunk: Chunk) -> tuple[Chunk, np.ndarray]:
+    def new_drop_sample(self) -> DropSample:
+        """An empty sample with this cleaner's settings (a worker starts one per chunk, like its stats)."""
+        return DropSample(self.sample_size, self.dropped.seed)
+
+    def local(self, chunk: Chunk) -> tuple[CleanChunk, np.ndarray]:
         """Normalize, filter and leak-check one chunk; returns it with the dedup keys of its items."""
         norm = self.config.normalize
         src = norm(chunk.src, self.stats["normalize"])
         tgt = None if chunk.tgt is None else norm(chunk.tgt, self.stats["normalize"])
         collapsed = norm.collapse_whitespace
-        keep = self.filter(src, tgt, stats=self.stats["filter"], collapsed=collapsed).keep
+        result = self.filter(src, tgt, stats=self.stats["filter"], collapsed=collapsed)
+        keep = result.keep
+        sampling = self.sample_size > 0
+        if sampling and not keep.all():
+            for reason, where in self._filter_reasons(src, tgt, np.flatnonzero(~keep), result.counts, collapsed):
+                self.dropped.add(reason, chunk.start + where + 1, src, tgt, where)
         if self.leakage is not None:
             idx = np.flatnonzero(keep)
             kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
-            keep[idx[~self.leakage(kept_src, kept_tgt, self.stats["leakage"])]] = False
+            leaked = idx[~self.leakage(kept_src, kept_tgt, self.stats["leakage"])]
+            keep[leaked] = False
+            if sampling and len(leaked):
+                self.dropped.add("leakage", chunk.start + leaked + 1, src, tgt, leaked)
+        numbers = chunk.start + np.flatnonzero(keep) + 1 if sampling else None
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         keys = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
-        return Chunk(chunk.start, chunk.n_read, src, tgt, extra), keys
+        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers), keys
+
+    def _filter_reasons(
+        self,
+        src: Sequence[str],
+        tgt: Sequence[str] | None,
+        dropped: np.ndarray,
+        counts: dict[str, int],
+        collapsed: bool,
+    ) -> list[tuple[str, np.ndarray]]:
+        """Which step dropped each of the ``dropped`` positions: the first step (in filter order)
+        that rejects it, found by running each step alone on the drops not yet explained. The last
+        step that dropped anything takes the rest without running (so language-ID never runs twice)."""
+        steps = [step for step in self.filter.steps if counts.get(step, 0)]
+        out: list[tuple[str, np.ndarray]] = []
+        remaining = dropped
+        for i, step in enumerate(steps):
+            if not len(remaining):
+                break
+            if i == len(steps) - 1:
+                out.append((step, remaining))
+                break
+            picked = remaining.tolist()
+            sub_src = [src[j] for j in picked]
+            sub_tgt = None if tgt is None else [tgt[j] for j in picked]
+            bad = ~self._step_filter(step)(sub_src, sub_tgt, collapsed=collapsed).keep
+            out.append((step, remaining[bad]))
+            remaining = remaining[~bad]
+        return out
+
+    def _step_filter(self, step: str) -> PairFilter:
+        """A filter that runs ``step`` alone, with this cleaner's thresholds."""
+        if step not in self._single_step:
+            config = self.config.filters
+            off = FilterConfig(drop_empty=False)
+            only = {name: getattr(config, name) for name in _STEP_FIELDS[step]}
+            self._single_step[step] = PairFilter(replace(off, **only))
+        return self._single_step[step]
 
     def dedup(self, chunk: Chunk, keys: np.ndarray) -> Chunk:
         """Drop items seen before (call in input order, in one process)."""
@@ -67,9 +156,13 @@ class Cleaner:
         keep = self.deduplicator.keep_first(keys, self.stats["dedup"])
         if keep.all():
             return chunk
+        numbers = getattr(chunk, "numbers", None)
+        if numbers is not None and self.sample_size:
+            gone = np.flatnonzero(~keep)
+            self.dropped.add("dedup", numbers[gone], chunk.src, chunk.tgt, gone)
         src, tgt = _pick(chunk.src, keep), (None if chunk.tgt is None else _pick(chunk.tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
-        return Chunk(chunk.start, chunk.n_read, src, tgt, extra)
+        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, None if numbers is None else numbers[keep])
 
     def __call__(self, chunk: Chunk) -> Chunk:
         return self.dedup(*self.local(chunk))
@@ -79,4 +172,4 @@ def _pick(items: list[str], keep: np.ndarray) -> list[str]:
     return list(compress(items, keep.tolist()))
 
 
-__all__ = ["CleanConfig", "Cleaner"]
+__all__ = ["CleanChunk", "CleanConfig", "Cleaner"]

@@ -1,0 +1,248 @@
+"""Section 2 of the report: per split and language, what the stored items look like.
+
+Lengths come from the index arrays only (``sizes``: tokens per item, ``</s>`` included), so they
+cost O(items) however many tokens there are. Token frequencies read tokens: a seeded sample of
+whole items, at most ``budget`` tokens per store (every token when the store is smaller, and then
+the counts are exact). The per-language counts the pipeline recorded (sentences, tokens, ``<unk>``)
+are copied from the manifest's summary and checked against the stores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokenmill.report.layout import DataDir, Part
+from tokenmill.store.meaning import vocabulary_symbols
+from tokenmill.store.reader import IndexedDataset
+
+PERCENTILES = (50, 90, 95, 99, 99.9)
+HISTOGRAM_BINS = 80
+JOINT_BINS = 60
+JOINT_QUANTILE = 99.5
+OFF_DIAGONAL_RATIO = 3.0
+TOP_TOKENS = 15
+
+
+def length_summary(sizes: np.ndarray) -> dict[str, Any]:
+    """Count, min, max, mean and :data:`PERCENTILES` of item lengths."""
+    if not len(sizes):
+        return {"count": 0, "min": 0, "max": 0, "mean": 0.0, "percentiles": {str(q): 0 for q in PERCENTILES}}
+    values = np.percentile(sizes, PERCENTILES, method="lower")
+    return {
+        "count": len(sizes),
+        "min": int(sizes.min()),
+        "max": int(sizes.max()),
+        "mean": float(sizes.mean(dtype=np.float64)),
+        "percentiles": {str(q): int(v) for q, v in zip(PERCENTILES, values, strict=True)},
+    }
+
+
+def bin_width(largest: int, bins: int) -> int:
+    """Integer bin width so that lengths 0..largest fit in at most ``bins`` bins."""
+    return max(1, -(-(int(largest) + 1) // bins))
+
+
+def length_histogram(sizes: np.ndarray, bins: int = HISTOGRAM_BINS) -> dict[str, Any]:
+    """Items per length bin ``[k*width, (k+1)*width)``, from length 0 to the longest item."""
+    largest = int(sizes.max()) if len(sizes) else 0
+    width = bin_width(largest, bins)
+    counts = np.bincount(np.asarray(sizes, dtype=np.int64) // width, minlength=largest // width + 1)
+    return {"width": width, "edges": (np.arange(len(counts) + 1) * width).tolist(), "counts": counts.tolist()}
+
+
+def joint_histogram(src: np.ndarray, tgt: np.ndarray, bins: int = JOINT_BINS) -> dict[str, Any]:
+    """Pairs per (source length, target length) cell, both axes to the same limit (the
+    :data:`JOINT_QUANTILE` percentile of either side), so the diagonal is where equal lengths lie;
+    longer items are counted in the last row or column. ``counts[t][s]``: target bin t, source bin s."""
+    if not len(src):
+        return {"limit": 1, "width": 1, "bins": 1, "counts": [[0]], "clipped": 0, "off_diagonal": 0,
+                "off_diagonal_share": 0.0, "correlation": None}
+    limit = int(max(np.percentile(src, JOINT_QUANTILE), np.percentile(tgt, JOINT_QUANTILE), 1))
+    width = bin_width(limit, bins)
+    n = limit // width + 1
+    s = np.minimum(np.asarray(src, dtype=np.int64) // width, n - 1)
+    t = np.minimum(np.asarray(tgt, dtype=np.int64) // width, n - 1)
+    counts = np.bincount(t * n + s, minlength=n * n).reshape(n, n)
+    a, b = np.asarray(src, dtype=np.float64), np.asarray(tgt, dtype=np.float64)
+    lo, hi = np.maximum(np.minimum(a, b), 1.0), np.maximum(a, b)
+    off = int(np.count_nonzero(hi > OFF_DIAGONAL_RATIO * lo))
+    correlation = float(np.corrcoef(a, b)[0, 1]) if len(a) > 1 and a.std() > 0 and b.std() > 0 else None
+    return {
+        "limit": limit, "width": width, "bins": n, "counts": counts.tolist(),
+        "clipped": int(np.count_nonzero((src > limit) | (tgt > limit))),
+        "off_diagonal": off, "off_diagonal_share": off / len(src), "correlation": correlation,
+    }
+
+
+def token_counts(
+    stores: list[IndexedDataset], vocab_size: int, budget: int, rng: np.random.Generator
+) -> tuple[np.ndarray, int, bool]:
+    """Token frequencies of a seeded sample of whole items, about ``budget`` tokens over all the
+    stores (in proportion to their tokens). Returns (counts per id, tokens counted, exact) where
+    ``exact`` means every token was counted."""
+    total = sum(s.num_tokens for s in stores)
+    counts = np.zeros(max(vocab_size, 1), dtype=np.int64)
+    counted = 0
+    exact = total <= budget
+    for store in stores:
+        if not store.num_tokens:
+            continue
+        if exact:
+            tokens = np.asarray(store.tokens)
+        else:
+            share = budget * store.num_tokens / total
+            wanted = max(1, min(len(store), round(share * len(store) / store.num_tokens)))
+            ids = np.sort(rng.choice(len(store), size=wanted, replace=False))
+            tokens, _ = store.gather(ids)
+        found = np.bincount(tokens, minlength=len(counts))
+        if len(found) > len(counts):  # ids beyond the vocabulary (verify reports those)
+            counts = np.concatenate([counts, np.zeros(len(found) - len(counts), dtype=np.int64)])
+        counts[: len(found)] += found
+        counted += len(tokens)
+    return counts, counted, exact
+
+
+def display_symbol(symbol: str) -> str:
+    """A vocabulary symbol as text: SentencePiece's word-start mark becomes a space."""
+    return symbol.replace("\u2581", " ")
+
+
+class Vocabularies:
+    """Symbols of the vocabulary files the manifest names, loaded once each."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._loaded: dict[tuple[str, str], list[str] | None] = {}
+
+    def symbols(self, record: dict[str, Any]) -> list[str] | None:
+        """Symbols of a store's vocabulary (its manifest record), or None when it cannot be read."""
+        vocab, kind = record.get("vocab"), record.get("vocab_kind")
+        if not isinstance(vocab, str) or not isinstance(kind, str):
+            return None
+        key = (vocab, kind)
+        if key not in self._loaded:
+            try:
+                self._loaded[key] = vocabulary_symbols(self.root / vocab, kind)
+            except Exception:  # a report shows what it can; verify names broken vocabularies
+                self._loaded[key] = None
+        return self._loaded[key]
+
+
+def side_numbers(
+    stores: list[IndexedDataset],
+    symbols: list[str] | None,
+    vocab_size: int,
+    skip_ids: set[int],
+    budget: int,
+    rng: np.random.Generator,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """One language of one part: counts, lengths, histogram, top tokens and unused vocabulary."""
+    sizes = np.concatenate([s.sizes for s in stores]) if stores else np.zeros(0, np.int32)
+    counts, counted, exact = token_counts(stores, vocab_size, budget, rng)
+    order = np.argsort(-counts, kind="stable")
+    top = []
+    for token_id in order[: TOP_TOKENS + len(skip_ids)].tolist():
+        if token_id in skip_ids or counts[token_id] == 0:
+            continue
+        symbol = symbols[token_id] if symbols is not None and token_id < len(symbols) else str(token_id)
+        top.append({"id": token_id, "symbol": symbol, "text": display_symbol(symbol),
+                    "count": int(counts[token_id]), "share": float(counts[token_id] / max(counted, 1))})
+        if len(top) == TOP_TOKENS:
+            break
+    size = vocab_size or len(counts)
+    unused = int(np.count_nonzero(counts[:size] == 0))
+    return {
+        "items": len(sizes),
+        "tokens": int(sizes.sum(dtype=np.int64)),
+        "lengths": length_summary(sizes),
+        "histogram": length_histogram(sizes),
+        "top_tokens": top,
+        "sampled_tokens": counted,
+        "sample_exact": exact,
+        "vocab_size": size,
+        "unused": unused,
+        "unused_share": unused / size if size else 0.0,
+    }, sizes
+
+
+def summary_langs(data: DataDir, part: Part) -> dict[str, Any]:
+    """The per-language counts ``prepare`` recorded for this part (empty when there are none)."""
+    summary = data.manifest.summary
+    if part.direction and isinstance(summary.get("directions"), dict):
+        summary = summary["directions"].get(part.direction) or {}
+    split = (summary.get("splits") or {}).get(part.split) or {}
+    return split.get("langs") or {}
+
+
+def part_numbers(
+    data: DataDir, part: Part, vocabularies: Vocabularies, budget: int, seed: int
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Every number of section 2 for one part; also the length arrays of its sides (for later sections)."""
+    rng = np.random.default_rng(seed)
+    special = data.manifest.vocab.get("special") or {}
+    if not special and isinstance(data.manifest.summary.get("vocab"), dict):
+        special = data.manifest.summary["vocab"].get("special") or {}
+    recorded = summary_langs(data, part)
+    sides: dict[str, Any] = {}
+    lengths: dict[str, np.ndarray] = {}
+    checks: list[str] = []
+    for lang in part.langs:
+        prefixes = part.stores.get(lang, [])
+        stores = [IndexedDataset(data.root / p, check_pointers=False) for p in prefixes]
+        record = data.store(prefixes[0]) if prefixes else {}
+        symbols = vocabularies.symbols(record)
+        vocab_size = int(record.get("vocab_size") or (len(symbols) if symbols else 0))
+        eos = record.get("eos", special.get("eos"))
+        skip = {int(eos)} if isinstance(eos, int) else set()
+        numbers, sizes = side_numbers(stores, symbols, vocab_size, skip, budget, rng)
+        numbers["stores"] = prefixes
+        numbers["eos"] = eos
+        listed_items = sum(int(data.store(p).get("items", 0)) for p in prefixes)
+        listed_tokens = sum(int(data.store(p).get("tokens", 0)) for p in prefixes)
+        if (listed_items, listed_tokens) != (numbers["items"], numbers["tokens"]):
+            checks.append(f"{lang}: stores hold {numbers['items']} items / {numbers['tokens']} tokens, manifest "
+                          f"lists {listed_items} / {listed_tokens}")
+        info = recorded.get(lang) if isinstance(recorded, dict) else None
+        if isinstance(info, dict):
+            numbers["recorded"] = {k: info[k] for k in ("sentences", "tokens", "unk", "unk_percent", "shards")
+                                   if k in info}
+            if info.get("sentences") is not None and int(info["sentences"]) != numbers["items"]:
+                checks.append(f"{lang}: {numbers['items']} items stored, summary says {info['sentences']} sentences")
+            if info.get("tokens") is not None and int(info["tokens"]) != numbers["tokens"]:
+                checks.append(f"{lang}: {numbers['tokens']} tokens stored, summary says {info['tokens']}")
+        sides[lang] = numbers
+        lengths[lang] = sizes
+    out: dict[str, Any] = {
+        "key": f"{part.direction}/{part.split}" if data.kind == "multilingual" else part.split,
+        "split": part.split,
+        "direction": part.direction,
+        "langs": part.langs,
+        "shards": [s or "." for s in part.shards],
+        "items": sides[part.langs[0]]["items"] if part.langs else 0,
+        "sides": sides,
+        "checks": checks,
+    }
+    if part.paired and all(lang in lengths for lang in part.langs):
+        src, tgt = (lengths[lang] for lang in part.langs)
+        if len(src) == len(tgt):
+            out["joint"] = joint_histogram(src, tgt)
+        else:
+            checks.append(f"sides differ in length: {len(src)} vs {len(tgt)} items")
+    return out, lengths
+
+
+__all__ = [
+    "PERCENTILES",
+    "Vocabularies",
+    "display_symbol",
+    "joint_histogram",
+    "length_histogram",
+    "length_summary",
+    "part_numbers",
+    "side_numbers",
+    "summary_langs",
+    "token_counts",
+]

@@ -1,0 +1,130 @@
+"""What a prepared data directory holds, read from its ``manifest.json``: kind, splits, directions, shards.
+
+Every store the manifest lists is sorted into a :class:`Part` (one split of one direction, or of
+the monolingual corpus) whose sides list the store of each shard in shard order. Names follow
+:mod:`tokenmill.store.layout`: ``[shardNNN/]{split}.{src}-{tgt}.{lang}`` for pairs and
+``[shardNNN/]{split}`` for monolingual data; word-alignment stores are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+from tokenmill.store.manifest import Manifest, read_manifest
+
+Kind = Literal["pairs", "multilingual", "monolingual"]
+SPLIT_ORDER = ("train", "valid", "test")
+_PAIR = re.compile(r"^(?P<split>[^.]+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)$")
+_MONO = re.compile(r"^(?P<split>[^.]+)$")
+
+
+@dataclass
+class Part:
+    """One split of one direction (``direction`` None for monolingual data)."""
+
+    split: str
+    direction: str | None
+    langs: list[str]
+    """``[src, tgt]`` for pairs, ``[lang]`` (possibly ``""``) for monolingual data."""
+    stores: dict[str, list[str]] = field(default_factory=dict)
+    """Language -> relative store prefixes, one per shard folder, in shard order."""
+    shards: list[str] = field(default_factory=list)
+    """Shard folder of each store (``""`` for the directory itself)."""
+
+    @property
+    def paired(self) -> bool:
+        return len(self.langs) == 2
+
+
+@dataclass
+class DataDir:
+    """A prepared directory and its parts."""
+
+    root: Path
+    manifest: Manifest
+    kind: Kind
+    parts: list[Part]
+    directions: list[str]
+    """Direction names (``src-tgt``) for pairs, empty for monolingual data."""
+    shard_folders: list[str]
+    """``shardNNN`` folders in use (empty when the stores sit in the directory itself)."""
+
+    @property
+    def layout(self) -> str:
+        """Store layout of the data (``fairseq`` or ``megatron``; from the first store)."""
+        for store in self.manifest.stores.values():
+            return str(store.get("layout", "?"))
+        return "?"
+
+    def part(self, split: str, direction: str | None = None) -> Part | None:
+        for part in self.parts:
+            if part.split == split and (direction is None or part.direction == direction):
+                return part
+        return None
+
+    def store(self, prefix: str) -> dict[str, Any]:
+        """The manifest's record of one store."""
+        return self.manifest.stores.get(prefix, {})
+
+
+def split_rank(split: str) -> tuple[int, str]:
+    """Sort key: train, valid, test first, then the rest by name."""
+    return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
+
+
+def open_data_dir(directory: str | Path) -> DataDir:
+    """Read ``directory/manifest.json`` and sort its stores into parts (raises if there is none)."""
+    root = Path(directory)
+    manifest = read_manifest(root)
+    parts: dict[tuple[str | None, str], Part] = {}
+    folders: set[str] = set()
+    monolingual = False
+    for prefix in sorted(manifest.stores):
+        path = PurePosixPath(prefix)
+        folder = str(path.parent) if str(path.parent) != "." else ""
+        name = path.name
+        pair, mono = _PAIR.match(name), _MONO.match(name)
+        if pair:
+            direction = f"{pair['a']}-{pair['b']}"
+            key = (direction, pair["split"])
+            part = parts.setdefault(key, Part(pair["split"], direction, [pair["a"], pair["b"]]))
+            lang = pair["lang"]
+        elif mono:
+            monolingual = True
+            key = (None, mono["split"])
+            lang = _monolingual_lang(manifest)
+            part = parts.setdefault(key, Part(mono["split"], None, [lang]))
+        else:
+            continue  # alignments and anything else that is not a token store of a side
+        part.stores.setdefault(lang, []).append(prefix)
+        if folder not in part.shards:
+            part.shards.append(folder)
+        if folder:
+            folders.add(folder)
+    directions = sorted({p.direction for p in parts.values() if p.direction})
+    summary_directions = manifest.summary.get("directions")
+    if isinstance(summary_directions, dict) and summary_directions:
+        kind: Kind = "multilingual"
+        directions = [d for d in summary_directions if d in directions] + [
+            d for d in directions if d not in summary_directions
+        ]
+    elif monolingual and not directions:
+        kind = "monolingual"
+    else:
+        kind = "pairs"
+    ordered = sorted(
+        parts.values(),
+        key=lambda p: (directions.index(p.direction) if p.direction in directions else -1, split_rank(p.split)),
+    )
+    return DataDir(root, manifest, kind, ordered, directions, sorted(folders))
+
+
+def _monolingual_lang(manifest: Manifest) -> str:
+    lang = manifest.settings.get("source_lang")
+    return lang if isinstance(lang, str) else ""
+
+
+__all__ = ["DataDir", "Kind", "Part", "open_data_dir", "split_rank"]
