@@ -30,7 +30,7 @@ def _write(path: Path, text: str) -> None:
 @click.command("report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Where to write the page (default: DIRECTORY.report.html beside the directory).")
+              help="Where to write the page (default: DIRECTORY/report.html).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the numbers as one JSON object; the page is written only when -o is given too.")
 @click.option("--max-tokens", type=POSITIVE, default=4096, show_default=True,
