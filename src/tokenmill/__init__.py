@@ -1,4 +1,10 @@
-"""tokenmill: raw text to training-ready token data, served to training with exact resume."""
+"""tokenmill: raw text to training-ready token data, served to training with exact resume.
+
+The common jobs need only this module: ``tokenmill.prepare(...)``, ``tokenmill.open(path)``,
+``tokenmill.batches(...)`` (numpy) and ``tokenmill.loader(...)`` (PyTorch), with the configs they
+take. The modules below (``tokenmill.store``, ``.data``, ``.batching``, ``.loader``, ``.vocab``)
+stay available for everything else.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
 
@@ -7,4 +13,30 @@ try:
 except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__"]
+from tokenmill.batching.config import BatchConfig
+from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
+from tokenmill.data.multi_langtok import LangTokConfig
+from tokenmill.data.sampling import SamplingConfig
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
+from tokenmill.front import batches, loader, open, prepare
+from tokenmill.prepare import PrepareConfig, PrepareSummary
+from tokenmill.store import IndexedDataset
+
+__all__ = [
+    "BatchConfig",
+    "ConfigError",
+    "FormatError",
+    "GPTDataset",
+    "GPTDatasetConfig",
+    "IndexedDataset",
+    "LangTokConfig",
+    "PrepareConfig",
+    "PrepareSummary",
+    "SamplingConfig",
+    "TokenmillError",
+    "__version__",
+    "batches",
+    "loader",
+    "open",
+    "prepare",
+]

@@ -1,0 +1,126 @@
+"""The front door: the common jobs from ``import tokenmill``, without knowing the module tree.
+
+    import tokenmill
+    summary = tokenmill.prepare("examples/config.yaml", destdir="runs/bin")   # YAML, dict or PrepareConfig
+    data = tokenmill.open("runs/bin")                   # the right dataset for what the directory holds
+    for batch in tokenmill.batches(data, tokenmill.BatchConfig(max_tokens=4096)):   # numpy, exact state
+        ...
+    loader = tokenmill.loader(data, tokenmill.BatchConfig(max_tokens=4096))   # torch DataLoader, rank from
+                                                                              # torch.distributed
+The deep imports stay available; these functions only choose among them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tokenmill.batching.config import BatchConfig
+from tokenmill.data.multi_langtok import LangTokConfig
+from tokenmill.data.multi_pairs import MultiPairDataset
+from tokenmill.data.multi_planner import multilingual_batches
+from tokenmill.data.pairs import PairDataset
+from tokenmill.data.sampling import SamplingConfig
+from tokenmill.errors import ConfigError
+from tokenmill.loader.iterator import BatchIterator
+from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
+from tokenmill.prepare import prepare as run_prepare
+from tokenmill.store import IndexedDataset
+from tokenmill.store.layout import SHARD_GLOB
+from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
+
+Dataset = PairDataset | MultiPairDataset | IndexedDataset
+
+
+def prepare(
+    config: PrepareConfig | dict[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    progress: bool | None = None,
+    **settings: Any,
+) -> PrepareSummary:
+    """Run ``tokenmill prepare``: ``config`` is a :class:`PrepareConfig`, a mapping of settings or a YAML
+    file; keyword ``settings`` (the flag names with ``_``) override it. Everything is checked first."""
+    if isinstance(config, PrepareConfig):
+        if settings:
+            config = build_config({**config.to_dict(), **settings})
+        return run_prepare(config, force=force, progress=progress)
+    if isinstance(config, str | os.PathLike):
+        built = build_config(load_yaml(config), overrides=settings, config_file=config)
+    else:
+        built = build_config(dict(config or {}), overrides=settings)
+    return run_prepare(built, force=force, progress=progress)
+
+
+def open(path: str | os.PathLike[str] | list[str], split: str = "train", **options: Any) -> Dataset:
+    """The dataset a path holds: translation pairs of a prepared directory (:class:`PairDataset`), many
+    directions of an Open-NLLB ``data_bin``, a fairseq ``a:b:c`` string or a list of folders
+    (:class:`MultiPairDataset`), or one token store by its prefix (:class:`IndexedDataset`, e.g. a
+    Megatron ``*_text_document``). ``options`` go to the dataset's own ``from_dir``."""
+    if isinstance(path, list) or (isinstance(path, str) and ":" in path and not Path(path).exists()):
+        return MultiPairDataset.from_dir(path, split, **options)
+    root = Path(path)
+    if Path(f"{root}.idx").exists() or Path(f"{root}.bin").exists():
+        return IndexedDataset(root)
+    if not root.is_dir():
+        raise ConfigError(f"{root}: no such directory or token store (give a prepared directory or a store prefix)")
+    manifest = read_manifest(root) if (root / MANIFEST_NAME).exists() else None
+    settings = manifest.settings if manifest is not None else {}
+    if settings.get("directions") or (not (root / MANIFEST_NAME).exists() and any(root.glob(SHARD_GLOB))):
+        return MultiPairDataset.from_dir(root, split, **options)
+    if manifest is not None and not settings.get("target_lang"):
+        stores = sorted(manifest.stores)
+        chosen = [s for s in stores if s == split or s.endswith(f"/{split}") or s.endswith("_document")]
+        if len(chosen) == 1:
+            return IndexedDataset(root / chosen[0])
+        raise ConfigError(f"{root} holds monolingual stores {stores}: open one of them by its prefix")
+    return PairDataset.from_dir(root, split, **options)
+
+
+def batches(
+    data: Dataset | str | os.PathLike[str],
+    config: BatchConfig | None = None,
+    *,
+    sampling: SamplingConfig | None = None,
+    langtok: LangTokConfig | None = None,
+    split: str = "train",
+    rank: int = 0,
+    world_size: int = 1,
+    **options: Any,
+) -> BatchIterator:
+    """Batches of one rank as numpy arrays, with ``state_dict``/``load_state_dict`` (any world size):
+    pairs, or a sampled mix of many directions (``sampling``). ``options`` go to the iterator."""
+    dataset = open(data, split) if isinstance(data, str | os.PathLike) else data
+    if isinstance(dataset, MultiPairDataset):
+        return multilingual_batches(dataset, config, sampling, langtok, rank=rank, world_size=world_size, **options)
+    if isinstance(dataset, IndexedDataset):
+        raise ConfigError(
+            f"{dataset.prefix} is one token store (language-model data): batch it with "
+            "tokenmill.data.GPTDataset; tokenmill.batches serves translation pairs"
+        )
+    if sampling is not None:
+        raise ConfigError("sampling applies to many directions; this is one direction")
+    return BatchIterator(dataset, config, rank=rank, world_size=world_size, **options)
+
+
+def loader(
+    data: Dataset | str | os.PathLike[str],
+    config: BatchConfig | None = None,
+    *,
+    sampling: SamplingConfig | None = None,
+    langtok: LangTokConfig | None = None,
+    split: str = "train",
+    rank: int | None = None,
+    world_size: int | None = None,
+    num_workers: int = 0,
+    **options: Any,
+) -> Any:
+    """A PyTorch DataLoader of tensors over :func:`batches` (rank and world size from
+    ``torch.distributed`` when not given), resumable with ``state_dict``/``load_state_dict``."""
+    from tokenmill.loader.torch import StatefulLoader, rank_and_world  # torch only when asked for
+
+    rank, world_size = rank_and_world(rank, world_size)
+    iterator = batches(data, config, sampling=sampling, langtok=langtok, split=split, rank=rank,
+                       world_size=world_size, **options)
+    return StatefulLoader(iterator, num_workers=num_workers)
