@@ -327,3 +327,14 @@ def test_a_rerun_with_bigger_shards_removes_the_shards_it_no_longer_writes(corpu
     prepare(build_config({**settings, "shard_size": 0}), progress=False)
     assert list(out.glob("shard*")) == [] and (out / "train.idx").exists()
     assert verify_directory(out) == []
+
+
+def test_long_documents_reach_the_tokenizer_in_bounded_batches():
+    from tokenmill.prepare.pipeline import text_batches
+
+    rng = np.random.default_rng(0)
+    lines = ["x" * int(n) for n in rng.integers(0, 3000, 500)]
+    batches = list(text_batches(lines, 10_000))
+    assert [line for batch in batches for line in batch] == lines, "every line once, in order"
+    assert all(sum(map(len, b)) <= 10_000 or len(b) == 1 for b in batches)
+    assert len(batches) > 50 and list(text_batches(lines[:3], 10_000)) == [lines[:3]]

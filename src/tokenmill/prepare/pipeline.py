@@ -87,6 +87,7 @@ _PHARAOH = re.compile(r"(?:\d+-\d+(?: \d+-\d+)*)?")
 _ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id arrays
 _CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 _PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
+_ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
 
 
 @dataclass
@@ -531,12 +532,13 @@ class Pipeline:
         total = open_source([str(self.clean_path(split, lang))]).scan()
         bar = self._bar(total, f"encode {split}.{lang}")
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, bar:
-            for lines in self.cleaned_chunks(split, lang):
-                flat, lengths = tokenizer.encode_batch(lines, num_threads=self.config.workers)
-                if surfaces is not None:
-                    flat = surfaces.replace(lines, flat, lengths)
-                writer.add_items(flat, lengths)
-                bar.update(len(lines))
+            for chunk in self.cleaned_chunks(split, lang):
+                for lines in text_batches(chunk, _ENCODE_BATCH_CHARS):
+                    flat, lengths = tokenizer.encode_batch(lines, num_threads=self.config.workers)
+                    if surfaces is not None:
+                        flat = surfaces.replace(lines, flat, lengths)
+                    writer.add_items(flat, lengths)
+                    bar.update(len(lines))
                 _crash_point(f"encode.{split}.{lang}:midway")
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if surfaces is not None:
@@ -1009,6 +1011,21 @@ class Pipeline:
             self.alignments()
             self.finish()
         return self.summary
+
+
+def text_batches(lines: list[str], max_chars: int) -> Iterator[list[str]]:
+    """``lines`` in consecutive runs of at most ``max_chars`` characters (at least one line each): a chunk
+    of 65,536 long documents must not become one tokenizer call holding gigabytes of per-token objects."""
+    if sum(map(len, lines)) <= max_chars:
+        yield lines
+        return
+    ends = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)))
+    start = 0
+    while start < len(lines):
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + max_chars, side="right")))
+        yield lines[start:stop]
+        start = stop
 
 
 def _remove_run(root: Path, *, remove_folder: bool) -> None:
