@@ -1,0 +1,299 @@
+"""`tokenmill prepare` with every tokenizer backend against that backend's own batch encode of the
+same cleaned lines (the floor), side by side in one run.
+
+Corpus (``tok_corpus.parallel_corpus``, seeded, cached in ``benchmarks/.data/tokenizers/``):
+real-looking English-Chinese pairs with ~5% duplicate pairs, a few empty sides, whitespace runs and
+control characters; ``--tokenizer none`` reads the same pairs word-segmented. Models are made once
+per corpus size and vocabulary, not timed: a SentencePiece unigram model and a Hugging Face
+byte-level BPE (both trained by ``tokenmill prepare``), tiktoken ranks converted from that BPE (GPT-2
+byte alphabet -> bytes, rank = BPE id - 1, cl100k split pattern, ``<|endoftext|>`` after the last
+rank), and a T2T subword vocabulary (``--approx-vocab-size``).
+
+Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians reported):
+
+* ``tokenmill prepare --source-lang en --target-lang zh --trainpref ... --tokenizer B
+  --tokenizer-model M --workers 2`` (default cleaning: normalize, drop empty, dedup; fairseq
+  dictionaries for sentencepiece and none), wall seconds of the whole command and the largest
+  process's peak RSS (``/usr/bin/time``); the per-stage seconds come from ``manifest.json``.
+* the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
+  {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed around the
+  encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
+  ``tokenizers`` ``encode_batch_fast`` (and ``encode_batch``, with offsets, for reference), tiktoken
+  ``encode_ordinary_batch(num_threads=2)``, the T2T subword encoder's ``encode_batch`` (tokenmill's
+  implementation of T2T's encoder: T2T has no batch encode), and for whitespace input ``str.split`` +
+  fairseq dictionary lookup (single thread: no library does it on threads). Its token count is
+  checked against the store's.
+
+    python benchmarks/bench_tokenizers.py                  # 300k pairs, 32k vocabularies, 3 rounds
+    python benchmarks/bench_tokenizers.py --quick          # 20k pairs, 4k vocabularies, 1 round
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _procstat import run_measured  # noqa: E402
+from tok_corpus import DATA, parallel_corpus  # noqa: E402
+
+BACKENDS = ("sentencepiece", "hf", "tiktoken", "t2t-subword", "none")
+CHUNK = 65536
+
+FLOOR = r"""
+import json, sys, time
+backend, model, threads, CHUNK, files = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
+sides = []
+for path in files:
+    with open(path, encoding="utf-8") as handle:
+        sides.append(handle.read().split("\n")[:-1])
+if backend == "sentencepiece":
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=model)
+    encoders = {"encode(list, num_threads)": lambda b: sp.encode(b, num_threads=threads)}
+elif backend == "hf":
+    import tokenizers
+    tok = tokenizers.Tokenizer.from_file(model)
+    encoders = {"encode_batch_fast": lambda b: [e.ids for e in tok.encode_batch_fast(b, add_special_tokens=False)],
+                "encode_batch": lambda b: [e.ids for e in tok.encode_batch(b, add_special_tokens=False)]}
+elif backend == "tiktoken":
+    import base64, tiktoken
+    from tokenmill.vocab.tiktoken_backend import CL100K_PATTERN
+    ranks = {}
+    for line in open(model, "rb").read().split(b"\n"):
+        if line.strip():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    enc = tiktoken.Encoding("floor", pat_str=CL100K_PATTERN, mergeable_ranks=ranks,
+                            special_tokens={"<|endoftext|>": len(ranks)})
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(threads)
+    def shares(b):  # one contiguous share per thread (encode_ordinary_batch maps line by line)
+        cut = [len(b) * k // threads for k in range(threads + 1)]
+        parts = pool.map(lambda a, z: [enc.encode_ordinary(line) for line in b[a:z]], cut[:-1], cut[1:])
+        return [ids for part in parts for ids in part]
+    encoders = {"encode_ordinary_batch": lambda b: enc.encode_ordinary_batch(b, num_threads=threads),
+                "encode_ordinary, a share per thread": shares}
+else:
+    from tokenmill.vocab.tokenizer import load_tokenizer
+    tok = load_tokenizer("t2t-subword" if backend == "t2t-subword" else "whitespace", model)
+    name = "T2T encoder encode_batch" if backend == "t2t-subword" else "split + dictionary lookup"
+    encoders = {name: lambda b: tok.encode_batch(b, num_threads=threads)}
+seconds = {name: 0.0 for name in encoders}
+tokens = {name: 0 for name in encoders}
+order = list(encoders)
+for side in sides:
+    for i in range(0, len(side), CHUNK):
+        batch = side[i:i + CHUNK]
+        order.reverse()  # alternate which call goes first
+        for name in order:
+            start = time.perf_counter()
+            out = encoders[name](batch)
+            seconds[name] += time.perf_counter() - start
+            tokens[name] += int(out[1].sum()) if isinstance(out, tuple) else sum(map(len, out))
+            del out
+print(json.dumps({"seconds": seconds, "tokens": tokens, "lines": sum(map(len, sides))}))
+"""
+
+
+def tokenmill_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tokenmill", "prepare", "-q", *args]
+
+
+def train_with_prepare(corpus: Path, out: Path, args: list[str]) -> Path:
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = tokenmill_cmd("--source-lang", "en", "--target-lang", "zh", "--trainpref", str(corpus / "train"),
+                        "--destdir", str(out), "--workers", "2", *args)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"training failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    return out
+
+
+def hf_to_tiktoken(tokenizer_json: Path, out: Path) -> None:
+    """tiktoken ranks of a byte-level BPE: GPT-2's printable byte alphabet back to bytes, ranks in the
+    BPE's id order (its merge order) without the special token."""
+    from tokenmill.vocab.tiktoken_backend import byte_alphabet
+
+    byte_of = {c: b for b, c in enumerate(byte_alphabet())}
+    spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    specials = {added["content"] for added in spec.get("added_tokens", [])}
+    rows = []
+    for token, _ in sorted(spec["model"]["vocab"].items(), key=lambda kv: kv[1]):
+        if token not in specials:
+            rows.append(bytes(byte_of[c] for c in token))
+    out.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(rows)))
+
+
+def models(corpus: Path, pairs: int, vocab: int) -> dict[str, Path]:
+    """The models given to prepare (cached): trained through prepare, not timed. T2T has none: prepare
+    always builds its vocabulary (``--tokenizer-model`` does not apply to it)."""
+    root = DATA / "tokenizers" / f"models-{pairs}-{vocab}"
+    root.mkdir(parents=True, exist_ok=True)
+    found = {"sentencepiece": root / "spm.model", "hf": root / "tokenizer.json", "tiktoken": root / "bpe.tiktoken"}
+    sample = str(min(pairs, 300_000))
+    if not found["sentencepiece"].exists():
+        print("training SentencePiece (not timed) ...", file=sys.stderr)
+        out = train_with_prepare(corpus, root / "train-spm", ["--vocab-size", str(vocab), "--input-sentence-size",
+                                                              sample, "--joined-dictionary"])
+        shutil.copyfile(out / "spm.model", found["sentencepiece"])
+    if not found["hf"].exists():
+        print("training byte-level BPE (not timed) ...", file=sys.stderr)
+        out = train_with_prepare(corpus, root / "train-hf", ["--tokenizer", "hf", "--vocab-size", str(vocab),
+                                                             "--input-sentence-size", sample])
+        shutil.copyfile(out / "tokenizer.json", found["hf"])
+    if not found["tiktoken"].exists():
+        hf_to_tiktoken(found["hf"], found["tiktoken"])
+    for name in ("train-spm", "train-hf"):
+        shutil.rmtree(root / name, ignore_errors=True)
+    return found
+
+
+def store_tokens(destdir: Path) -> tuple[int, int]:
+    """(tokens, items) of the train stores of both languages."""
+    from tokenmill.store import IndexedDataset
+
+    tokens = items = 0
+    for lang in ("en", "zh"):
+        ds = IndexedDataset(destdir / f"train.en-zh.{lang}")
+        tokens += len(ds.tokens)
+        items += len(ds)
+    return tokens, items
+
+
+def stage_groups(stages: dict[str, dict]) -> dict[str, float]:
+    groups: dict[str, float] = {}
+    for name, info in stages.items():
+        group = name.split(".")[0]
+        groups[group] = groups.get(group, 0.0) + float(info["seconds"])
+    return groups
+
+
+def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int) -> dict:
+    dest = work / backend
+    shutil.rmtree(dest, ignore_errors=True)
+    args = ["--source-lang", "en", "--target-lang", "zh", "--destdir", str(dest), "--workers", str(workers)]
+    if backend == "none":
+        args += ["--trainpref", str(corpus / "seg" / "train"), "--tokenizer", "none", "--joined-dictionary"]
+    elif backend == "t2t-subword":  # prepare builds the vocabulary itself (no --tokenizer-model for T2T)
+        args += ["--trainpref", str(corpus / "train"), "--tokenizer", backend, "--approx-vocab-size", str(t2t_vocab)]
+    else:
+        args += ["--trainpref", str(corpus / "train"), "--tokenizer", backend, "--tokenizer-model", str(model)]
+        if backend == "sentencepiece":
+            args.append("--joined-dictionary")
+    measured = run_measured(tokenmill_cmd(*args))
+    manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
+    floor_model = {"none": dest / "dict.en.txt", "t2t-subword": dest / "vocab.subwords"}.get(backend, model)
+    cleaned = [str(dest / ".work" / "clean" / f"train.{lang}") for lang in ("en", "zh")]
+    done = subprocess.run([sys.executable, "-c", FLOOR, backend, str(floor_model), str(workers), str(CHUNK), *cleaned],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"floor failed for {backend}:\n{done.stderr[-3000:]}")
+    floor = json.loads(done.stdout.strip().splitlines()[-1])
+    tokens, items = store_tokens(dest)
+    fastest = min(floor["seconds"], key=floor["seconds"].get)
+    row = {
+        "backend": backend,
+        "prepare_s": measured.seconds,
+        "prepare_rss_mb": measured.process_peak_mb,
+        "prepare_tree_rss_mb": measured.tree_peak_mb,
+        "prepare_cpu_s": measured.cpu_s,
+        "floor_s": floor["seconds"][fastest],
+        "floor_call": fastest,
+        "calls_s": floor["seconds"],
+        "lines": floor["lines"],
+        "pairs_kept": items // 2,
+        "tokens": tokens - items,
+        "tokens_match": all(n == tokens - items for n in floor["tokens"].values()),
+        "stages": stage_groups(manifest["run"]["stages"]),
+    }
+    shutil.rmtree(dest, ignore_errors=True)
+    return row
+
+
+def median_row(rows: list[dict]) -> dict:
+    out = dict(rows[-1])
+    for key in ("prepare_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb"):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        out[key] = statistics.median(values) if values else None
+    out["calls_s"] = {c: statistics.median(r["calls_s"][c] for r in rows) for c in rows[0]["calls_s"]}
+    out["floor_call"] = min(out["calls_s"], key=out["calls_s"].get)
+    out["ratio"] = statistics.median(r["prepare_s"] / r["floor_s"] for r in rows)
+    out["ratio_no_tokenizer"] = statistics.median(
+        (r["prepare_s"] - r["stages"].get("tokenizer", 0.0)) / r["floor_s"] for r in rows)
+    groups = {g for r in rows for g in r["stages"]}
+    out["stages"] = {g: statistics.median(r["stages"].get(g, 0.0) for r in rows) for g in sorted(groups)}
+    out["other"] = statistics.median(r["prepare_s"] - sum(r["stages"].values()) for r in rows)
+    out["tokens_match"] = all(r["tokens_match"] for r in rows)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=300_000)
+    parser.add_argument("--vocab", type=int, default=32_000, help="SentencePiece and byte-level BPE vocabulary")
+    parser.add_argument("--t2t-vocab", type=int, default=32_768, help="T2T --approx-vocab-size")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--quick", action="store_true", help="20k pairs, 4k vocabularies, one round")
+    parser.add_argument("--json", help="write every run's figures here")
+    args = parser.parse_args()
+    if args.quick:
+        args.pairs, args.vocab, args.t2t_vocab, args.reps = 20_000, 4000, 4000, 1
+    backends = args.backends.split(",")
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
+    corpus = parallel_corpus(args.pairs)
+    found = models(corpus, args.pairs, args.vocab)
+    work = DATA / "tokenizers" / "runs"
+    runs: dict[str, list[dict]] = {b: [] for b in backends}
+    started = time.perf_counter()
+    for rep in range(args.reps):
+        for backend in backends:
+            row = one_run(backend, corpus, found.get(backend), work, args.workers, args.t2t_vocab)
+            runs[backend].append(row)
+            print(json.dumps({"rep": rep, **row}), file=sys.stderr)
+    print(f"{args.pairs:,} pairs, --workers {args.workers}, median of {args.reps} "
+          f"({time.perf_counter() - started:.0f} s in all), load after {os.getloadavg()}")
+    rows = [median_row(runs[b]) for b in backends]
+    print("\n| backend | pairs kept | tokens | prepare s | floor s (fastest library call) | prepare / floor "
+          "| without the tokenizer stage | peak RSS (largest process) | token counts match |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---|")
+    for r in rows:
+        print(f"| {r['backend']} | {r['pairs_kept']:,} | {r['tokens']:,} | {r['prepare_s']:.2f} | "
+              f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['ratio_no_tokenizer']:.2f}x | "
+              f"{r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
+    print("\nEvery library call timed on the same cleaned lines (median seconds):\n")
+    print("| backend | call | seconds | prepare / call |")
+    print("|---|---|---:|---:|")
+    for r in rows:
+        for call, seconds in r["calls_s"].items():
+            print(f"| {r['backend']} | {call} | {seconds:.2f} | {r['prepare_s'] / seconds:.2f}x |")
+    groups = ["clean", "tokenizer", "encode", "pieces", "dictionary", "binarize"]
+    print("\nWhere prepare's time goes (median seconds per stage group, manifest.json run.stages; other = start-up, "
+          "imports, publishing, manifest):\n")
+    print("| backend | " + " | ".join(groups) + " | other | encode stage / floor |")
+    print("|---|" + "---:|" * (len(groups) + 2))
+    for r in rows:
+        cells = [f"{r['stages'][g]:.2f}" if g in r["stages"] else "-" for g in groups]
+        encode = r["stages"].get("encode")
+        vs = f"{encode / r['floor_s']:.2f}x" if encode else "- (no encode stage)"
+        print(f"| {r['backend']} | " + " | ".join(cells) + f" | {r['other']:.2f} | {vs} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": runs, "medians": rows}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
