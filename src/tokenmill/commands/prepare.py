@@ -158,9 +158,14 @@ def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, repor
         click.echo(f"done in {elapsed:.1f}s: {len(summary.ran)} stages ran, {len(summary.skipped)} up to date; "
                    f"output in {config.destdir}")
     if report:
-        page, _ = write_report(config.destdir)
-        if not quiet and not as_json:
-            click.echo(f"report: {page} (open it in a browser)")
+        try:
+            page, _ = write_report(config.destdir)
+        except Exception as error:  # noqa: BLE001 - the data is prepared and verified; the page is extra
+            click.echo(f"warning: {config.destdir} is ready, but its report was not written "
+                       f"({type(error).__name__}: {error}); run `tokenmill report {config.destdir}`", err=True)
+        else:
+            if not quiet and not as_json:
+                click.echo(f"report: {page} (open it in a browser)")
 
 
 prepare_command = _SectionedCommand(
