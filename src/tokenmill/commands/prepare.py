@@ -160,7 +160,7 @@ def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, repor
     if report:
         try:
             page, _ = write_report(config.destdir)
-        except Exception as error:  # noqa: BLE001 - the data is prepared and verified; the page is extra
+        except Exception as error:  # the data is prepared and verified; the page is extra
             click.echo(f"warning: {config.destdir} is ready, but its report was not written "
                        f"({type(error).__name__}: {error}); run `tokenmill report {config.destdir}`", err=True)
         else:
