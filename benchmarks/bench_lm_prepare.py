@@ -27,8 +27,8 @@ Megatron-style are compared byte for byte (``.bin`` and ``.idx``); datatrove's `
 (uint16 tokens, uint64 document ends) are concatenated in task order and compared token for token
 and document end for document end with ours.
 
-    python benchmarks/bench_lm_prepare.py               # 400 MB, one round (~20 min on 2 shared cores)
-    python benchmarks/bench_lm_prepare.py --mb 1000     # the 1 GB (~50 min here)
+    python benchmarks/bench_lm_prepare.py               # 400 MB, one round (~11-13 min on 2 shared cores)
+    python benchmarks/bench_lm_prepare.py --mb 1000     # the 1 GB (~27-38 min here)
     python benchmarks/bench_lm_prepare.py --quick       # 20 MB smoke run
 
 Peers: ``.peers/megatron`` (``bash scripts/setup_peers.sh megatron``; when ``tokenizers`` is missing
