@@ -3,6 +3,7 @@
     import tokenmill
     summary = tokenmill.prepare("examples/config.yaml", destdir="runs/bin")   # YAML, dict or PrepareConfig
     data = tokenmill.open("runs/bin")                   # the right dataset for what the directory holds
+    data = tokenmill.open("s3://bucket/bin", storage_options={...})   # the same, read through a local cache
     for batch in tokenmill.batches(data, tokenmill.BatchConfig(max_tokens=4096)):   # numpy, exact state
         ...
     loader = tokenmill.loader(data, tokenmill.BatchConfig(max_tokens=4096))   # torch DataLoader, rank from
@@ -29,6 +30,7 @@ from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset
 from tokenmill.store.layout import SHARD_GLOB
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
+from tokenmill.store.remote import RemoteOptions, is_url, open_remote
 
 Dataset = PairDataset | MultiPairDataset | IndexedDataset
 
@@ -53,11 +55,29 @@ def prepare(
     return run_prepare(built, force=force, progress=progress)
 
 
-def open(path: str | os.PathLike[str] | list[str], split: str = "train", **options: Any) -> Dataset:
+def open(
+    path: str | os.PathLike[str] | list[str],
+    split: str = "train",
+    *,
+    storage_options: dict[str, Any] | None = None,
+    remote: RemoteOptions | None = None,
+    **options: Any,
+) -> Dataset:
     """The dataset a path holds: translation pairs of a prepared directory (:class:`PairDataset`), many
     directions of an Open-NLLB ``data_bin``, a fairseq ``a:b:c`` string or a list of folders
     (:class:`MultiPairDataset`), or one token store by its prefix (:class:`IndexedDataset`, e.g. a
-    Megatron ``*_text_document``). ``options`` go to the dataset's own ``from_dir``."""
+    Megatron ``*_text_document``). ``options`` go to the dataset's own ``from_dir``.
+
+    A URL (``s3://bucket/data-bin``, ``gs://``, ``https://``, any fsspec URL; or a list of them) is read
+    through a local cache (:mod:`tokenmill.store.remote`): indices at once, the ``.bin`` files of
+    ``split`` when opened, each checked against the manifest. ``storage_options`` go to fsspec
+    (endpoint, credentials); ``remote`` sets the cache folder, retries and request size."""
+    if isinstance(path, list) and any(is_url(p) for p in path):
+        path = [os.fspath(_fetched(p, split, storage_options, remote, options)) if is_url(p) else p for p in path]
+    elif is_url(path):
+        path = _fetched(str(path), split, storage_options, remote, options)
+    elif storage_options is not None or remote is not None:
+        raise ConfigError(f"{path} is a local path: storage_options and remote apply to URLs (s3://, gs://, https://)")
     if isinstance(path, list) or (isinstance(path, str) and ":" in path and not Path(path).exists()):
         return MultiPairDataset.from_dir(path, split, **options)
     root = Path(path)
@@ -76,6 +96,21 @@ def open(path: str | os.PathLike[str] | list[str], split: str = "train", **optio
             return IndexedDataset(root / chosen[0])
         raise ConfigError(f"{root} holds monolingual stores {stores}: open one of them by its prefix")
     return PairDataset.from_dir(root, split, **options)
+
+
+def _fetched(
+    url: str,
+    split: str,
+    storage_options: dict[str, Any] | None,
+    remote: RemoteOptions | None,
+    options: dict[str, Any],
+) -> Path:
+    """The cached local view of ``url`` with what opening ``split`` (and ``options``' shard, directions or
+    languages) reads fetched and checked."""
+    return open_remote(
+        url, split, storage_options, remote, shard=options.get("shard"), directions=options.get("directions"),
+        src_lang=options.get("src_lang"), tgt_lang=options.get("tgt_lang"),
+    )
 
 
 def batches(

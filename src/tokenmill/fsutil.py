@@ -17,6 +17,15 @@ from typing import IO, Any
 TMP_MARKER = ".tmp-"
 
 
+def cache_root() -> Path:
+    """Where tokenmill keeps what it can rebuild or fetch again: ``$TOKENMILL_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tokenmill``, else ``~/.cache/tokenmill`` (each user of it takes a subfolder)."""
+    configured = os.environ.get("TOKENMILL_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tokenmill"
+
+
 def temp_name(path: Path) -> Path:
     """A sibling name unique to this process; never confused with a finished file."""
     return path.with_name(f"{path.name}{TMP_MARKER}{os.getpid()}")

@@ -40,6 +40,7 @@ import numpy as np
 import xxhash
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
+from tokenmill.fsutil import cache_root
 from tokenmill.store import IndexedDataset
 from tokenmill.store.layout import store_name
 
@@ -641,11 +642,8 @@ class PairDataset:
 
 def stamp_dir() -> Path:
     """Where :func:`open_store` remembers verified stores: ``$TOKENMILL_CACHE_DIR/verified`` or
-    ``~/.cache/tokenmill/verified`` (``$XDG_CACHE_HOME`` honoured)."""
-    configured = os.environ.get("TOKENMILL_CACHE_DIR")
-    if configured:
-        return Path(configured) / "verified"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tokenmill" / "verified"
+    ``~/.cache/tokenmill/verified`` (``$XDG_CACHE_HOME`` honoured; :func:`tokenmill.fsutil.cache_root`)."""
+    return cache_root() / "verified"
 
 
 def _identity(prefix: str) -> str:
