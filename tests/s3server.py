@@ -69,8 +69,7 @@ class S3Server:
     def options_at(self, endpoint_url: str, **extra: Any) -> dict[str, Any]:
         """s3fs options that talk to ``endpoint_url`` (the server, or a proxy in front of it)."""
         return {"key": _ENV["AWS_ACCESS_KEY_ID"], "secret": _ENV["AWS_SECRET_ACCESS_KEY"],
-                "client_kwargs": {"endpoint_url": endpoint_url, "region_name": _ENV["AWS_DEFAULT_REGION"]},
-                "skip_instance_cache": True, **extra}
+                "client_kwargs": {"endpoint_url": endpoint_url, "region_name": _ENV["AWS_DEFAULT_REGION"]}, **extra}
 
     def options_via(self, proxy: FlakyProxy, *, backend_retries: bool = False) -> dict[str, Any]:
         """Options through ``proxy``; without ``backend_retries`` botocore tries each request once (s3fs's

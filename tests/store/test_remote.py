@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -93,13 +95,13 @@ def test_s3_gives_the_same_batches_as_local_disk_and_fetches_only_the_split_open
     url, prepared, proxy, s3_server  # noqa: F811 - the fixture
 ):
     options = s3_server.options_via(proxy)
-    remote = tokenmill.open(url, storage_options=options, remote=RemoteOptions(chunk_bytes=1000))
+    remote = tokenmill.open(url, storage_options=options, remote=RemoteOptions(chunk_bytes=4096))
     assert isinstance(remote, PairDataset) and remote.src_lang == "en" and len(remote) == 343
     assert_same_batches(all_batches(tokenmill.open(prepared)), all_batches(remote))
     bins = fetched(proxy, ".bin")
     assert sorted(set(bins)) == ["train.en-zh.en.bin", "train.en-zh.zh.bin"], "valid's tokens stay on the server"
     size = (prepared / "train.en-zh.en.bin").stat().st_size
-    assert bins.count("train.en-zh.en.bin") == -(-size // 1000), "fetched in ranges of chunk_bytes"
+    assert bins.count("train.en-zh.en.bin") == -(-size // 4096) > 1, "fetched in ranges of chunk_bytes"
     assert {"manifest.json", "dict.en.txt", "valid.en-zh.en.idx"} <= set(fetched(proxy))
 
     proxy.clear()
@@ -231,3 +233,24 @@ def test_any_fsspec_url_reads_through_the_cache(prepared, _private_cache):
     data = tokenmill.open(f"file://{prepared}", "valid")
     assert str(_private_cache / "remote") in data.src.prefix
     assert_same_batches(all_batches(tokenmill.open(prepared, "valid"), 1), all_batches(data, 1))
+
+
+def test_verify_a_url_with_the_endpoint_from_the_environment(url, s3_server, monkeypatch):  # noqa: F811
+    from click.testing import CliRunner
+
+    from tokenmill.cli import cli
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint_url)  # s3fs (botocore) honours it
+    result = CliRunner().invoke(cli, ["verify", url])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"{url}: OK"
+
+
+def test_tokenmill_imports_without_fsspec_and_says_what_to_install():
+    code = ("import sys; sys.modules['fsspec'] = sys.modules['fsspec.core'] = None\n"
+            "import tokenmill\n"
+            "try:\n    tokenmill.open('s3://bucket/data-bin')\n"
+            "except tokenmill.ConfigError as error:\n    print(error)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "s3://bucket/data-bin: reading a URL needs fsspec and its filesystem: " \
+        "pip install 'tokenmill[s3]'"

@@ -235,6 +235,8 @@ class RemoteDirectory:
             raise FormatError(f"{self._where(MANIFEST_NAME)}: not valid JSON ({error})") from None
         for relative, entry in manifest.files.items():
             safe_member(self.local, relative)  # no path may leave the cached view
+            if any(part == _STATE or TMP_MARKER in part for part in PurePosixPath(relative).parts):
+                raise FormatError(f"{self._where(MANIFEST_NAME)}: {relative!r} is not a data file name; refusing it")
             if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) or not entry.get(
                 CHECKSUM_ALGORITHM
             ):
@@ -507,6 +509,16 @@ def open_remote(
     return directory.local / inner if inner else directory.local
 
 
+def fetch_all(
+    url: str, storage_options: Mapping[str, Any] | None = None, options: RemoteOptions | None = None
+) -> Path:
+    """The cached view of the directory at ``url`` with every file fetched and checked (for ``verify``)."""
+    directory = RemoteDirectory(url, storage_options, options)
+    directory.sync()
+    directory.fetch(directory.lazy_files())
+    return directory.local
+
+
 __all__ = [
     "FetchLog",
     "NoManifest",
@@ -514,6 +526,7 @@ __all__ = [
     "RemoteError",
     "RemoteOptions",
     "default_remote_cache",
+    "fetch_all",
     "is_url",
     "locate",
     "open_remote",
