@@ -2,8 +2,9 @@
 
 The common jobs need only this module: ``tokenmill.prepare(...)``, ``tokenmill.open(path)``,
 ``tokenmill.batches(...)`` (numpy) and ``tokenmill.loader(...)`` (PyTorch), with the configs they
-take. The modules below (``tokenmill.store``, ``.data``, ``.batching``, ``.loader``, ``.vocab``)
-stay available for everything else.
+take (``tokenmill.open("s3://bucket/data-bin")`` reads from object storage through a local cache).
+The modules below (``tokenmill.store``, ``.data``, ``.batching``, ``.loader``, ``.vocab``) stay
+available for everything else.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -21,6 +22,7 @@ from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.front import batches, loader, open, prepare
 from tokenmill.prepare import PrepareConfig, PrepareSummary
 from tokenmill.store import IndexedDataset
+from tokenmill.store.remote import RemoteOptions
 
 __all__ = [
     "BatchConfig",
@@ -32,6 +34,7 @@ __all__ = [
     "LangTokConfig",
     "PrepareConfig",
     "PrepareSummary",
+    "RemoteOptions",
     "SamplingConfig",
     "TokenmillError",
     "__version__",

@@ -16,10 +16,10 @@ from tests.prepare.conftest import SAMPLE
 from tests.s3server import FlakyProxy, S3Server, s3_server  # noqa: F401 - the fixture
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset
-from tokenmill.store.remote import RemoteError, RemoteOptions
+from tokenmill.store.remote import RemoteError
 
 PREFIX = "/tokenmill-test/"
-FAST = RemoteOptions(backoff=0.01, retries=2)
+FAST = tokenmill.RemoteOptions(backoff=0.01, retries=2)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_s3_gives_the_same_batches_as_local_disk_and_fetches_only_the_split_open
     url, prepared, proxy, s3_server  # noqa: F811 - the fixture
 ):
     options = s3_server.options_via(proxy)
-    remote = tokenmill.open(url, storage_options=options, remote=RemoteOptions(chunk_bytes=4096))
+    remote = tokenmill.open(url, storage_options=options, remote=tokenmill.RemoteOptions(chunk_bytes=4096))
     assert isinstance(remote, PairDataset) and remote.src_lang == "en" and len(remote) == 343
     assert_same_batches(all_batches(tokenmill.open(prepared)), all_batches(remote))
     bins = fetched(proxy, ".bin")
@@ -254,3 +254,17 @@ def test_tokenmill_imports_without_fsspec_and_says_what_to_install():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "s3://bucket/data-bin: reading a URL needs fsspec and its filesystem: " \
         "pip install 'tokenmill[s3]'"
+
+
+@pytest.mark.parametrize(("manifest", "message"), [
+    (b'{"format": "other"}', r"bad-\d/manifest\.json: not a tokenmill manifest"),
+    (b"{", r"bad-\d/manifest\.json: not valid JSON"),
+    (b'{"format": "tokenmill", "format_version": 1, "stores": {}, "files": {"../../x": {"bytes": 1, "xxh3_128": "0"}}}',
+     r"bad-\d/manifest\.json: path '\.\./\.\./x' is not a file inside the directory"),
+])
+def test_a_bad_manifest_on_the_server_is_refused(s3_server, manifest, message, _private_cache):  # noqa: F811
+    key = f"bad-{len(manifest) % 10}"
+    s3_server.put(f"{key}/manifest.json", manifest)
+    with pytest.raises(tokenmill.FormatError, match=message):
+        tokenmill.open(s3_server.url(key), storage_options=s3_server.storage_options)
+    assert not list(_private_cache.rglob("x"))

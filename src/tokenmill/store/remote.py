@@ -32,6 +32,10 @@ re-hashes (then refetches if it fails) a file whose stat changed. Cached files t
 does not list, or lists with another checksum, are removed at open, so a reader never sees a stale
 store next to new ones.
 
+Limits: a directory replaced at the same URL while a job reads it can make that job's later opens
+(DataLoader workers re-open by path) see new files: publish a new version under a new URL. A file
+changed in the cache without changing its size, mtime or inode is not noticed (only ``verify`` re-hashes).
+
 Where: ``cache_dir`` (:class:`RemoteOptions`), else ``$TOKENMILL_CACHE_DIR/remote``, else
 ``~/.cache/tokenmill/remote`` (:func:`tokenmill.fsutil.cache_root`). Credentials and endpoints are
 fsspec's: ``storage_options`` (e.g. ``{"client_kwargs": {"endpoint_url": ...}}`` for s3fs) or the
@@ -228,15 +232,17 @@ class RemoteDirectory:
         return self._adopt(raw)
 
     def _adopt(self, raw: bytes) -> Manifest:
-        source = Path(self._where(MANIFEST_NAME))
         try:
-            manifest = Manifest.from_json(json.loads(raw), source)
+            manifest = Manifest.from_json(json.loads(raw), Path(MANIFEST_NAME))
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise FormatError(f"{self._where(MANIFEST_NAME)}: not valid JSON ({error})") from None
+        except FormatError as error:  # its message names the file: name the URL instead
+            raise FormatError(f"{self.url}/{error}") from None
         for relative, entry in manifest.files.items():
-            safe_member(self.local, relative)  # no path may leave the cached view
-            if any(part == _STATE or TMP_MARKER in part for part in PurePosixPath(relative).parts):
-                raise FormatError(f"{self._where(MANIFEST_NAME)}: {relative!r} is not a data file name; refusing it")
+            pure = PurePosixPath(relative)  # no path may leave the cached view or touch its bookkeeping
+            if pure.is_absolute() or not pure.parts or any(p in ("..", _STATE) or TMP_MARKER in p for p in pure.parts):
+                raise FormatError(f"{self._where(MANIFEST_NAME)}: path {relative!r} is not a file inside the "
+                                  "directory; refusing it")
             if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) or not entry.get(
                 CHECKSUM_ALGORITHM
             ):
@@ -252,7 +258,8 @@ class RemoteDirectory:
                 self._prune()
         except OSError as error:
             raise self._cache_error(error) from None
-        self.fetch(rel for rel in manifest.files if rel not in self.lazy_files())
+        lazy = self.lazy_files()
+        self.fetch(rel for rel in manifest.files if rel not in lazy)
         return manifest
 
     def _write_source(self) -> None:
