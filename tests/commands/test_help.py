@@ -13,7 +13,7 @@ from tokenmill.commands.prepare import _OPTIONS, _field_docs, prepare_command
 from tokenmill.prepare import PrepareConfig
 
 SECTIONS = ["Inputs", "Cleaning", "Tokenizer", "Dictionaries (fairseq-preprocess names)", "Output",
-            "Megatron (tools/preprocess_data.py's flags)",
+            "Megatron (tools/preprocess_data.py's flags)", "Beyond one machine",
             "Many directions at once (Open-NLLB's data_bin/shardNNN layout)", "Run"]
 README_FLAGS = (
     "--source-lang --target-lang --trainpref --validpref --testpref --destdir --vocab-size --character-coverage "

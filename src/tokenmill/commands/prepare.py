@@ -23,6 +23,8 @@ import click
 
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, flag_name
+from tokenmill.prepare.pipeline import PHASES
+from tokenmill.prepare.run import run_task, status, write_slurm_script
 from tokenmill.report import write_report
 from tokenmill.settings import click_type, hints, is_sequence
 
@@ -132,7 +134,10 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
 _OPTIONS = _options()
 
 
-def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, report: bool, **given: Any) -> None:
+def _run(
+    config_path: str | None, force: bool, quiet: bool, as_json: bool, report: bool, phase: str | None,
+    task: int | None, show_status: bool, **given: Any,
+) -> None:
     settings: dict[str, Any] = load_yaml(config_path) if config_path else {}
     overrides: dict[str, Any] = {}
     for _, name, group in _OPTIONS:
@@ -146,8 +151,27 @@ def _run(config_path: str | None, force: bool, quiet: bool, as_json: bool, repor
     config: PrepareConfig = build_config(settings, overrides=overrides, config_file=config_path)
     if not quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    if show_status:
+        click.echo(status(config))
+        return
+    if task is not None or phase in ("clean", "encode"):
+        if task is None or phase not in ("clean", "encode"):
+            raise click.UsageError("--task I goes with --phase clean or --phase encode (one task of that phase)")
+        for record in run_task(config, phase, task):
+            if not quiet:
+                click.echo(f"task {task} ({phase}): {record['lines']:,} lines in {record['seconds']:.1f}s")
+        return
+    if config.engine == "slurm" and phase is None:
+        script = write_slurm_script(config)
+        click.echo(f"wrote {script}: submit it with `bash {script}` on a Slurm login node; "
+                   f"progress: tokenmill prepare -c {script.parent / 'config.yaml'} --status")
+        return
     started = time.perf_counter()
-    summary = prepare(config, force=force, progress=None if not quiet else False)
+    summary = prepare(config, force=force, progress=None if not quiet else False, phase=phase)
+    if phase not in (None, "merge"):
+        if not quiet:
+            click.echo(f"phase {phase} done; tasks: {status(config)}")
+        return
     elapsed = time.perf_counter() - started
     if as_json:
         import json
@@ -181,6 +205,13 @@ prepare_command = _SectionedCommand(
         _Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),
         _Option(["--report/--no-report"], default=True, show_default=True,
                 help="Write report.html into the output directory at the end (see tokenmill report)."),
+        _Option(["--phase"], type=click.Choice(PHASES), default=None, section="Beyond one machine",
+                help="Run one step of a run cut for a scheduler (what --engine slurm's jobs run): plan, "
+                     "clean (with --task), tokenizer, encode (with --task), merge."),
+        _Option(["--task"], type=click.IntRange(min=0), default=None, metavar="I", section="Beyond one machine",
+                help="With --phase clean or encode: run task I of it (a Slurm array task's index)."),
+        _Option(["--status", "show_status"], is_flag=True, section="Beyond one machine",
+                help="Show the tasks done and left in each tasked stage, and exit."),
     ],
     short_help="Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.",
     help=(

@@ -16,6 +16,7 @@ import dataclasses
 import difflib
 import functools
 import glob
+import importlib.util
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -55,6 +56,10 @@ _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken"
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
+EngineName = Literal["local", "ray", "slurm"]
+RUN_ONLY = ("engine", "tasks", "ray_address")
+"""Settings of how a run is carried out, not of what it makes: left out of the manifest's settings (the
+output is the same for every value) and recorded under its ``run`` key instead."""
 TOKENIZERS: tuple[str, ...] = get_args(Tokenizer)
 _DIRECTION = re.compile(r"\w+-\w+")  # letters, digits, _: a name that stays a plain file name
 _NON_EMPTY = Pattern(r"(?s).+", "a non-empty string")
@@ -214,6 +219,16 @@ class PrepareConfig:
     chunk_lines: Annotated[int, AtLeast1] = 65536
     """Lines per batch handed to the tokenizer."""
 
+    # ---- beyond one machine
+    engine: EngineName = "local"
+    """Where the tasks run: local (this machine), ray (a Ray cluster; pip install tokenmill[ray]) or slurm
+    (writes an sbatch script of array jobs). The output is byte-identical for every engine."""
+    tasks: Annotated[int, AtLeast0] = 0
+    """Cut the training split into this many tasks by input order (0: one per GiB of input locally, one
+    per 256 MiB on ray/slurm). Each is re-run alone if it fails; the output does not depend on the count."""
+    ray_address: str | None = None
+    """--engine ray: the cluster to join (auto, or HOST:PORT of its head); default: start Ray here."""
+
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
     directions: dict[str, Any] = field(default_factory=dict)
     """Language directions prepared together with one SentencePiece model and one dictionary, e.g.
@@ -262,6 +277,8 @@ class PrepareConfig:
         for group in NESTED:
             check_settings(NESTED[group], getattr(self, group), lambda name, g=group: self.label(f"{g}.{name}"))
         if self.multilingual:
+            if self.tasks > 1 or self.engine != "local":
+                raise ConfigError("--directions runs are not cut into tasks yet: use --tasks 1 --engine local")
             return self._validate_multilingual()
         if not self.source_lang:
             raise ConfigError("--source-lang is required (files are read as {prefix}.{lang} and named after it)")
@@ -297,6 +314,7 @@ class PrepareConfig:
         if self.align_suffix and self.on_invalid_utf8 == "skip":
             raise ConfigError("--align-suffix cannot be combined with --on-invalid-utf8 skip (use error or replace)")
         self._validate_tokenizer()
+        self._validate_engine()
         if self.joined_dictionary and self.srcdict and self.tgtdict and self.srcdict != self.tgtdict:
             raise ConfigError("--joined-dictionary with different --srcdict and --tgtdict")
         if self.monolingual and self.tgtdict:
@@ -310,6 +328,18 @@ class PrepareConfig:
             if self.align_suffix:
                 self._check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])
         return self
+
+    def _validate_engine(self) -> None:
+        """Tasks and engines: what can be cut into tasks, and the engine's library is installed."""
+        if self.ray_address and self.engine != "ray":
+            raise ConfigError(f"--ray-address {self.ray_address} is for --engine ray (the engine is {self.engine})")
+        if self.engine == "ray" and importlib.util.find_spec("ray") is None:
+            raise ConfigError("--engine ray needs Ray: pip install 'tokenmill[ray]'")
+        if self.tasks > 1 or self.engine != "local":
+            what = ("--align-suffix" if self.align_suffix else
+                    "--documents blank-line" if self.documents == "blank-line" else None)
+            if what:
+                raise ConfigError(f"{what} is not cut into tasks yet: use --tasks 1 --engine local with it")
 
     def _validate_tokenizer(self) -> None:
         """The tokenizer's files and Megatron's flags fit together (checked before any work)."""

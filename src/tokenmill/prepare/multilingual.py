@@ -33,7 +33,8 @@ import xxhash
 from tokenmill._core.temperature import temperature_probabilities
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare.config import PrepareConfig
-from tokenmill.prepare.pipeline import Pipeline, PrepareSummary, _crash_point
+from tokenmill.prepare.crash import crash_point as _crash_point
+from tokenmill.prepare.pipeline import Pipeline, PrepareSummary
 from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
 from tokenmill.prepare.tokenizing import piece_lookup
@@ -91,6 +92,8 @@ class DirectionPipeline(Pipeline):
     Stage records are named ``{direction}.{stage}``; cleaned text and ids live under
     ``.work/*/{direction}/``; the tokenizer and dictionary are the shared ones.
     """
+
+    can_use_tasks = False  # a direction's train is cleaned and encoded in one piece (tasks: single runs)
 
     def __init__(self, parent: MultilingualPipeline, name: str) -> None:
         super().__init__(parent.config.direction_config(name), force=parent.stages.force, progress=parent.progress)

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 import numpy as np
 
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
+from tokenmill.text.cleaner import CleanChunk
 from tokenmill.text.drop_sample import DropSample
 from tokenmill.text.readers import Chunk
 from tokenmill.text.stats import StepStats
@@ -28,7 +29,7 @@ def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
     _worker_cleaner = Cleaner(config, leakage)
 
 
-def _local(chunk: Chunk) -> tuple[Chunk, np.ndarray, dict[str, dict[str, int]], DropSample]:
+def _local(chunk: Chunk) -> tuple[CleanChunk, np.ndarray, dict[str, dict[str, int]], DropSample]:
     cleaner = _worker_cleaner
     assert cleaner is not None, "worker not initialized"
     cleaner.stats = {name: StepStats(name) for name in cleaner.stats}
@@ -44,9 +45,18 @@ def clean_chunks(
 
     At most ``workers * in_flight`` chunks are on their way at once, so memory does not grow.
     """
+    for n_read, cleaned, keys in local_chunks(chunks, cleaner, workers, in_flight=in_flight):
+        yield n_read, cleaner.dedup(cleaned, keys)
+
+
+def local_chunks(
+    chunks: Iterable[Chunk], cleaner: Cleaner, workers: int, *, in_flight: int = 2
+) -> Iterator[tuple[int, CleanChunk, np.ndarray]]:
+    """Yield (items read, chunk after :meth:`Cleaner.local`, its dedup keys) in input order, without dedup
+    (a task leaves that to the partitioned dedup across tasks); stats and drops merge into ``cleaner``."""
     if workers <= 1:
         for chunk in chunks:
-            yield chunk.n_read, cleaner(chunk)
+            yield (chunk.n_read, *cleaner.local(chunk))
         return
     # fork where available: workers need no re-import of __main__ (which breaks for stdin/notebooks)
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
@@ -70,4 +80,4 @@ def clean_chunks(
             for name, values in counts.items():
                 cleaner.stats[name].merge(StepStats(name, values))
             cleaner.dropped.merge(dropped)
-            yield n_read, cleaner.dedup(cleaned, keys)
+            yield n_read, cleaned, keys

@@ -24,7 +24,6 @@ import logging
 import os
 import re
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -43,7 +42,9 @@ from tqdm import tqdm
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
-from tokenmill.prepare.config import SPLITS, PrepareConfig
+from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
+from tokenmill.prepare.crash import crash_point as _crash_point
+from tokenmill.prepare.distributed import PhaseDone, Tasked
 from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -105,6 +106,8 @@ class PrepareSummary:
     """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
     warnings: list[str] = field(default_factory=list)
     """What the user should know about the result (also logged as it happens)."""
+    tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
 
     def ordered(self) -> list[tuple[str, dict[str, Any]]]:
         """Splits in train, valid, test order."""
@@ -170,10 +173,32 @@ def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class CleanPlan:
+    """What stage ``clean.{split}`` reads and does, and its key."""
+
+    split: str
+    files: list[str]
+    tgt_files: list[str] | None
+    config: CleanConfig
+    key: str
+
+
+PHASES = ("plan", "clean", "tokenizer", "encode", "merge")
+"""Steps of a run cut for a scheduler (Slurm): ``plan`` (held-out splits cleaned, train's tasks planned),
+``clean`` (one task, ``--task I``), ``tokenizer`` (dedup, merge, tokenizer, encode tasks planned),
+``encode`` (one task), ``merge`` (the rest, published). Without a phase a run does them all."""
+
+
 class Pipeline:
     """One prepare run over a validated :class:`PrepareConfig`."""
 
-    def __init__(self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> None:
+    can_use_tasks = True
+    """Whether the training split may be cut into tasks (see :mod:`tokenmill.prepare.distributed`)."""
+
+    def __init__(
+        self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None, phase: str | None = None
+    ) -> None:
         self.config = config.validate()
         self.root = Path(config.destdir)
         self.work = self.root / WORK_DIR
@@ -191,6 +216,7 @@ class Pipeline:
         self.produced: set[Path] = set()
         self.meanings: dict[str, dict[str, Any]] = {}
         self._tokenizers: dict[str, Tokenizer] = {}
+        self.tasked = Tasked(self, phase)
         """Staged store prefix -> what its ids mean (vocabulary file, size, end-of-item id)."""
         """Staged outputs of the stages of this run (ran or up to date): what the directory will hold."""
 
@@ -271,26 +297,64 @@ class Pipeline:
         cfg = self.config
         splits = [s for s in ("valid", "test", "train") if s in cfg.split_prefixes()]
         for split in splits:
-            files, tgt_files = self._input_files(split)
-            heldout = split != "train"
-            filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
-            if self.piece_filter() is not None:  # counted in the tokenizer's pieces after encoding instead
-                filters = without_piece_filters(filters)
-            clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
-            leakage_refs = [] if heldout or cfg.leakage == "off" else [
-                self.keys[f"clean.{s}"] for s in splits if s != "train"
-            ]
-            align_files = self._align_files(split)
-            key = fingerprint(
-                "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files], cfg.input_format,
-                cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
-                *([cfg.documents] if cfg.documents != "line" else []),
-            )
-            info = self._stage(
-                f"clean.{split}", key,
-                lambda s=split, f=files, t=tgt_files, c=clean_config: self._run_clean(s, f, t, c),
-            )
+            plan = self.clean_settings(split)
+            if split == "train" and self.tasked.enabled and self.stages.done("clean.train", plan.key) is None:
+                tasks = self.tasked.plan_clean(plan)
+                if self.tasked.phase == "plan":
+                    raise PhaseDone(f"planned {tasks.count} tasks of clean.train")
+                run = lambda p=plan, t=tasks: self._run_clean_tasks(p, t)  # noqa: E731
+            else:
+                run = lambda p=plan: self._run_clean(p.split, p.files, p.tgt_files, p.config)  # noqa: E731
+            info = self._stage(f"clean.{split}", plan.key, run)
             self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
+
+    def clean_settings(self, split: str) -> CleanPlan:
+        """The files, clean-up settings and key of stage ``clean.{split}`` (train's key includes the held-out
+        splits' keys, computed here too, so a task on another machine finds the same key)."""
+        cfg = self.config
+        files, tgt_files = self._input_files(split)
+        heldout = split != "train"
+        filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
+        if self.piece_filter() is not None:  # counted in the tokenizer's pieces after encoding instead
+            filters = without_piece_filters(filters)
+        clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
+        leakage_refs = [] if heldout or cfg.leakage == "off" else [
+            self.clean_settings(s).key for s in ("valid", "test") if s in cfg.split_prefixes()
+        ]
+        align_files = self._align_files(split)
+        key = fingerprint(
+            "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files], cfg.input_format,
+            cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
+            *([cfg.documents] if cfg.documents != "line" else []),
+        )
+        return CleanPlan(split, files, tgt_files, clean_config, key)
+
+    def open_inputs(self, plan: CleanPlan) -> Source:
+        return self._open(plan.files, plan.tgt_files)
+
+    @staticmethod
+    def clean_workers(lines: int, workers: int) -> int:
+        """Processes to clean ``lines`` with: one below a size where starting workers costs more than it saves."""
+        return workers if lines >= _PARALLEL_CLEAN_MIN_LINES else 1
+
+    @property
+    def clean_chunk_lines(self) -> int:
+        return min(self.config.chunk_lines, _CLEAN_CHUNK_LINES)
+
+    def leakage_filter(self, split: str) -> LeakageFilter | None:
+        """Train's filter against the cleaned valid/test sets (None for held-out splits or --leakage off)."""
+        cfg = self.config
+        if split != "train" or cfg.leakage == "off":
+            return None
+        leakage = LeakageFilter(cfg.leakage)  # type: ignore[arg-type]
+        for heldout in ("valid", "test"):
+            if heldout in cfg.split_prefixes():
+                leakage.add_reference_chunks(self.cleaned_pairs(heldout))
+        return leakage
+
+    def _run_clean_tasks(self, plan: CleanPlan, tasks: Any) -> tuple[list[Path], dict[str, Any]]:
+        self.tasked.run(tasks, execute_task)
+        return self.tasked.merge_clean(tasks, plan)
 
     def _align_files(self, split: str) -> list[str]:
         """The word-alignment files of a split (``{pref}.{align_suffix}``), if alignments were asked for."""
@@ -318,13 +382,7 @@ class Pipeline:
         cfg = self.config
         source = self._open(files, tgt_files)
         total = source.scan()  # alignment is checked here, before anything is written
-        leakage = None
-        if split == "train" and cfg.leakage != "off":
-            leakage = LeakageFilter(cfg.leakage)  # type: ignore[arg-type]
-            for heldout in ("valid", "test"):
-                if heldout in cfg.split_prefixes():
-                    leakage.add_reference_chunks(self.cleaned_pairs(heldout))
-        cleaner = Cleaner(clean_config, leakage)
+        cleaner = Cleaner(clean_config, self.leakage_filter(split))
         outputs = [self.clean_path(split, lang) for lang in cfg.langs]
         align_out = self.clean_path(split, "align") if cfg.align_suffix else None
         kept = 0
@@ -333,8 +391,8 @@ class Pipeline:
         ) as tgt_out, (atomic_write(align_out) if align_out else _null()) as extra_out, self._bar(
             total, f"clean {split}"
         ) as bar:
-            workers = self.config.workers if total >= _PARALLEL_CLEAN_MIN_LINES else 1
-            chunk_lines = min(cfg.chunk_lines, _CLEAN_CHUNK_LINES)
+            workers = self.clean_workers(total, self.config.workers)
+            chunk_lines = self.clean_chunk_lines
             if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
                 per_file = [self._open([f], None) for f in files]
                 chunks = documents_by_file(per_file, chunk_lines)
@@ -489,16 +547,23 @@ class Pipeline:
 
     # ---------------------------------------------------------------- cleaned text
     def cleaned_chunks(self, split: str, lang: str) -> Iterator[list[str]]:
-        """The cleaned lines of one split and side, chunk by chunk (JSON-quoted on disk when they may hold
+        """The cleaned lines of one split and side, chunk by chunk."""
+        for chunk in self.cleaned_source(split, lang).chunks():
+            yield chunk.src
+
+    def cleaned_source(self, split: str, lang: str) -> Source:
+        """The cleaned text of one split and side as a source (JSON-quoted on disk when lines may hold
         newlines: JSONL input whose whitespace is kept as it is)."""
         path = str(self.clean_path(split, lang))
         options = ReadOptions(chunk_lines=self.config.chunk_lines)
         if self.quoted_clean:
-            for chunk in open_source([path], "jsonl", src_key="t", tgt_key=None, options=options).chunks():
-                yield chunk.src
-            return
-        for chunk in open_source([path], options=options).chunks():
-            yield chunk.src
+            return open_source([path], "jsonl", src_key="t", tgt_key=None, options=options)
+        return open_source([path], options=options)
+
+    def cleaned_line(self, raw: bytes) -> str:
+        """One line of a cleaned file (as :meth:`clean_text` wrote it) back to its text."""
+        text = raw.decode("utf-8")
+        return json.loads(text)["t"] if self.quoted_clean else text
 
     @property
     def quoted_clean(self) -> bool:
@@ -514,38 +579,67 @@ class Pipeline:
         surface text: those become words of the dictionary (fairseq's ids), so we keep them too."""
         return self.config.tokenizer == "sentencepiece" and not stores_tokenizer_ids(self.config)
 
+    def encode_key(self, split: str, lang: str) -> str:
+        return fingerprint("encode", self.clean_settings(split).key, file_checksum(self.model_path(lang)),
+                           load_settings(self.config), self.keeps_unknown_surfaces())
+
     def encode(self) -> None:
         cfg = self.config
         if backend_name(cfg) == WHITESPACE:
             return
+        planned = {}
+        if self.tasked.enabled and "train" in cfg.split_prefixes():
+            for lang in cfg.langs:
+                key = self.encode_key("train", lang)
+                if self.stages.done(f"encode.train.{lang}", key) is None:
+                    planned[lang] = self.tasked.plan_encode(lang, key)
+            if self.tasked.phase == "tokenizer":
+                raise PhaseDone("planned the encode tasks")
         for split in cfg.split_prefixes():
             for lang in cfg.langs:
-                model = self.model_path(lang)
-                key = fingerprint("encode", self.keys[f"clean.{split}"], file_checksum(model),
-                                  load_settings(cfg), self.keeps_unknown_surfaces())
-                self._stage(f"encode.{split}.{lang}", key, lambda s=split, la=lang: self._run_encode(s, la))
+                key = self.encode_key(split, lang)
+                if split == "train" and lang in planned:
+                    run = lambda la=lang, t=planned[lang]: self._run_encode_tasks(la, t)  # noqa: E731
+                else:
+                    run = lambda s=split, la=lang: self._run_encode(s, la)  # noqa: E731
+                self._stage(f"encode.{split}.{lang}", key, run)
+
+    def _run_encode_tasks(self, lang: str, tasks: Any) -> tuple[list[Path], dict[str, Any]]:
+        self.tasked.run(tasks, execute_task)
+        return self.tasked.merge_encoded(tasks, lang)
 
     def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
-        tokenizer = self.tokenizer_for(lang)
         prefix = self.ids_prefix(split, lang)
-        surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
         total = open_source([str(self.clean_path(split, lang))]).scan()
-        bar = self._bar(total, f"encode {split}.{lang}")
-        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, bar:
-            for chunk in self.cleaned_chunks(split, lang):
+        with self._bar(total, f"encode {split}.{lang}") as bar:
+            table = self.encode_lines(lang, self.cleaned_chunks(split, lang), prefix, threads=self.config.workers,
+                                      bar=bar, crash_name=f"encode.{split}.{lang}")
+        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if table is not None:
+            path = self.unknown_path(split, lang)
+            write_json(path, table)
+            outputs.append(path)
+        return outputs, {}
+
+    def encode_lines(
+        self, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int, bar: tqdm | None = None,
+        crash_name: str = "encode",
+    ) -> dict[str, list[int]] | None:
+        """Encode chunks of lines into an int32 work-id store at ``prefix``; returns the unknown surfaces'
+        table (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
+        tokenizer = self.tokenizer_for(lang)
+        surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
+        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
+            for chunk in chunks:
                 for lines in text_batches(chunk, _ENCODE_BATCH_CHARS):
-                    flat, lengths = tokenizer.encode_batch(lines, num_threads=self.config.workers)
+                    flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
                     if surfaces is not None:
                         flat = surfaces.replace(lines, flat, lengths)
                     writer.add_items(flat, lengths)
-                    bar.update(len(lines))
-                _crash_point(f"encode.{split}.{lang}:midway")
-        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
-        if surfaces is not None:
-            table = self.unknown_path(split, lang)
-            write_json(table, surfaces.table())
-            outputs.append(table)
-        return outputs, {}
+                    if bar is not None:
+                        bar.update(len(lines))
+                _crash_point(f"{crash_name}:midway")
+        return None if surfaces is None else surfaces.table()
 
     def unknown_path(self, split: str, lang: str) -> Path:
         """Surface text -> [work id, count] of the pieces SentencePiece called unknown in one split and side."""
@@ -936,10 +1030,13 @@ class Pipeline:
 
     def publish(self, summary: dict[str, Any]) -> None:
         """Put this run's outputs (and nothing else) in place and write the manifest (see publish.py)."""
+        settings = self.config.to_dict()
+        how = {name: settings.pop(name) for name in RUN_ONLY}
         manifest = build_manifest(
-            self.out, settings=_jsonable(self.config.to_dict()), vocab=self.summary.vocab,
+            self.out, settings=_jsonable(settings), vocab=self.summary.vocab,
             summary=_jsonable(summary), meanings=self.meanings,
-            run={"stages": self.summary.stage_table(), "warnings": self.summary.warnings},
+            run={"stages": self.summary.stage_table(), "warnings": self.summary.warnings, **how,
+                 "tasks": self.tasked.table},
         )
         publish(self.root, self.out, manifest, before_manifest=lambda: _crash_point("publish:before-manifest"))
 
@@ -976,6 +1073,8 @@ class Pipeline:
             for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
                 remove_stale_temps(directory)
             yield
+        except PhaseDone:
+            raise
         except Exception:
             failed = True
             raise
@@ -998,19 +1097,39 @@ class Pipeline:
             )
 
     def run(self) -> PrepareSummary:
+        """The whole run, or (with a ``phase``) the coordinator's part of one phase: ``plan``, ``tokenizer``
+        or ``merge`` (see :data:`PHASES`); a phase that ends early returns the summary so far."""
         self.check_inputs()
-        if not self.config.output_prefix:  # Megatron's datasets are split at training time (--split)
+        if not self.config.output_prefix and self.tasked.phase in (None, "merge"):
             self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
-        with self.exclusive():
-            self.clean()
-            self.tokenizer()
-            self.encode()
-            self.filter_pieces()
-            dictionaries = self.dictionary()
-            self.binarize(dictionaries)
-            self.alignments()
-            self.finish()
+        try:
+            with self.exclusive():
+                self.clean()
+                self.tokenizer()
+                self.encode()
+                self.filter_pieces()
+                dictionaries = self.dictionary()
+                self.binarize(dictionaries)
+                self.alignments()
+                self.finish()
+        except PhaseDone as done:
+            log.info("phase %s done: %s", self.tasked.phase, done)
+        self.summary.tasks = self.tasked.table
         return self.summary
+
+    def run_task(self, stage: str, index: int, workers: int) -> dict[str, Any]:
+        """Task ``index`` of a tasked stage (``clean.train`` or ``encode.train.{lang}``), as a task process
+        runs it: without the folder's lock (tasks of one stage run side by side), its own lock instead."""
+        if stage == "clean.train":
+            return self.tasked.clean_task(index, workers)
+        if stage.startswith("encode.train."):
+            return self.tasked.encode_task(stage.rsplit(".", 1)[1], index, workers)
+        raise TokenmillError(f"stage {stage!r} is not cut into tasks (clean.train and encode.train.LANG are)")
+
+
+def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int) -> dict[str, Any]:
+    """Run one task anywhere (a Ray worker, a Slurm array task): plain settings in, its record out."""
+    return Pipeline(build_config(settings), progress=False).run_task(stage, index, workers)
 
 
 def text_batches(lines: list[str], max_chars: int) -> Iterator[list[str]]:
@@ -1057,17 +1176,6 @@ def _alignment_blocks(path: Path) -> Iterator[tuple[np.ndarray, np.ndarray]]:
                 f"{lines[bad][:80]!r}; fix the --align-suffix file (one line per sentence pair)"
             )
         yield flat, 2 * pairs
-
-
-def _crash_point(point: str) -> None:
-    """Test hook: ``TOKENMILL_CRASH_AT=<point>`` kills the process there with SIGKILL.
-
-    Points are stage names (after the stage is recorded), ``<stage>:before-record`` (outputs
-    written, record not yet) and ``<stage>:midway`` (inside a stage, after its first chunk). The
-    kill-and-rerun tests use it to stop a real run at exact places; unset, it does nothing.
-    """
-    if os.environ.get("TOKENMILL_CRASH_AT") == point:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class _null:

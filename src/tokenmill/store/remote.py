@@ -45,6 +45,7 @@ backend's environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ``FSSPEC_S3``, ...
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -71,11 +72,14 @@ from tokenmill.store.manifest import (
     safe_member,
 )
 
-try:  # the s3 extra: `import tokenmill` works without it, reading a URL says how to install it
-    import fsspec
-    import fsspec.core
-except ImportError:  # pragma: no cover - exercised only where fsspec is absent
-    fsspec = None
+
+def _fsspec_core() -> Any:
+    """``fsspec.core``, imported when a URL is first read: it is the s3 extra, and importing it costs tens of
+    milliseconds (ssl, asyncio) that ``import tokenmill`` should not pay. None when it is not installed."""
+    try:
+        return importlib.import_module("fsspec.core")
+    except ImportError:
+        return None
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*(::|://)")
 _STATE = ".cache"
@@ -162,12 +166,13 @@ class RemoteDirectory:
         storage_options: Mapping[str, Any] | None = None,
         options: RemoteOptions | None = None,
     ) -> None:
-        if fsspec is None:
+        core = _fsspec_core()
+        if core is None:
             raise ConfigError(f"{url}: reading a URL needs fsspec and its filesystem: pip install 'tokenmill[s3]'")
         self.url = url.rstrip("/")
         self.options = options or RemoteOptions()
         try:
-            self.fs, self.root = fsspec.core.url_to_fs(self.url, **dict(storage_options or {}))
+            self.fs, self.root = core.url_to_fs(self.url, **dict(storage_options or {}))
         except ImportError as error:
             raise ConfigError(
                 f"{url}: {error}; pip install 'tokenmill[s3]' for s3://, or the fsspec filesystem of this protocol "

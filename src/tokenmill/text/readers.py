@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
@@ -563,6 +563,42 @@ class Source:
     def __len__(self) -> int:
         return self.scan()
 
+    def _all_indexes(self) -> list[LineIndex]:
+        assert self._indexes is not None
+        return list(self._indexes)
+
+    def _set_indexes(self, indexes: list[LineIndex]) -> None:
+        self._indexes = indexes
+
+    def index_state(self) -> list[dict[str, Any]]:
+        """The counting pass as JSON-able data (per file: lines, size, seek offsets), so a process on
+        another machine can read a range with :meth:`restore_index` instead of counting every file again."""
+        self.scan()
+        return [
+            {"path": ix.path, "n_lines": ix.n_lines, "size": ix.size, "every": ix.every,
+             "offsets": ix.offsets.tolist(), "compression": ix.compression}
+            for ix in self._all_indexes()
+        ]
+
+    def restore_index(self, state: Sequence[dict[str, Any]]) -> None:
+        """Take a counting pass saved by :meth:`index_state` (for the same files, in the same order)."""
+        indexes = [
+            LineIndex(str(d["path"]), int(d["n_lines"]), int(d["size"]), int(d["every"]),
+                      np.asarray(d["offsets"], dtype=np.int64), d["compression"])
+            for d in state
+        ]
+        if [ix.path for ix in indexes] != [ix_path for ix_path in self._index_paths()]:
+            raise TokenmillError(
+                "the saved line index is for other files than this source's; re-run the plan step "
+                "(tokenmill prepare ... --phase plan)"
+            )
+        self._set_indexes(indexes)
+        counts = [ix.n_lines for ix in self._indexes or []]
+        self._bounds = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+
+    def _index_paths(self) -> list[str]:
+        return list(self.files)
+
     @property
     def file_counts(self) -> list[int]:
         """Items per file (per file pair for two-file parallel sources), after ``scan()``."""
@@ -670,6 +706,16 @@ class ParallelFiles(Source):
             out.append((a, b))
         self._pair_indexes = out
         return [a for a, _ in out]
+
+    def _all_indexes(self) -> list[LineIndex]:
+        return [ix for pair in self._pair_indexes for ix in pair]
+
+    def _set_indexes(self, indexes: list[LineIndex]) -> None:
+        self._pair_indexes = list(zip(indexes[::2], indexes[1::2], strict=True))
+        self._indexes = indexes[::2]
+
+    def _index_paths(self) -> list[str]:
+        return [path for pair in self.pairs for path in pair]
 
     def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
         (src, tgt), (ia, ib) = self.pairs[i], self._pair_indexes[i]

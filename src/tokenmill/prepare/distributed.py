@@ -1,0 +1,282 @@
+"""The training split as fixed tasks: cleaned and encoded in parts anywhere, merged into one output.
+
+Two stages do the heavy work per line and are cut into tasks by input order; everything else runs
+once, in the process that holds the output folder (the coordinator):
+
+* ``clean.train``: the plan counts the inputs (one pass; the seek offsets are saved, so a task reads
+  only its own lines) and cuts them into N ranges. Task i normalizes, filters and leak-checks its range
+  (held-out sets come cleaned from the coordinator), writes its cleaned text, the dedup keys of what it
+  kept (partitioned by hash on disk) and its counts. The coordinator then finds duplicates partition by
+  partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat memory) and joins the parts in task
+  order without them: the same cleaned file, counts and drop sample as one process makes.
+* ``encode.train.{lang}``: task i encodes range i of the cleaned text into a part id store; the parts
+  are appended in order with unknown surfaces renumbered (:mod:`~tokenmill.prepare.part_merge`).
+
+The tokenizer then trains on the same cleaned file (its seeded sample is a function of the seed and
+line numbers only), and the dictionary and stores follow as in one process: the output is
+byte-identical for every task count and engine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import replace
+from math import ceil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tokenmill.errors import TokenmillError
+from tokenmill.fsutil import atomic_write, write_json
+from tokenmill.prepare.crash import crash_point
+from tokenmill.prepare.engines import get_engine
+from tokenmill.prepare.parallel import local_chunks
+from tokenmill.prepare.part_merge import append_part_ids, copy_kept_lines, renumbered_unknowns
+from tokenmill.prepare.partitioned_dedup import (
+    KEYS_RAW,
+    duplicates_in,
+    find_duplicates,
+    partition_count,
+    partition_keys,
+)
+from tokenmill.prepare.tasks import TASKS_DIR, TaskSet
+from tokenmill.store import IndexedWriter
+from tokenmill.text import Cleaner
+from tokenmill.text.drop_sample import DropSample, line_keys
+
+if TYPE_CHECKING:
+    from tokenmill.prepare.pipeline import CleanPlan, Pipeline
+
+LOCAL_BYTES_PER_TASK = 1 << 30
+CLUSTER_BYTES_PER_TASK = 256 << 20
+NUMBERS_RAW = "numbers.raw"
+DROPPED = "dropped.json"
+STEP_ORDER = ("normalize", "filter", "leakage")
+
+
+class PhaseDone(Exception):
+    """Raised when a ``--phase`` run has done its part (the tasks are left to the array jobs)."""
+
+
+class Tasked:
+    """The tasked stages of one :class:`~tokenmill.prepare.pipeline.Pipeline` (composition: it reads the
+    pipeline's paths and settings and never imports it)."""
+
+    def __init__(self, pipeline: Pipeline, phase: str | None = None) -> None:
+        self.pipeline = pipeline
+        self.config = pipeline.config
+        self.phase = phase
+        self.table: dict[str, list[dict[str, Any]]] = {}
+        """stage -> one row per task (lines, seconds, attempts, host) for the summary and the manifest."""
+
+    # ---------------------------------------------------------------- how many, where
+    def input_bytes(self) -> int:
+        plan = self.pipeline.clean_settings("train")
+        return sum(os.path.getsize(f) for f in plan.files + (plan.tgt_files or []))
+
+    def count(self) -> int:
+        """--tasks, or one task per GiB of training input locally (per 256 MiB on a cluster)."""
+        if self.config.tasks:
+            return self.config.tasks
+        per_task = LOCAL_BYTES_PER_TASK if self.config.engine == "local" else CLUSTER_BYTES_PER_TASK
+        return max(1, ceil(self.input_bytes() / per_task))
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the training split goes through tasks (a one-task local run stays the plain path)."""
+        cfg = self.config
+        if not self.pipeline.can_use_tasks:
+            return False
+        return cfg.engine != "local" or cfg.tasks >= 1 or self.phase is not None or self.count() > 1
+
+    def task_set(self, stage: str, key: str) -> TaskSet:
+        return TaskSet(self.pipeline.work / TASKS_DIR / stage, stage, key)
+
+    def run(self, tasks: TaskSet, execute: Callable[..., dict[str, Any]]) -> None:
+        """Run the tasks of ``tasks`` not finished yet on the engine (the coordinator's part)."""
+        left = tasks.left()
+        if left and self.phase is not None:
+            tasks.records()  # raises: the tasks of this stage must have run before this phase
+        engine = get_engine(self.config.engine if self.config.engine != "slurm" else "local",
+                            ray_address=self.config.ray_address)
+        per_task_workers = self.config.workers if engine.name == "local" else 1
+        settings = self.config.to_dict()
+        engine.run(execute, [(settings, tasks.stage, index, per_task_workers) for index in left])
+        self.table[tasks.stage] = [
+            {"task": i, "lines": r["lines"], "seconds": r["seconds"], "attempts": r["attempt"], "host": r["host"]}
+            for i, r in enumerate(tasks.records())
+        ]
+
+    def record(self, started: float, lines: int, attempt: int, **extra: Any) -> dict[str, Any]:
+        return {"lines": int(lines), "seconds": round(time.perf_counter() - started, 3), "attempt": attempt,
+                "host": socket.gethostname(), "pid": os.getpid(), **extra}
+
+    # ---------------------------------------------------------------- clean.train
+    def plan_clean(self, plan: CleanPlan) -> TaskSet:
+        """The tasks of ``clean.train`` (planned now unless a plan for these inputs exists)."""
+        tasks = self.task_set("clean.train", plan.key)
+        if tasks.read_plan() is None or self.pipeline.stages.force:
+            source = self.pipeline.open_inputs(plan)
+            total = source.scan()
+            count = self.count()
+            tasks.write_plan(count, ranges=source.ranges(count), index=source.index_state(), items=total,
+                             partitions=partition_count(total))
+        return tasks
+
+    def clean_task(self, index: int, workers: int) -> dict[str, Any]:
+        """Task ``index`` of ``clean.train``: its cleaned lines, dedup keys and counts, then its marker."""
+        pipeline, cfg = self.pipeline, self.config
+        plan = pipeline.clean_settings("train")
+        tasks = self.task_set("clean.train", plan.key)
+        details = tasks.plan()
+        tasks.check_index(index)
+        source = pipeline.open_inputs(plan)
+        source.restore_index(details["index"])
+        cleaner = Cleaner(replace(plan.config, dedup=False), pipeline.leakage_filter("train"))
+        start, stop = details["ranges"][index]
+        started = time.perf_counter()
+        with tasks.running(index) as (folder, attempt):
+            kept = 0
+            with ExitStack() as files:
+                texts = [files.enter_context(atomic_write(folder / f"{lang}.txt")) for lang in cfg.langs]
+                keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
+                numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
+                chunks = source.chunks(start, stop, chunk_lines=pipeline.clean_chunk_lines)
+                for _, cleaned, keys in local_chunks(chunks, cleaner, pipeline.clean_workers(stop - start, workers)):
+                    if not len(cleaned):
+                        continue
+                    for handle, lines in zip(texts, [cleaned.src, cleaned.tgt], strict=False):
+                        handle.write(pipeline.clean_text(lines))  # type: ignore[arg-type]
+                    keys_out.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
+                    numbers_out.write(np.asarray(cleaned.numbers, dtype=np.int64).tobytes())
+                    kept += len(cleaned)
+                    crash_point(f"clean.train#{index}:midway")
+            partition_keys(folder, details["partitions"])
+            cleaner.dropped.write(folder / DROPPED)
+            stats = {"read": dict(source.stats.counts)}
+            stats.update({name: dict(cleaner.stats[name].counts) for name in STEP_ORDER if cleaner.stats[name].counts})
+            record = self.record(started, stop - start, attempt, kept=kept, stats=stats)
+            tasks.finish(index, record)
+        return record
+
+    def merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
+        """Settle duplicates across tasks and join the parts into the cleaned files (``clean.train``)."""
+        pipeline, cfg = self.pipeline, self.config
+        records = tasks.records()
+        details = tasks.plan()
+        kept = [int(r["kept"]) for r in records]
+        bases = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+        folders = [tasks.folder(i) for i in range(len(records))]
+        dedup_dir = tasks.root / "dedup"
+        partitions = int(details["partitions"])
+        duplicates = 0
+        if plan.config.dedup:
+            duplicates = find_duplicates(folders, bases[:-1].tolist(), partitions, dedup_dir)
+        dropped = Cleaner(plan.config).dropped
+        for folder in folders:
+            dropped.merge(DropSample.from_dict(json.loads((folder / DROPPED).read_text(encoding="utf-8")),
+                                               dropped.size, dropped.seed))
+        outputs = [pipeline.clean_path("train", lang) for lang in cfg.langs]
+        with ExitStack() as files:
+            handles = [files.enter_context(atomic_write(path, "wb")) for path in outputs]
+            for i, folder in enumerate(folders):
+                gone = (duplicates_in(dedup_dir, partitions, int(bases[i]), kept[i]) if plan.config.dedup
+                        else np.zeros(0, np.int64))
+                numbers = np.fromfile(folder / NUMBERS_RAW, dtype=np.int64)
+                sampled = _smallest_keys(gone, numbers, dropped)
+                texts = [copy_kept_lines(folder / f"{lang}.txt", handle, gone, sampled)
+                         for lang, handle in zip(cfg.langs, handles, strict=True)]
+                if len(sampled):
+                    sides = [[pipeline.cleaned_line(texts[k][p]) for p in sampled.tolist()] for k in range(len(texts))]
+                    dropped.add("dedup", numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
+        dropped_file = pipeline.dropped_path("train")
+        dropped.write(dropped_file)
+        stats: dict[str, Any] = {"read": _summed(r["stats"]["read"] for r in records)}
+        for step in STEP_ORDER:
+            if any(step in r["stats"] for r in records):
+                stats[step] = _summed(r["stats"].get(step, {}) for r in records)
+        if plan.config.dedup and sum(int(r["lines"]) for r in records):
+            stats["dedup"] = {"pairs": int(bases[-1]), "duplicates": duplicates}
+        total = int(bases[-1]) - duplicates
+        stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.input_format != "text" else "lines": total}
+        return [*outputs, dropped_file], {"stats": stats, "kept": total}
+
+    # ---------------------------------------------------------------- encode.train.{lang}
+    def plan_encode(self, lang: str, key: str) -> TaskSet:
+        tasks = self.task_set(f"encode.train.{lang}", key)
+        if tasks.read_plan() is None or self.pipeline.stages.force:
+            source = self.pipeline.cleaned_source("train", lang)
+            count = self.count()
+            tasks.write_plan(count, ranges=source.ranges(count), index=source.index_state(), items=source.scan(),
+                             lang=lang)
+        return tasks
+
+    def encode_task(self, lang: str, index: int, workers: int) -> dict[str, Any]:
+        """Task ``index`` of ``encode.train.{lang}``: range ``index`` of the cleaned text as a part id store."""
+        pipeline = self.pipeline
+        if not pipeline.model_path(lang).exists():
+            raise TokenmillError(
+                f"encode task {index}: the tokenizer is not there yet ({pipeline.model_path(lang)}); run the plan, "
+                "clean and tokenizer phases first (tokenmill prepare ... --phase tokenizer)"
+            )
+        tasks = self.task_set(f"encode.train.{lang}", pipeline.encode_key("train", lang))
+        details = tasks.plan()
+        tasks.check_index(index)
+        source = pipeline.cleaned_source("train", lang)
+        source.restore_index(details["index"])
+        start, stop = details["ranges"][index]
+        started = time.perf_counter()
+        with tasks.running(index) as (folder, attempt):
+            chunks = (chunk.src for chunk in source.chunks(start, stop))
+            table = pipeline.encode_lines(lang, chunks, folder / "ids", threads=workers,
+                                          crash_name=f"encode.train.{lang}#{index}")
+            write_json(folder / "unknown.json", table or {})
+            record = self.record(started, stop - start, attempt)
+            tasks.finish(index, record)
+        return record
+
+    def merge_encoded(self, tasks: TaskSet, lang: str) -> tuple[list[Path], dict[str, Any]]:
+        """Append the part id stores in task order into ``.work/ids/train.{lang}`` (``encode.train.{lang}``)."""
+        pipeline = self.pipeline
+        tasks.records()
+        prefix = pipeline.ids_prefix("train", lang)
+        vocab_size = pipeline.tokenizer_for(lang).vocab_size
+        table: dict[str, list[int]] = {}
+        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
+            for i in range(tasks.count):
+                part = json.loads((tasks.folder(i) / "unknown.json").read_text(encoding="utf-8"))
+                append_part_ids(writer, tasks.folder(i) / "ids", renumbered_unknowns(table, part, vocab_size))
+        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if pipeline.keeps_unknown_surfaces():
+            path = pipeline.unknown_path("train", lang)
+            write_json(path, table)
+            outputs.append(path)
+        return outputs, {}
+
+
+def _smallest_keys(gone: np.ndarray, numbers: np.ndarray, sample: DropSample) -> np.ndarray:
+    """Of the positions ``gone``, the few whose line numbers could enter the drop sample (its ``size``
+    smallest seeded keys): only their text is read back."""
+    if not len(gone) or not sample.size:
+        return np.zeros(0, np.int64)
+    keys = line_keys(numbers[gone], sample.seed)
+    if len(keys) > sample.size:
+        gone = gone[np.argpartition(keys, sample.size - 1)[: sample.size]]
+    return np.sort(gone)
+
+
+def _summed(rows: Any) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for row in rows:
+        for name, value in row.items():
+            total[name] = total.get(name, 0) + int(value)
+    return total
+
+
+__all__ = ["PhaseDone", "Tasked"]

@@ -1,0 +1,118 @@
+"""Exact dedup across tasks without a corpus-sized table: hashes partitioned on disk.
+
+Each task hashes the items it kept (the same uint64 keys as :class:`tokenmill.text.dedup.Deduplicator`)
+and appends them to a raw file. :func:`partition_keys` then sorts them by ``key % partitions`` into one
+file per task (keys, task-local positions and the partition bounds), block by block. Partition ``p``
+of every task together holds every occurrence of its keys, so :func:`find_duplicates` can settle the
+partitions one at a time: sort ``(key, global position)`` and every entry equal to the one before it
+is a later occurrence, exactly what the one-process deduplicator drops (first occurrence wins). A
+partition holds about :data:`PARTITION_ITEMS` entries whatever the corpus size, so memory is flat.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.fsutil import atomic_path
+
+PARTITION_ITEMS = 1 << 20
+"""Items per hash partition (16 bytes each: key and position); bounds the memory of one partition."""
+_BLOCK = 1 << 20  # keys per pass when partitioning a task's keys
+KEYS_RAW = "keys.raw"
+KEYS = "keys.npy"
+POSITIONS = "positions.npy"
+BOUNDS = "bounds.npy"
+
+
+def partition_count(items: int) -> int:
+    """How many partitions to cut ``items`` keys into (at least one)."""
+    return max(1, -(-int(items) // PARTITION_ITEMS))
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        np.save(handle, array, allow_pickle=False)
+
+
+def partition_keys(folder: Path, partitions: int) -> None:
+    """Sort a task's ``keys.raw`` (uint64 in kept order) by partition into ``keys.npy`` and
+    ``positions.npy`` (int64 positions in the task), with ``bounds.npy`` (partitions + 1 offsets).
+
+    A counting sort in blocks: one pass counts each partition, a second scatters every block to its
+    place (stable: positions rise within a partition). Memory: one block, whatever the task size."""
+    raw = folder / KEYS_RAW
+    n = os.path.getsize(raw) // 8
+    keys = np.memmap(raw, dtype=np.uint64, mode="r") if n else np.zeros(0, dtype=np.uint64)
+    divisor = np.uint64(partitions)
+    counts = np.zeros(partitions, dtype=np.int64)
+    for start in range(0, n, _BLOCK):
+        counts += np.bincount((keys[start : start + _BLOCK] % divisor).astype(np.int64), minlength=partitions)
+    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if n == 0:
+        _save(folder / KEYS, np.zeros(0, np.uint64))
+        _save(folder / POSITIONS, np.zeros(0, np.int64))
+        _save(folder / BOUNDS, bounds)
+        raw.unlink()
+        return
+    with atomic_path(folder / KEYS) as keys_tmp, atomic_path(folder / POSITIONS) as positions_tmp:
+        out_keys = np.lib.format.open_memmap(keys_tmp, mode="w+", dtype=np.uint64, shape=(n,))
+        out_positions = np.lib.format.open_memmap(positions_tmp, mode="w+", dtype=np.int64, shape=(n,))
+        cursor = bounds[:-1].copy()
+        for start in range(0, n, _BLOCK):
+            block = np.asarray(keys[start : start + _BLOCK])
+            part = (block % divisor).astype(np.int64)
+            order = np.argsort(part, kind="stable")
+            sorted_part = part[order]
+            per_part = np.bincount(sorted_part, minlength=partitions)
+            first_of_part = np.concatenate([[0], np.cumsum(per_part)[:-1]])
+            rank = np.arange(len(order), dtype=np.int64) - first_of_part[sorted_part]
+            target = cursor[sorted_part] + rank
+            out_keys[target] = block[order]
+            out_positions[target] = order.astype(np.int64) + start
+            cursor += per_part
+        out_keys.flush()
+        out_positions.flush()
+        del out_keys, out_positions
+    _save(folder / BOUNDS, bounds)
+    raw.unlink()
+
+
+def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: int, out: Path) -> int:
+    """For each partition, the global positions (``bases[t]`` + task position) of every later occurrence
+    of a key, sorted, into ``out/dups.NNNNN.npy``; returns the number of duplicates."""
+    out.mkdir(parents=True, exist_ok=True)
+    tables = [
+        (np.load(f / KEYS, mmap_mode="r"), np.load(f / POSITIONS, mmap_mode="r"), np.load(f / BOUNDS))
+        for f in folders
+    ]
+    total = 0
+    for p in range(partitions):
+        keys = np.concatenate([k[b[p] : b[p + 1]] for k, _, b in tables] or [np.zeros(0, np.uint64)])
+        positions = np.concatenate(
+            [pos[b[p] : b[p + 1]] + base for (_, pos, b), base in zip(tables, bases, strict=True)]
+            or [np.zeros(0, np.int64)]
+        )
+        order = np.lexsort((positions, keys))
+        sorted_keys = keys[order]
+        later = np.concatenate([[False], sorted_keys[1:] == sorted_keys[:-1]]) if len(order) else np.zeros(0, bool)
+        duplicates = np.sort(positions[order][later])
+        _save(out / f"dups.{p:05d}.npy", duplicates)
+        total += len(duplicates)
+    return total
+
+
+def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarray:
+    """Sorted positions (relative to ``base``) of the duplicates among items ``[base, base + count)``."""
+    found = []
+    for p in range(partitions):
+        table = np.load(out / f"dups.{p:05d}.npy", mmap_mode="r")
+        lo, hi = np.searchsorted(table, [base, base + count])
+        found.append(np.asarray(table[lo:hi]) - base)
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
+
+
+__all__ = ["PARTITION_ITEMS", "duplicates_in", "find_duplicates", "partition_count", "partition_keys"]

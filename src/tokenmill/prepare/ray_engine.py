@@ -1,0 +1,60 @@
+"""Tasks as Ray tasks (``--engine ray``; ``pip install tokenmill[ray]``).
+
+Joins the cluster at ``--ray-address`` (``auto`` or the head's ``HOST:PORT``; the driver must run on a
+node of it) or starts Ray on this machine. Every node needs tokenmill installed and the output folder
+on a shared file system. A worker process that dies mid-task (OOM kill, lost node) is retried by Ray
+(``max_retries``); the task starts again from an empty folder, so the output does not change.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+
+from tokenmill.errors import TokenmillError
+from tokenmill.prepare.engines import TaskFunction
+
+MAX_RETRIES = 3
+
+
+class RayEngine:
+    name = "ray"
+
+    def __init__(self, address: str | None, *, cpus_per_task: int = 1) -> None:
+        self.address = address
+        self.cpus_per_task = cpus_per_task
+
+    def _connect(self) -> None:
+        if ray.is_initialized():
+            return
+        if self.address:
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+        else:  # a Ray of our own on this machine, on loopback only
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+
+    def run(self, function: TaskFunction, calls: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        if not calls:
+            return []
+        self._connect()
+        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(function)
+        refs = [remote.remote(*call) for call in calls]
+        results: list[dict[str, Any]] = []
+        for call, ref in zip(calls, refs, strict=True):
+            try:
+                results.append(ray.get(ref))
+            except ray.exceptions.RayTaskError as error:  # the task raised: its own error, once
+                cause = error.cause if isinstance(error.cause, Exception) else error
+                raise TokenmillError(f"task {call[1]} #{call[2]} failed on the Ray cluster: {cause}") from None
+            except ray.exceptions.RayError as error:  # workers kept dying: out of retries
+                raise TokenmillError(
+                    f"task {call[1]} #{call[2]} did not finish after {MAX_RETRIES} retries on the Ray cluster "
+                    f"({type(error).__name__}); re-run prepare to run the tasks left"
+                ) from None
+        return results
+
+
+__all__ = ["MAX_RETRIES", "RayEngine"]

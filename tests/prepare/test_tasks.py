@@ -1,0 +1,214 @@
+"""The training split cut into tasks gives the same bytes as one process, for every task count, and a
+killed task is re-run alone; the Slurm script's jobs run in any order."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import tokenmill
+from tests.prepare.tasks_corpus import write_corpus, write_jsonl
+from tokenmill.prepare import build_config
+from tokenmill.prepare.run import write_slurm_script
+from tokenmill.prepare.tasks import task_status
+from tokenmill.store.manifest import verify_directory
+
+SETTINGS = {
+    "source_lang": "en",
+    "target_lang": "zh",
+    "vocab_size": 300,
+    "character_coverage": 0.99,  # the rare characters become unknown pieces (kept as words, as fairseq does)
+    "filters": {"max_tokens": 80},  # counted in pieces after encoding
+    "workers": 2,
+}
+
+
+def output_files(directory: Path) -> dict[str, bytes]:
+    """What a run leaves for users (and the drop sample the report reads), with the destdir's name and the
+    manifest's record of how the run went (times, tasks) taken out."""
+    out = {}
+    for path in sorted(directory.rglob("*")):
+        relative = path.relative_to(directory)
+        if not path.is_file() or relative.parts[0] in (".state", ".lock") or path.name == "report.html":
+            continue
+        if relative.parts[0] == ".work" and relative.parts[1] != "dropped":
+            continue
+        data = path.read_bytes()
+        if path.name == "manifest.json":
+            manifest = json.loads(data)
+            manifest.pop("run")
+            manifest["settings"].pop("destdir")
+            manifest["files"].pop("preprocess.log")
+            data = json.dumps(manifest, sort_keys=True).encode()
+        elif path.name == "preprocess.log":
+            data = data.split(b"\n", 1)[1]  # its first line names the destdir
+        out[str(relative)] = data
+    return out
+
+
+def assert_same_output(expected: Path, actual: Path) -> None:
+    want, got = output_files(expected), output_files(actual)
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if want[name] != got[name]] == []
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+def settings_for(corpus: Path, destdir: Path, **more) -> dict:
+    return {**SETTINGS, "trainpref": str(corpus / "train"), "validpref": str(corpus / "valid"),
+            "testpref": str(corpus / "test"), "destdir": str(destdir), **more}
+
+
+@pytest.fixture(scope="module")
+def one_process(corpus, tmp_path_factory) -> Path:
+    """The plain run: one process, no tasks."""
+    destdir = tmp_path_factory.mktemp("plain") / "bin"
+    summary = tokenmill.prepare(settings_for(corpus, destdir), progress=False)
+    assert summary.tasks == {}
+    steps = summary.splits["train"]["clean"]
+    # the corpus does its job: duplicates, leaks and pairs too long in pieces
+    assert steps["dedup"]["duplicates"] > 500 and steps["leakage"]["leaked"] > 20
+    assert steps["pieces"]["dropped_tokens"] > 10
+    return destdir
+
+
+@pytest.mark.parametrize("tasks", [1, 2, 3, 7])
+def test_every_task_count_gives_the_same_bytes(corpus, one_process, tmp_path, tasks):
+    summary = tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=tasks), progress=False)
+    assert [len(rows) for rows in summary.tasks.values()] == [tasks, tasks, tasks]  # clean, encode en, encode zh
+    assert sum(row["lines"] for row in summary.tasks["clean.train"]) == 3000
+    assert_same_output(one_process, tmp_path / "bin")
+    manifest = json.loads((tmp_path / "bin" / "manifest.json").read_text())
+    assert manifest["run"]["tasks"]["clean.train"][0]["attempts"] == 1
+    assert "tasks" not in manifest["settings"] and manifest["run"]["engine"] == "local"
+    assert verify_directory(tmp_path / "bin") == []  # no problems
+
+
+def test_monolingual_jsonl_documents_with_newlines(tmp_path):
+    """Quoted cleaned text (documents keep their newlines), the tokenizer's own ids, dedup across tasks."""
+    data = write_jsonl(tmp_path / "docs.jsonl")
+    settings = {"source_lang": "en", "trainpref": [str(data)], "input_format": "jsonl", "source_key": "text",
+                "tokenizer": "hf", "hf_model_type": "bpe", "vocab_size": 400, "workers": 2,
+                "normalize": {"collapse_whitespace": False}}
+    tokenmill.prepare(settings, destdir=str(tmp_path / "plain"), progress=False)
+    summary = tokenmill.prepare(settings, destdir=str(tmp_path / "tasks"), tasks=3, progress=False)
+    assert summary.splits["train"]["clean"]["dedup"]["duplicates"] > 300
+    assert_same_output(tmp_path / "plain", tmp_path / "tasks")
+
+
+def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenmill", "prepare", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def write_config(path: Path, settings: dict) -> Path:
+    path.write_text(json.dumps(settings), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def test_a_killed_task_is_rerun_alone(corpus, one_process, tmp_path):
+    config = write_config(tmp_path / "run.yaml", settings_for(corpus, tmp_path / "bin", tasks=4))
+    killed = run_cli("-c", str(config), "-q", "--no-report", env={"TOKENMILL_CRASH_AT": "clean.train#2:midway"})
+    assert killed.returncode == -9
+    tasks = tmp_path / "bin" / ".work" / "tasks" / "clean.train"
+    finished = {i: (tasks / f"{i:05d}" / "done.json").stat().st_mtime_ns for i in (0, 1)}
+    assert not (tasks / "00002" / "done.json").exists()
+    assert run_cli("-c", str(config), "-q", "--no-report").returncode == 0
+    assert {i: (tasks / f"{i:05d}" / "done.json").stat().st_mtime_ns for i in (0, 1)} == finished  # not redone
+    rows = json.loads((tmp_path / "bin" / "manifest.json").read_text())["run"]["tasks"]["clean.train"]
+    assert [row["attempts"] for row in rows] == [1, 1, 2, 1]
+    assert_same_output(one_process, tmp_path / "bin")
+
+
+FAKE_SBATCH = textwrap.dedent("""\
+    #!{python}
+    # Records each submission (one JSON line) and prints a job id, as `sbatch --parsable` does.
+    import json, os, sys
+    log = os.environ["SBATCH_LOG"]
+    with open(log, "a") as handle:
+        handle.write(json.dumps(sys.argv[1:]) + "\\n")
+    print(sum(1 for _ in open(log)) + 1000)
+""")
+
+
+def submitted_jobs(log: Path) -> list[dict]:
+    jobs = []
+    for line in log.read_text().splitlines():
+        args = json.loads(line)
+        job = {"command": args[args.index("--wrap") + 1], "array": None, "after": None}
+        for arg in args:
+            if arg.startswith("--array=0-"):
+                job["array"] = int(arg.split("-")[-1]) + 1
+            if arg.startswith("--dependency=afterok:"):
+                job["after"] = int(arg.split(":")[1])
+        jobs.append(job)
+    return jobs
+
+
+def test_slurm_script_jobs_run_in_any_order(corpus, one_process, tmp_path):
+    """The generated script, submitted to a recording sbatch; then every job as Slurm would start it: array
+    tasks as separate processes at once, in shuffled order."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(FAKE_SBATCH.format(python=sys.executable))
+    (bin_dir / "sbatch").chmod(0o755)
+    config = write_config(tmp_path / "run.yaml", settings_for(corpus, tmp_path / "bin", tasks=3, engine="slurm"))
+    made = run_cli("-c", str(config))
+    assert made.returncode == 0, made.stderr
+    script = tmp_path / "bin" / ".work" / "slurm" / "submit.sh"
+    assert str(script) in made.stdout
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SBATCH_LOG": str(tmp_path / "sbatch.log")}
+    submitted = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert submitted.returncode == 0, submitted.stderr
+    jobs = submitted_jobs(tmp_path / "sbatch.log")
+    assert [job["array"] for job in jobs] == [None, 3, None, 3, None]
+    assert [job["after"] for job in jobs] == [None, 1001, 1002, 1003, 1004]  # each waits for the one before
+    shuffle = random.Random(5)
+    for job in jobs:
+        if job["array"] is None:
+            done = subprocess.run(["bash", "-c", job["command"]], capture_output=True, text=True)
+            assert done.returncode == 0, done.stderr
+            continue
+        order = list(range(job["array"]))
+        shuffle.shuffle(order)
+        running = [subprocess.Popen(["bash", "-c", job["command"]], env={**os.environ, "SLURM_ARRAY_TASK_ID": str(i)},
+                                    stderr=subprocess.PIPE, text=True) for i in order]
+        assert [p.wait() for p in running] == [0] * len(order), [p.stderr.read() for p in running]
+    status = run_cli("-c", str(script.parent / "config.yaml"), "--status")
+    assert "clean.train: 3 of 3 tasks done" in status.stdout
+    assert_same_output(one_process, tmp_path / "bin")
+
+
+def test_phases_say_what_is_missing(corpus, tmp_path):
+    config = write_config(tmp_path / "run.yaml", settings_for(corpus, tmp_path / "bin", tasks=2, engine="slurm"))
+    early = run_cli("-c", str(config), "--phase", "encode", "--task", "0")
+    assert early.returncode == 2 and early.stderr.startswith("error: ") and "plan" in early.stderr
+    assert "Traceback" not in early.stderr
+    alone = run_cli("-c", str(config), "--task", "1")
+    assert alone.returncode == 2 and "--phase clean" in alone.stderr
+    assert run_cli("-c", str(config), "--phase", "plan", "-q").returncode == 0
+    assert run_cli("-c", str(config), "--phase", "clean", "--task", "1", "-q").returncode == 0
+    merge = run_cli("-c", str(config), "--phase", "tokenizer", "-q")
+    assert merge.returncode == 2 and "tasks 0 of 2 have not finished" in merge.stderr
+    rows = task_status(tmp_path / "bin" / ".work" / "tasks")
+    assert rows == [{"stage": "clean.train", "tasks": 2, "done": 1, "left": [0]}]
+    too_far = run_cli("-c", str(config), "--phase", "clean", "--task", "2")
+    assert too_far.returncode == 2 and "has tasks 0..1" in too_far.stderr
+
+
+def test_slurm_script_names_the_task_count(corpus, tmp_path):
+    config = build_config(settings_for(corpus, tmp_path / "bin", engine="slurm"))
+    script = write_slurm_script(config)
+    text = script.read_text()
+    assert "--array=0-0 " in text  # a small input: one task (one per 256 MiB on a cluster)
+    assert "--phase merge" in text and "SLURM_ARRAY_TASK_ID" in text
