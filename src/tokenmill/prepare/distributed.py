@@ -107,9 +107,11 @@ class Tasked:
                             ray_address=self.config.ray_address)
         per_task_workers = self.config.workers if engine.name == "local" else 1
         settings = self.config.to_dict()
-        engine.run(execute, [(settings, tasks.stage, index, per_task_workers) for index in left])
+        results = engine.run(execute, [(settings, tasks.stage, index, per_task_workers) for index in left])
+        nodes = {index: result["node"] for index, result in zip(left, results, strict=True) if "node" in result}
         self.table[tasks.stage] = [
-            {"task": i, "lines": r["lines"], "seconds": r["seconds"], "attempts": r["attempt"], "host": r["host"]}
+            {"task": i, "lines": r["lines"], "seconds": r["seconds"], "attempts": r["attempt"], "host": r["host"],
+             **({"node": nodes[i]} if i in nodes else {})}
             for i, r in enumerate(tasks.records())
         ]
 

@@ -20,6 +20,12 @@ from tokenmill.prepare.engines import TaskFunction
 MAX_RETRIES = 3
 
 
+def on_node(function: TaskFunction, *args: Any) -> dict[str, Any]:
+    """Run a task and add the Ray node it ran on to its record (the task table shows the spread)."""
+    record = function(*args)
+    return {**record, "node": ray.get_runtime_context().get_node_id()}
+
+
 class RayEngine:
     name = "ray"
 
@@ -40,8 +46,10 @@ class RayEngine:
         if not calls:
             return []
         self._connect()
-        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(function)
-        refs = [remote.remote(*call) for call in calls]
+        remote = ray.remote(  # SPREAD: tasks go to every node, not packed onto the driver's
+            num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES, scheduling_strategy="SPREAD"
+        )(on_node)
+        refs = [remote.remote(function, *call) for call in calls]
         results: list[dict[str, Any]] = []
         for call, ref in zip(calls, refs, strict=True):
             try:

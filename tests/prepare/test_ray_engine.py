@@ -1,0 +1,103 @@
+"""--engine ray on a real two-node Ray cluster: the same bytes as the local engine, also when a worker
+process is SIGKILLed in the middle of a task.
+
+Ray advertises the machine's own interface address, so the cluster, the driver and the prepare all run
+inside a network namespace this test creates (a veth pair with 10.254.0.1/24 and a default route on it)
+and removes afterwards: no traffic reaches the machine's external address.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+
+import pytest
+
+import tokenmill
+from tests.prepare.tasks_corpus import write_corpus
+from tests.prepare.test_tasks import assert_same_output, settings_for
+
+pytest.importorskip("ray")
+ADDRESS = "10.254.0.1"
+
+
+def _can_make_namespaces() -> bool:
+    return os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not _can_make_namespaces(), reason="needs root and iproute2 to make a network namespace"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _in(namespace: str, *command: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True, env=env,
+                          timeout=300)
+    if check and done.returncode:
+        raise AssertionError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
+    return done
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """A head and a second node (one CPU each) inside a fresh network namespace; yields (namespace, address).
+
+    Their workers SIGKILL themselves once, in the middle of task 1 of clean.train (the crash-test hook,
+    armed through the nodes' environment)."""
+    namespace = f"tm{uuid.uuid4().hex[:8]}"
+    setup = [
+        ["ip", "netns", "add", namespace],
+        ["ip", "netns", "exec", namespace, "ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+        ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{ADDRESS}/24", "dev", "v0"],
+        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v0", "up"],
+        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v1", "up"],
+        ["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
+        ["ip", "netns", "exec", namespace, "ip", "route", "add", "default", "via", ADDRESS, "dev", "v0"],
+    ]
+    env = {**os.environ, "TOKENMILL_CRASH_AT": "clean.train#1:midway",
+           "TOKENMILL_CRASH_ONCE": str(tmp_path / "crashed-once"), "RAY_USAGE_STATS_ENABLED": "0"}
+    port = _free_port()
+    ray = os.path.join(os.path.dirname(sys.executable), "ray")
+    temp = tempfile.mkdtemp(prefix="tmray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    try:
+        for command in setup:
+            subprocess.run(command, check=True, capture_output=True)
+        _in(namespace, ray, "start", "--head", f"--node-ip-address={ADDRESS}", f"--port={port}", "--num-cpus=1",
+            f"--temp-dir={temp}", "--include-dashboard=false", env=env)
+        _in(namespace, ray, "start", f"--address={ADDRESS}:{port}", f"--node-ip-address={ADDRESS}", "--num-cpus=1",
+            env=env)
+        yield namespace, f"{ADDRESS}:{port}"
+    finally:
+        _in(namespace, ray, "stop", "--force", check=False)
+        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_path):
+    namespace, address = cluster
+    corpus = write_corpus(tmp_path / "corpus", pairs=2000)
+    tokenmill.prepare(settings_for(corpus, tmp_path / "local", tasks=3), progress=False)
+    config = tmp_path / "ray.yaml"
+    config.write_text(json.dumps(settings_for(corpus, tmp_path / "ray", tasks=3, engine="ray", ray_address=address)))
+    done = _in(namespace, sys.executable, "-m", "tokenmill", "prepare", "-c", str(config), "-q", "--no-report",
+               check=False, env={k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_CRASH")})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "crashed-once").exists()  # a worker did die in the middle of task 1
+    assert_same_output(tmp_path / "local", tmp_path / "ray")
+    rows = json.loads((tmp_path / "ray" / "manifest.json").read_text())["run"]["tasks"]
+    assert [row["attempts"] for row in rows["clean.train"]] == [1, 2, 1]  # Ray ran task 1 again, alone
+    nodes = {row["node"] for stage in rows.values() for row in stage}
+    assert len(nodes) == 2  # both nodes took tasks
