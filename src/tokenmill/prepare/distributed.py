@@ -74,6 +74,8 @@ class Tasked:
         self.phase = phase
         self.table: dict[str, list[dict[str, Any]]] = {}
         """stage -> one row per task (lines, seconds, attempts, host) for the summary and the manifest."""
+        self.merge_seconds: dict[str, float] = {}
+        """stage -> seconds its coordinator spent joining the tasks' parts (dedup included)."""
 
     # ---------------------------------------------------------------- how many, where
     def input_bytes(self) -> int:
@@ -169,6 +171,12 @@ class Tasked:
 
     def merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
         """Settle duplicates across tasks and join the parts into the cleaned files (``clean.train``)."""
+        started = time.perf_counter()
+        outputs, info = self._merge_clean(tasks, plan)
+        self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
+        return outputs, info
+
+    def _merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
         pipeline, cfg = self.pipeline, self.config
         records = tasks.records()
         details = tasks.plan()
@@ -247,6 +255,7 @@ class Tasked:
         """Append the part id stores in task order into ``.work/ids/train.{lang}`` (``encode.train.{lang}``)."""
         pipeline = self.pipeline
         tasks.records()
+        started = time.perf_counter()
         prefix = pipeline.ids_prefix("train", lang)
         vocab_size = pipeline.tokenizer_for(lang).vocab_size
         table: dict[str, list[int]] = {}
@@ -259,6 +268,7 @@ class Tasked:
             path = pipeline.unknown_path("train", lang)
             write_json(path, table)
             outputs.append(path)
+        self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
         return outputs, {}
 
 

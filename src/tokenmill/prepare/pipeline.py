@@ -1036,7 +1036,7 @@ class Pipeline:
             self.out, settings=_jsonable(settings), vocab=self.summary.vocab,
             summary=_jsonable(summary), meanings=self.meanings,
             run={"stages": self.summary.stage_table(), "warnings": self.summary.warnings, **how,
-                 "tasks": self.tasked.table},
+                 "tasks": self.tasked.table, "merge_seconds": self.tasked.merge_seconds},
         )
         publish(self.root, self.out, manifest, before_manifest=lambda: _crash_point("publish:before-manifest"))
 
