@@ -17,6 +17,7 @@ import click
 
 from tokenmill import __version__
 from tokenmill.commands.batches import batches
+from tokenmill.commands.export import export
 from tokenmill.commands.inspect import inspect
 from tokenmill.commands.prepare import prepare_command
 from tokenmill.commands.report import report as report_command
@@ -100,10 +101,11 @@ def cli() -> None:
       tokenmill verify data-bin/                    # check files against manifest.json
       tokenmill inspect data-bin/train.en-de.de --range 0:3
       tokenmill batches data-bin --max-tokens 4096 --world-size 8   # what an epoch will be
+      tokenmill export tfrecord data-bin t2t-data --problem my_problem   # Tensor2Tensor's files
     """
 
 
-for _command in (prepare_command, verify, inspect, batches, report_command):
+for _command in (prepare_command, verify, inspect, batches, report_command, export):
     if not _command.short_help and _command.help:  # the whole first paragraph, not click's 45 characters
         _command.short_help = _one_line(_command.help.split("\n\n", 1)[0])
     cli.add_command(_command)
