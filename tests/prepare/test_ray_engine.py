@@ -8,13 +8,16 @@ and removes afterwards: no traffic reaches the machine's external address.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 import pytest
@@ -72,18 +75,50 @@ def cluster(tmp_path):
     port = _free_port()
     ray = os.path.join(os.path.dirname(sys.executable), "ray")
     temp = tempfile.mkdtemp(prefix="tmray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
+    nodes: list[subprocess.Popen] = []
     try:
         for command in setup:
             subprocess.run(command, check=True, capture_output=True)
-        _in(namespace, ray, "start", "--head", f"--node-ip-address={ADDRESS}", f"--port={port}", "--num-cpus=1",
-            f"--temp-dir={temp}", "--include-dashboard=false", env=env)
-        _in(namespace, ray, "start", f"--address={ADDRESS}:{port}", f"--node-ip-address={ADDRESS}", "--num-cpus=1",
-            env=env)
+        # --block: each node stays a child of this test in its own process group, so stopping it stops
+        # only this cluster (`ray stop` would stop every Ray on the machine)
+        head = ["start", "--head", "--block", f"--node-ip-address={ADDRESS}", f"--port={port}", "--num-cpus=1",
+                f"--temp-dir={temp}", "--include-dashboard=false"]
+        second = ["start", "--block", f"--address={ADDRESS}:{port}", f"--node-ip-address={ADDRESS}", "--num-cpus=1"]
+        for expected, args in ((1, head), (2, second)):
+            nodes.append(subprocess.Popen(["ip", "netns", "exec", namespace, ray, *args], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True))
+            _wait_for_nodes(namespace, ray, f"{ADDRESS}:{port}", expected)
         yield namespace, f"{ADDRESS}:{port}"
     finally:
-        _in(namespace, ray, "stop", "--force", check=False)
+        for node in reversed(nodes):
+            _stop(node)
         subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _wait_for_nodes(namespace: str, ray: str, address: str, count: int, timeout: float = 90.0) -> None:
+    """Until ``ray status`` lists ``count`` active nodes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = _in(namespace, ray, "status", f"--address={address}", check=False)
+        active = status.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0] if status.returncode == 0 else ""
+        if active.count("node_") >= count:
+            return
+        time.sleep(1.0)
+    raise AssertionError(f"the Ray cluster did not reach {count} node(s) in {timeout:.0f} s")
+
+
+def _stop(node: subprocess.Popen) -> None:
+    """Stop one node's whole process group (its raylet, object store and workers)."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(node.pid, sig)
+        try:
+            node.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_path):

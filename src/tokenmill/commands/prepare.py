@@ -17,16 +17,19 @@ import logging
 import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import click
 
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, flag_name
+from tokenmill.prepare.object_storage import upload_file
 from tokenmill.prepare.pipeline import PHASES
 from tokenmill.prepare.run import run_task, status, write_slurm_script
 from tokenmill.report import write_report
 from tokenmill.settings import click_type, hints, is_sequence
+from tokenmill.store.remote import is_url
 
 _SECTION = re.compile(r"#\s*----\s+(\w.*)")
 RUN = "Run"
@@ -183,7 +186,9 @@ def _run(
                    f"output in {config.destdir}")
     if report:
         try:
-            page, _ = write_report(config.destdir)
+            page, _ = write_report(summary.destdir)  # the local folder (a URL destdir is worked on locally)
+            if is_url(config.destdir):
+                page = upload_file(config.destdir, Path(page), config.storage_options)
         except Exception as error:  # the data is prepared and verified; the page is extra
             click.echo(f"warning: {config.destdir} is ready, but its report was not written "
                        f"({type(error).__name__}: {error}); run `tokenmill report {config.destdir}`", err=True)

@@ -36,6 +36,7 @@ from tokenmill.settings import (
     is_sequence,
     problem,
 )
+from tokenmill.store.remote import is_url
 from tokenmill.text.charclass import script_table
 from tokenmill.text.filters import FilterConfig
 from tokenmill.text.normalize import Normalizer
@@ -228,6 +229,9 @@ class PrepareConfig:
     per 256 MiB on ray/slurm). Each is re-run alone if it fails; the output does not depend on the count."""
     ray_address: str | None = None
     """--engine ray: the cluster to join (auto, or HOST:PORT of its head); default: start Ray here."""
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    """fsspec options for URL inputs and --destdir URL (s3://..., gs://...; pip install tokenmill[s3]), e.g.
+    client_kwargs={endpoint_url: ...} in YAML; credentials also come from the environment as fsspec reads it."""
 
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
     directions: dict[str, Any] = field(default_factory=dict)
@@ -432,6 +436,8 @@ class PrepareConfig:
     def _check_inputs(self, flag: str, prefixes: list[str], suffixes: list[str]) -> None:
         """Every ``{prefix}.{suffix}`` exists, resolved exactly as the pipeline will (compressed variants too)."""
         for prefix in prefixes:
+            if is_url(prefix):  # checked when the run copies it (see tokenmill.prepare.object_storage)
+                continue
             for suffix in suffixes:
                 try:
                     resolve_prefix(prefix, suffix)
@@ -441,7 +447,7 @@ class PrepareConfig:
     def _check_files(self, flag: str, files: list[str]) -> None:
         """tsv/jsonl input: the prefixes are the files."""
         for path in files:
-            if not Path(path).is_file():
+            if not is_url(path) and not Path(path).is_file():
                 state = "is a directory, not a file" if Path(path).is_dir() else "no such file"
                 raise ConfigError(
                     f"{flag}: {path}: {state} (with --input-format {self.input_format} the prefixes are the files)"

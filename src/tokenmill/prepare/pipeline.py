@@ -45,6 +45,7 @@ from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, writ
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
 from tokenmill.prepare.distributed import PhaseDone, Tasked
+from tokenmill.prepare.object_storage import INPUTS_DIR, StagedInputs, publish_to, work_folder
 from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -72,6 +73,7 @@ from tokenmill.store.layout import (
 )
 from tokenmill.store.manifest import build_manifest, file_checksum
 from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
+from tokenmill.store.remote import is_url
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.documents import documents_by_file
 from tokenmill.text.filters import PairFilter, piece_filters, without_piece_filters
@@ -200,7 +202,9 @@ class Pipeline:
         self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None, phase: str | None = None
     ) -> None:
         self.config = config.validate()
-        self.root = Path(config.destdir)
+        self.url = config.destdir if is_url(config.destdir) else None
+        """--destdir as a URL: the run works in a local folder and publishes there at the end."""
+        self.root = work_folder(config.destdir) if self.url else Path(config.destdir)
         self.work = self.root / WORK_DIR
         self.stages = StageStore(self.root, force=force)
         self.progress = sys.stderr.isatty() if progress is None else progress
@@ -217,6 +221,7 @@ class Pipeline:
         self.meanings: dict[str, dict[str, Any]] = {}
         self._tokenizers: dict[str, Tokenizer] = {}
         self.tasked = Tasked(self, phase)
+        self.inputs = StagedInputs(self.work / INPUTS_DIR, config.storage_options)
         """Staged store prefix -> what its ids mean (vocabulary file, size, end-of-item id)."""
         """Staged outputs of the stages of this run (ran or up to date): what the directory will hold."""
 
@@ -246,7 +251,9 @@ class Pipeline:
         cfg = self.config
         prefixes = cfg.split_prefixes()[split]
         if cfg.input_format != "text":
-            return list(prefixes), None
+            return [path for pattern in prefixes for path in self.inputs.files(pattern)], None
+        suffixes = cfg.langs + ([cfg.align_suffix] if cfg.align_suffix else [])
+        prefixes = [self.inputs.prefix(p, suffixes) for p in prefixes]
         src = [resolve_prefix(p, cfg.source_lang) for p in prefixes]  # type: ignore[arg-type]
         tgt = None if cfg.monolingual else [resolve_prefix(p, cfg.target_lang) for p in prefixes]  # type: ignore[arg-type]
         return src, tgt
@@ -359,7 +366,8 @@ class Pipeline:
     def _align_files(self, split: str) -> list[str]:
         """The word-alignment files of a split (``{pref}.{align_suffix}``), if alignments were asked for."""
         suffix = self.config.align_suffix
-        return [resolve_prefix(p, suffix) for p in self.config.split_prefixes()[split]] if suffix else []
+        prefixes = [self.inputs.prefix(p, [suffix]) for p in self.config.split_prefixes()[split]] if suffix else []
+        return [resolve_prefix(p, suffix) for p in prefixes]  # type: ignore[arg-type]
 
     def _with_alignments(self, split: str, chunks: Iterator[Chunk], pairs: int) -> Iterator[Chunk]:
         """Attach each pair's alignment line (``chunk.extra``) so cleaning keeps or drops them together."""
@@ -1039,6 +1047,8 @@ class Pipeline:
                  "tasks": self.tasked.table, "merge_seconds": self.tasked.merge_seconds},
         )
         publish(self.root, self.out, manifest, before_manifest=lambda: _crash_point("publish:before-manifest"))
+        if self.url:
+            publish_to(self.url, self.root, self.config.storage_options)
 
     def finish(self) -> None:
         cfg = self.config
@@ -1102,6 +1112,7 @@ class Pipeline:
         self.check_inputs()
         if not self.config.output_prefix and self.tasked.phase in (None, "merge"):
             self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
+        self.inputs.refresh = self.tasked.phase in (None, "plan")  # the coordinator checks URL inputs once
         try:
             with self.exclusive():
                 self.clean()

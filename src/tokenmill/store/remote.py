@@ -132,6 +132,25 @@ def is_url(path: object) -> bool:
     return isinstance(path, str) and _URL.match(path) is not None
 
 
+def url_filesystem(url: str, storage_options: Mapping[str, Any] | None = None, shown: str | None = None) -> Any:
+    """(fsspec filesystem, path in it) of ``url``; one clear error when fsspec or the protocol's filesystem
+    is missing or the URL does not parse (``shown``: how the message names the URL)."""
+    shown = shown or url
+    core = _fsspec_core()
+    if core is None:
+        raise ConfigError(f"{shown}: reading a URL needs fsspec and its filesystem: pip install 'tokenmill[s3]'")
+    try:
+        return core.url_to_fs(url, **dict(storage_options or {}))
+    except ImportError as error:
+        raise ConfigError(
+            f"{shown}: {error}; pip install 'tokenmill[s3]' for s3://, or the fsspec filesystem of this protocol "
+            "(gcsfs for gs://)"
+        ) from None
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{shown}: cannot open it with fsspec ({_describe(error)}); check the URL and "
+                          "storage_options") from None
+
+
 def default_remote_cache() -> Path:
     """``<tokenmill cache>/remote``: where cached views of remote directories live."""
     return cache_root() / "remote"
@@ -166,21 +185,9 @@ class RemoteDirectory:
         storage_options: Mapping[str, Any] | None = None,
         options: RemoteOptions | None = None,
     ) -> None:
-        core = _fsspec_core()
-        if core is None:
-            raise ConfigError(f"{url}: reading a URL needs fsspec and its filesystem: pip install 'tokenmill[s3]'")
         self.url = url.rstrip("/")
         self.options = options or RemoteOptions()
-        try:
-            self.fs, self.root = core.url_to_fs(self.url, **dict(storage_options or {}))
-        except ImportError as error:
-            raise ConfigError(
-                f"{url}: {error}; pip install 'tokenmill[s3]' for s3://, or the fsspec filesystem of this protocol "
-                "(gcsfs for gs://)"
-            ) from None
-        except (ValueError, TypeError) as error:
-            raise ConfigError(f"{url}: cannot open it with fsspec ({_describe(error)}); check the URL and "
-                              "storage_options") from None
+        self.fs, self.root = url_filesystem(self.url, storage_options, url)
         self.root = self.root.rstrip("/")
         base = Path(self.options.cache_dir) if self.options.cache_dir is not None else default_remote_cache()
         endpoint = _endpoint(storage_options)

@@ -1,0 +1,185 @@
+"""Inputs and outputs of ``prepare`` on object storage: any fsspec URL (``s3://``, ``gs://``...; ``tokenmill[s3]``).
+
+Inputs. A URL prefix (``s3://bucket/corpus/train`` with ``.en``/``.zh``, compressed variants found as for
+local files) or file pattern (``s3://bucket/corpus/*.jsonl.zst``) is copied into the run's own folder,
+``DESTDIR/.work/inputs/<hash of the URL>/<name>`` (temporary name, renamed when whole), with the
+object's ETag and size next to it. The coordinator checks each object once per run and copies it again
+only when it changed; a task (on any machine sharing the folder) reads the copies. The pipeline reads
+local files from there on, so every reader, the line index and the stage keys work as for local input.
+
+Outputs. ``--destdir s3://bucket/data-bin`` runs in a local folder, ``$TOKENMILL_CACHE_DIR/prepare/
+<name>-<hash>`` (a re-run resumes there; on a cluster, point ``TOKENMILL_CACHE_DIR`` at a shared file
+system), then publishes to the bucket: the old manifest is deleted first, every file is uploaded
+(s3fs sends large files as multipart uploads, and an object appears under its name only when its
+upload completes), the manifest goes last, and objects of an earlier run this one did not produce are
+deleted. A reader (``tokenmill.open``, ``verify``) checks files against the manifest, so it never takes
+a half-published directory for a whole one.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from tokenmill.errors import TokenmillError
+from tokenmill.fsutil import atomic_path, cache_root, write_json
+from tokenmill.store.manifest import MANIFEST_NAME, data_files
+from tokenmill.store.remote import is_url, url_filesystem
+from tokenmill.text.readers import COMPRESSED_SUFFIXES
+
+INPUTS_DIR = "inputs"
+SOURCE_SUFFIX = ".source.json"
+
+
+def _digest(text: str) -> str:
+    return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
+
+
+def _version(info: Mapping[str, Any]) -> str:
+    """What changes when an object is replaced: its ETag, else its modification time."""
+    for key in ("ETag", "etag", "md5Hash", "LastModified", "mtime", "last_modified"):
+        if info.get(key) is not None:
+            return str(info[key])
+    return ""
+
+
+class StagedInputs:
+    """URL inputs copied under ``folder`` (``DESTDIR/.work/inputs``); local paths pass through untouched.
+
+    ``refresh``: check each object against the remote once (the coordinator); without it a copy that is
+    already there is used as it is (a task: the coordinator made the copies before planning the tasks)."""
+
+    def __init__(self, folder: Path, storage_options: Mapping[str, Any] | None = None, *, refresh: bool = False):
+        self.folder = folder
+        self.storage_options = dict(storage_options or {})
+        self.refresh = refresh
+        self._done: dict[str, str] = {}
+
+    def _fs(self, url: str) -> tuple[Any, str]:
+        return url_filesystem(url, self.storage_options)
+
+    def _copy(self, fs: Any, remote: str, url: str, target: Path) -> None:
+        """Copy one object to ``target`` unless the copy there is of the same version."""
+        if url in self._done:
+            return
+        source = target.with_name(target.name + SOURCE_SUFFIX)
+        if target.exists() and source.exists() and not self.refresh:
+            self._done[url] = str(target)
+            return
+        try:
+            info = fs.info(remote)
+        except FileNotFoundError:
+            raise TokenmillError(f"{url}: no such object; check the URL") from None
+        except OSError as error:
+            raise TokenmillError(f"{url}: cannot read it ({error}); check the endpoint and credentials") from None
+        record = {"url": url, "version": _version(info), "size": int(info.get("size") or 0)}
+        if not (target.exists() and source.exists() and json.loads(source.read_text()) == record
+                and target.stat().st_size == record["size"]):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_path(target) as tmp:
+                try:
+                    fs.get_file(remote, str(tmp))
+                except OSError as error:
+                    raise TokenmillError(f"{url}: the download failed ({error}); run prepare again") from None
+            write_json(source, record)
+        self._done[url] = str(target)
+
+    def _home(self, url: str) -> Path:
+        return self.folder / _digest(url)
+
+    def prefix(self, prefix: str, suffixes: list[str]) -> str:
+        """The local prefix of ``{prefix}.{suffix}`` files (each copied: plain or one compressed variant)."""
+        if not is_url(prefix):
+            return prefix
+        fs, path = self._fs(prefix)
+        home = self._home(prefix)
+        name = posixpath.basename(path.rstrip("/"))
+        for suffix in suffixes:
+            found = [c for c in (f"{path}.{suffix}", *(f"{path}.{suffix}{z}" for z in COMPRESSED_SUFFIXES))
+                     if self._known(home / posixpath.basename(c)) or fs.exists(c)]
+            if not found:
+                raise TokenmillError(f"{prefix}.{suffix}: no such object (also tried {', '.join(COMPRESSED_SUFFIXES)})")
+            if len(found) > 1:
+                raise TokenmillError(f"{prefix}.{suffix}: ambiguous, several objects match; keep one")
+            remote = found[0]
+            self._copy(fs, remote, f"{prefix}{remote[len(path):]}", home / posixpath.basename(remote))
+        return str(home / name)
+
+    def _known(self, target: Path) -> bool:
+        """A copy already there that a task may use without asking the remote."""
+        return not self.refresh and target.exists() and target.with_name(target.name + SOURCE_SUFFIX).exists()
+
+    def files(self, pattern: str) -> list[str]:
+        """The local copies of the objects a URL names or its pattern (``*``, ``?``, ``[...]``) matches, in
+        name order; a local path comes back as it is."""
+        if not is_url(pattern):
+            return [pattern]
+        fs, path = self._fs(pattern)
+        home = self._home(pattern)
+        listing = home / "listing.json"
+        if not self.refresh and listing.exists():
+            names = json.loads(listing.read_text(encoding="utf-8"))
+        else:
+            matched = sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]
+            if not matched:
+                raise TokenmillError(f"{pattern}: no object matches; check the URL")
+            names = [[m, posixpath.basename(m)] for m in matched]
+            if len({name for _, name in names}) != len(names):
+                raise TokenmillError(f"{pattern}: objects in several folders share a name; name each folder")
+            write_json(listing, names)
+        scheme = pattern.split("://", 1)[0]
+        for remote, name in names:
+            self._copy(fs, remote, f"{scheme}://{remote}", home / name)
+        return [str(home / name) for _, name in names]
+
+
+def work_folder(url: str) -> Path:
+    """The local folder a run for ``--destdir URL`` works in (and resumes in)."""
+    name = posixpath.basename(url.rstrip("/")) or "data-bin"
+    return cache_root() / "prepare" / f"{name}-{_digest(url.rstrip('/'))[:12]}"
+
+
+def publish_to(
+    url: str, local: Path, storage_options: Mapping[str, Any] | None = None, *, part_bytes: int | None = None
+) -> list[str]:
+    """Upload the published directory ``local`` to ``url`` (see the module docstring); returns the names
+    uploaded. ``part_bytes``: the multipart upload's part size (s3fs's own default: 50 MiB parts for files
+    of 100 MiB and more)."""
+    sized = {"chunksize": part_bytes} if part_bytes else {}
+    fs, root = url_filesystem(url, storage_options)
+    root = root.rstrip("/")
+    names = [*sorted(str(name) for name in data_files(local)), MANIFEST_NAME]
+    manifest = f"{root}/{MANIFEST_NAME}"
+    try:
+        existing = {p[len(root) + 1:] for p in fs.find(root)} if fs.exists(root) else set()
+        if MANIFEST_NAME in existing:
+            fs.rm_file(manifest)
+        for name in names[:-1]:
+            fs.put_file(str(local / name), f"{root}/{name}", **sized)
+        fs.put_file(str(local / MANIFEST_NAME), manifest)
+        for stale in sorted(existing - set(names)):
+            fs.rm_file(f"{root}/{stale}")
+    except OSError as error:
+        raise TokenmillError(
+            f"{url}: publishing failed ({error}); the run is done in {local}: run prepare again to upload it"
+        ) from None
+    return names
+
+
+def upload_file(url: str, path: Path, storage_options: Mapping[str, Any] | None = None) -> str:
+    """Put one more file (the report page) next to a published directory at ``url``; returns its URL."""
+    fs, root = url_filesystem(url, storage_options)
+    target = f"{root.rstrip('/')}/{path.name}"
+    try:
+        fs.put_file(str(path), target)
+    except OSError as error:
+        raise TokenmillError(f"{url}: uploading {path.name} failed ({error})") from None
+    return f"{url.rstrip('/')}/{path.name}"
+
+
+__all__ = ["INPUTS_DIR", "StagedInputs", "publish_to", "upload_file", "work_folder"]
