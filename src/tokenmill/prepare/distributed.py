@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tqdm import tqdm
 
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_write, write_json
@@ -109,7 +110,18 @@ class Tasked:
                             ray_address=self.config.ray_address)
         per_task_workers = self.config.workers if engine.name == "local" else 1
         settings = self.config.to_dict()
-        results = engine.run(execute, [(settings, tasks.stage, index, per_task_workers) for index in left])
+        finished = tasks.count - len(left)
+        with tqdm(total=tasks.count, initial=finished, desc=f"{tasks.stage} tasks ({engine.name})", unit=" task",
+                  disable=not self.pipeline.progress, leave=False) as bar:
+            lines = [0]
+
+            def done(record: dict[str, Any]) -> None:
+                lines[0] += record["lines"]
+                bar.set_postfix_str(f"{lines[0] / max(bar.format_dict['elapsed'], 1e-9):,.0f} lines/s")
+                bar.update(1)
+
+            calls = [(settings, tasks.stage, index, per_task_workers) for index in left]
+            results = engine.run(execute, calls, done)
         nodes = {index: result["node"] for index, result in zip(left, results, strict=True) if "node" in result}
         self.table[tasks.stage] = [
             {"task": i, "lines": r["lines"], "seconds": r["seconds"], "attempts": r["attempt"], "host": r["host"],

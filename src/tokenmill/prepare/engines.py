@@ -17,12 +17,20 @@ from typing import Any, Protocol
 from tokenmill.errors import ConfigError
 
 TaskFunction = Callable[..., dict[str, Any]]
+OnDone = Callable[[dict[str, Any]], None]
+"""Called with each task's record as it finishes (progress), in finishing order."""
+
+
+def _nothing(record: dict[str, Any]) -> None:
+    """The default :data:`OnDone`."""
 
 
 class Engine(Protocol):
     name: str
 
-    def run(self, function: TaskFunction, calls: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    def run(
+        self, function: TaskFunction, calls: Sequence[tuple[Any, ...]], on_done: OnDone = _nothing
+    ) -> list[dict[str, Any]]:
         """``[function(*call) for call in calls]``, wherever the engine runs them."""
         ...
 
@@ -33,8 +41,14 @@ class LocalEngine:
 
     name = "local"
 
-    def run(self, function: TaskFunction, calls: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
-        return [function(*call) for call in calls]
+    def run(
+        self, function: TaskFunction, calls: Sequence[tuple[Any, ...]], on_done: OnDone = _nothing
+    ) -> list[dict[str, Any]]:
+        results = []
+        for call in calls:
+            results.append(function(*call))
+            on_done(results[-1])
+        return results
 
 
 def get_engine(name: str, *, ray_address: str | None = None, cpus_per_task: int = 1) -> Engine:
@@ -50,4 +64,4 @@ def get_engine(name: str, *, ray_address: str | None = None, cpus_per_task: int 
     raise ConfigError(f"--engine {name}: tasks run on local or ray (slurm writes a script instead)")
 
 
-__all__ = ["Engine", "LocalEngine", "TaskFunction", "get_engine"]
+__all__ = ["Engine", "LocalEngine", "OnDone", "TaskFunction", "get_engine"]

@@ -110,6 +110,8 @@ class PrepareSummary:
     """What the user should know about the result (also logged as it happens)."""
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
+    merge_seconds: dict[str, float] = field(default_factory=dict)
+    """Tasked stage -> seconds spent joining its parts."""
 
     def ordered(self) -> list[tuple[str, dict[str, Any]]]:
         """Splits in train, valid, test order."""
@@ -157,8 +159,24 @@ class PrepareSummary:
                 if row["ran"] or seconds >= 0.05
             )
             lines.append(f"stage times ({total:.1f}s in all): {shown}")
+        lines.extend(task_lines(self.tasks, self.merge_seconds))
         lines.extend(f"warning: {message}" for message in self.warnings)
         return "\n".join(lines)
+
+
+def task_lines(tasks: dict[str, list[dict[str, Any]]], merges: dict[str, float]) -> list[str]:
+    """One line per tasked stage: tasks, lines, the slowest task, retries and the merge's seconds."""
+    out = []
+    for stage, rows in tasks.items():
+        retries = sum(row["attempts"] - 1 for row in rows)
+        slowest = max(rows, key=lambda row: row["seconds"])
+        lines = sum(row["lines"] for row in rows)
+        out.append(
+            f"tasks {stage}: {len(rows)} tasks, {lines:,} lines, slowest #{slowest['task']} {slowest['seconds']:.1f}s, "
+            f"{retries} retr{'y' if retries == 1 else 'ies'}"
+            + (f", merge {merges[stage]:.1f}s" if stage in merges else "")
+        )
+    return out
 
 
 def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
@@ -1126,6 +1144,7 @@ class Pipeline:
         except PhaseDone as done:
             log.info("phase %s done: %s", self.tasked.phase, done)
         self.summary.tasks = self.tasked.table
+        self.summary.merge_seconds = self.tasked.merge_seconds
         return self.summary
 
     def run_task(self, stage: str, index: int, workers: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import ray
 
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare.engines import TaskFunction
+from tokenmill.prepare.engines import OnDone, TaskFunction, _nothing
 
 MAX_RETRIES = 3
 
@@ -42,7 +42,9 @@ class RayEngine:
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
 
-    def run(self, function: TaskFunction, calls: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    def run(
+        self, function: TaskFunction, calls: Sequence[tuple[Any, ...]], on_done: OnDone = _nothing
+    ) -> list[dict[str, Any]]:
         if not calls:
             return []
         self._connect()
@@ -50,19 +52,28 @@ class RayEngine:
             num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES, scheduling_strategy="SPREAD"
         )(on_node)
         refs = [remote.remote(function, *call) for call in calls]
-        results: list[dict[str, Any]] = []
-        for call, ref in zip(calls, refs, strict=True):
-            try:
-                results.append(ray.get(ref))
-            except ray.exceptions.RayTaskError as error:  # the task raised: its own error, once
-                cause = error.cause if isinstance(error.cause, Exception) else error
-                raise TokenmillError(f"task {call[1]} #{call[2]} failed on the Ray cluster: {cause}") from None
-            except ray.exceptions.RayError as error:  # workers kept dying: out of retries
-                raise TokenmillError(
-                    f"task {call[1]} #{call[2]} did not finish after {MAX_RETRIES} retries on the Ray cluster "
-                    f"({type(error).__name__}); re-run prepare to run the tasks left"
-                ) from None
-        return results
+        which = {ref: i for i, ref in enumerate(refs)}
+        results: list[dict[str, Any] | None] = [None] * len(refs)
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            i = which[ready[0]]
+            results[i] = self._result(calls[i], ready[0])
+            on_done(results[i])  # type: ignore[arg-type]
+        return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _result(call: tuple[Any, ...], ref: Any) -> dict[str, Any]:
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as error:  # the task raised: its own error, once
+            cause = error.cause if isinstance(error.cause, Exception) else error
+            raise TokenmillError(f"task {call[1]} #{call[2]} failed on the Ray cluster: {cause}") from None
+        except ray.exceptions.RayError as error:  # workers kept dying: out of retries
+            raise TokenmillError(
+                f"task {call[1]} #{call[2]} did not finish after {MAX_RETRIES} retries on the Ray cluster "
+                f"({type(error).__name__}); re-run prepare to run the tasks left"
+            ) from None
 
 
 __all__ = ["MAX_RETRIES", "RayEngine"]
