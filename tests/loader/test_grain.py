@@ -146,4 +146,4 @@ def test_without_grain_the_import_says_what_to_install():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "pip install tokenmill[grain]" in out.stdout
+    assert "pip install 'tokenmill[grain]'" in out.stdout

@@ -213,4 +213,4 @@ def test_importing_tokenmill_never_imports_tensorflow_or_grain():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "pip install tokenmill[tf]" in out.stdout
+    assert "pip install 'tokenmill[tf]'" in out.stdout

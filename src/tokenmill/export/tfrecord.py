@@ -17,18 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmill._core.optional import require
 from tokenmill.errors import ConfigError
 from tokenmill.export.t2t import T2T_SEED, ExportPlan, SplitExport, is_shard_file, plan_export, serialize_examples
 from tokenmill.fsutil import atomic_path
 
-try:
-    import tensorflow as tf
-except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-    if error.name != "tensorflow":
-        raise
-    raise ModuleNotFoundError(
-        "writing TFRecords needs TensorFlow: pip install tokenmill[tf]", name="tensorflow"
-    ) from error
+tf = require("tensorflow", extra="tf", needed_by="writing TFRecords (tokenmill export tfrecord)")
 
 CHUNK_RECORDS = 1 << 16
 """Records serialized at once (bounds memory on big shards)."""

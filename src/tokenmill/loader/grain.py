@@ -23,18 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill._core.optional import require
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.layouts import batch_maker, check_layout, pad_rows_to
 
-try:
-    import grain.python as grain
-except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-    if error.name not in ("grain", "grain.python"):
-        raise
-    raise ModuleNotFoundError(
-        "tokenmill.loader.grain needs Grain: pip install tokenmill[grain]", name="grain"
-    ) from error
+grain = require("grain.python", extra="grain", needed_by="tokenmill.loader.grain")
 
 
 READ_OPTIONS = grain.ReadOptions(num_threads=2, prefetch_buffer_size=16)

@@ -30,20 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill._core.optional import require
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.data.multi_pairs import MultiCollate, MultiPairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.layouts import advance, batch_maker, check_layout
 
-try:
-    import tensorflow as tf
-except ModuleNotFoundError as error:  # pragma: no cover - depends on the environment
-    if error.name != "tensorflow":
-        raise
-    raise ModuleNotFoundError(
-        "tokenmill.loader.tf needs TensorFlow: pip install tokenmill[tf]", name="tensorflow"
-    ) from error
+tf = require("tensorflow", extra="tf", needed_by="tokenmill.loader.tf")
 
 Spec = Any
 """A nested structure (dicts, tuples) of ``tf.TensorSpec``."""
