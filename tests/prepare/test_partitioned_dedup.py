@@ -1,0 +1,68 @@
+"""Dedup across tasks by hash partitions on disk: the same drops as the one-process deduplicator, with
+memory bounded by a partition whatever the number of keys."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from tokenmill.prepare import partitioned_dedup
+from tokenmill.prepare.partitioned_dedup import KEYS_RAW, duplicates_in, find_duplicates, partition_keys
+from tokenmill.text.dedup import Deduplicator
+
+
+def settle(tmp_path, keys: np.ndarray, cuts: list[int], partitions: int) -> np.ndarray:
+    """Keep mask over ``keys`` cut into tasks at ``cuts``, through the partitioned files."""
+    folders = []
+    for t in range(len(cuts) - 1):
+        folder = tmp_path / f"task{t}"
+        folder.mkdir()
+        keys[cuts[t]:cuts[t + 1]].tofile(folder / KEYS_RAW)
+        partition_keys(folder, partitions)
+        folders.append(folder)
+    find_duplicates(folders, cuts[:-1], partitions, tmp_path / "dups")
+    keep = np.ones(len(keys), dtype=bool)
+    for t in range(len(cuts) - 1):
+        keep[cuts[t] + duplicates_in(tmp_path / "dups", partitions, cuts[t], cuts[t + 1] - cuts[t])] = False
+    return keep
+
+
+@pytest.mark.parametrize("cuts", [[0, 20000], [0, 5000, 5000, 12000, 20000], [0, 1, 19999, 20000]])
+def test_same_drops_as_one_process(tmp_path, monkeypatch, cuts):
+    monkeypatch.setattr(partitioned_dedup, "_BLOCK", 999)  # many blocks per task
+    keys = np.random.default_rng(0).integers(0, 3000, size=20000).astype(np.uint64)
+    keys[::97] = 0  # the key 0 (the hash table's empty mark) is a key like any other
+    assert (settle(tmp_path, keys, cuts, partitions=7) == Deduplicator().keep_first(keys)).all()
+
+
+def peak_bytes(tmp_path, n: int, tasks: int) -> int:
+    keys = np.random.default_rng(n).integers(0, n // 2, size=n).astype(np.uint64)
+    cuts = [n * t // tasks for t in range(tasks + 1)]
+    for t in range(tasks):  # the parts are written before measuring: the test's own array does not count
+        folder = tmp_path / f"n{n}-task{t}"
+        folder.mkdir()
+        keys[cuts[t]:cuts[t + 1]].tofile(folder / KEYS_RAW)
+    del keys
+    partitions = partitioned_dedup.partition_count(n)
+    tracemalloc.start()
+    try:
+        folders = [tmp_path / f"n{n}-task{t}" for t in range(tasks)]
+        for folder in folders:
+            partition_keys(folder, partitions)
+        find_duplicates(folders, cuts[:-1], partitions, tmp_path / f"n{n}-dups")
+        for t in range(tasks):
+            duplicates_in(tmp_path / f"n{n}-dups", partitions, cuts[t], cuts[t + 1] - cuts[t])
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_is_bounded_by_a_partition_not_the_corpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitioned_dedup, "PARTITION_ITEMS", 1 << 15)
+    monkeypatch.setattr(partitioned_dedup, "_BLOCK", 1 << 15)
+    small = peak_bytes(tmp_path, 1 << 17, tasks=4)   # 4 partitions
+    large = peak_bytes(tmp_path, 1 << 19, tasks=16)  # 16 partitions, 4x the keys
+    assert large < 1.3 * small, (small, large)
+    assert small < 64 * (1 << 15)  # a few arrays of one partition: 16 bytes per key, sort temporaries
