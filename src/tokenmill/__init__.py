@@ -15,6 +15,8 @@ except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+unknown"
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.sampling import SamplingConfig
@@ -26,8 +28,10 @@ from tokenmill.store.remote import RemoteOptions
 
 __all__ = [
     "BatchConfig",
+    "BlendedDataset",
     "ConfigError",
     "FormatError",
+    "GPTBatchConfig",
     "GPTDataset",
     "GPTDatasetConfig",
     "IndexedDataset",

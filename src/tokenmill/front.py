@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.data.blending import BlendedDataset
+from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
-from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.iterator import BatchIterator, gpt_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
 from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset
@@ -32,7 +35,7 @@ from tokenmill.store.layout import SHARD_GLOB
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 from tokenmill.store.remote import RemoteOptions, is_url, open_remote
 
-Dataset = PairDataset | MultiPairDataset | IndexedDataset
+Dataset = PairDataset | MultiPairDataset | IndexedDataset | GPTDataset | BlendedDataset
 
 
 def prepare(
@@ -115,7 +118,7 @@ def _fetched(
 
 def batches(
     data: Dataset | str | os.PathLike[str],
-    config: BatchConfig | None = None,
+    config: BatchConfig | GPTBatchConfig | None = None,
     *,
     sampling: SamplingConfig | None = None,
     langtok: LangTokConfig | None = None,
@@ -125,14 +128,31 @@ def batches(
     **options: Any,
 ) -> BatchIterator:
     """Batches of one rank as numpy arrays, with ``state_dict``/``load_state_dict`` (any world size):
-    pairs, or a sampled mix of many directions (``sampling``). ``options`` go to the iterator."""
+    pairs, a sampled mix of many directions (``sampling``), or Megatron GPT samples and blends
+    (a :class:`GPTDataset` or :class:`BlendedDataset` with a :class:`GPTBatchConfig`: one micro
+    batch per item, Megatron's consumed-samples order; ``consumed_samples=`` starts mid-run).
+    ``options`` go to the iterator."""
     dataset = open(data, split) if isinstance(data, str | os.PathLike) else data
+    if isinstance(dataset, GPTDataset | BlendedDataset):
+        if sampling is not None or langtok is not None:
+            raise ConfigError("sampling and langtok apply to translation directions, not GPT samples")
+        if not isinstance(config, GPTBatchConfig):
+            raise ConfigError(
+                "GPT samples need a tokenmill.GPTBatchConfig(global_batch_size=..., micro_batch_size=...), "
+                f"got {type(config).__name__}"
+            )
+        return gpt_batches(dataset, config, rank=rank, world_size=world_size, **options)
+    if isinstance(config, GPTBatchConfig):
+        raise ConfigError(
+            "a GPTBatchConfig batches GPT samples: give a tokenmill.GPTDataset (or BlendedDataset) over the store"
+        )
     if isinstance(dataset, MultiPairDataset):
         return multilingual_batches(dataset, config, sampling, langtok, rank=rank, world_size=world_size, **options)
     if isinstance(dataset, IndexedDataset):
         raise ConfigError(
-            f"{dataset.prefix} is one token store (language-model data): batch it with "
-            "tokenmill.data.GPTDataset; tokenmill.batches serves translation pairs"
+            f"{dataset.prefix} is one token store (language-model data): wrap it in "
+            "tokenmill.GPTDataset(store, tokenmill.GPTDatasetConfig(seq_length=...)) and batch that with a "
+            "tokenmill.GPTBatchConfig"
         )
     if sampling is not None:
         raise ConfigError("sampling applies to many directions; this is one direction")
@@ -141,7 +161,7 @@ def batches(
 
 def loader(
     data: Dataset | str | os.PathLike[str],
-    config: BatchConfig | None = None,
+    config: BatchConfig | GPTBatchConfig | None = None,
     *,
     sampling: SamplingConfig | None = None,
     langtok: LangTokConfig | None = None,

@@ -83,6 +83,62 @@ def _gpt_dataset(workdir: Path, job: dict, out: dict) -> dict:
     return {"length": len(dataset)}
 
 
+class PretrainingSampler:
+    """Megatron-LM's ``MegatronPretrainingSampler`` (megatron/training/datasets/data_samplers.py), which
+    the megatron-core wheel does not ship: the same arguments and batches, restated. From
+    ``consumed_samples`` it walks the sample ids in chunks of micro_batch_size * data_parallel_size and
+    yields this rank's slice of each whole chunk (drop_last=True, what Megatron's loader builder passes)."""
+
+    def __init__(self, total_samples, consumed_samples, micro_batch_size, data_parallel_rank, data_parallel_size):
+        assert total_samples > 0 and consumed_samples < total_samples and micro_batch_size > 0
+        assert data_parallel_size > 0 and 0 <= data_parallel_rank < data_parallel_size
+        self.total_samples = total_samples
+        self.consumed_samples = consumed_samples
+        self.micro_batch_size = micro_batch_size
+        self.data_parallel_rank = data_parallel_rank
+        self.chunk = micro_batch_size * data_parallel_size
+
+    def __len__(self):
+        return self.total_samples
+
+    def __iter__(self):
+        batch = []
+        for idx in range(self.consumed_samples, self.total_samples):
+            batch.append(idx)
+            if len(batch) == self.chunk:
+                start = self.data_parallel_rank * self.micro_batch_size
+                yield batch[start : start + self.micro_batch_size]
+                batch = []
+
+
+def _gpt_loader(workdir: Path, job: dict, out: dict) -> dict:
+    """megatron-core's GPTDataset through the sampler and a torch DataLoader, as Megatron's
+    build_pretraining_data_loader makes it: each rank's first ``steps`` micro batches."""
+    import torch
+    from megatron.core.datasets.gpt_dataset import GPTDataset
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+    from megatron.core.datasets.utils import Split
+
+    prefix = str(workdir / job["prefix"])
+    config = _gpt_config(workdir, job, prefix)
+    low = IndexedDataset(prefix, multimodal=False, mmap=True)
+    indices = np.arange(0, len(low.sequence_lengths), dtype=np.int32)
+    dataset = GPTDataset(low, prefix, indices, job.get("num_samples"), Split.train, config)
+    for rank in range(job["world_size"]):
+        sampler = PretrainingSampler(len(dataset), job["consumed_samples"], job["micro_batch_size"], rank,
+                                     job["world_size"])
+        loader = torch.utils.data.DataLoader(dataset, batch_sampler=sampler, num_workers=0, pin_memory=False)
+        rows = {key: [] for key in ("tokens", "labels", "loss_mask", "position_ids")}
+        for step, batch in enumerate(loader):
+            if step == job["steps"]:
+                break
+            for key in rows:
+                rows[key].append(batch[key].numpy())
+        for key, value in rows.items():
+            out[f"{key}.{rank}"] = np.stack(value)
+    return {"length": len(dataset)}
+
+
 def _sample_idx(workdir: Path, job: dict, out: dict) -> dict:
     from megatron.core.datasets import helpers
 
@@ -145,6 +201,7 @@ def _split(workdir: Path, job: dict, out: dict) -> dict:
 OPS = {
     "write_store": lambda workdir, job, out: _write_store(workdir, job),
     "gpt_dataset": _gpt_dataset,
+    "gpt_loader": _gpt_loader,
     "sample_idx": _sample_idx,
     "blending": _blending,
     "exhaustive_blending": _exhaustive_blending,

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
 import re
 from collections.abc import Sequence
 
 import numpy as np
+import xxhash
 
 from tokenmill.errors import ConfigError
 
@@ -352,6 +354,7 @@ class BlendedDataset:
         if len(datasets) != len(weights) or not datasets:
             raise ConfigError(f"give one weight per dataset: {len(datasets)} datasets, {len(weights)} weights")
         self.datasets = list(datasets)
+        self._fingerprint: str | None = None
         if size is None:
             counts = [int(w) for w in weights]
             if [float(c) for c in counts] != [float(w) for w in weights]:
@@ -367,6 +370,7 @@ class BlendedDataset:
             def build() -> tuple[np.ndarray, np.ndarray]:
                 return build_blending_indices(normalized, int(size))
 
+        self.settings = settings
         if cache_dir is None:
             self.dataset_index, self.dataset_sample_index = build()
         else:
@@ -389,6 +393,21 @@ class BlendedDataset:
 
     def __len__(self) -> int:
         return int(self.dataset_index.shape[0])
+
+    def fingerprint(self) -> str:
+        """Hash of the blend settings and every blended dataset's own fingerprint (what a resumed
+        loader state must match)."""
+        if self._fingerprint is None:
+            parts = [d.fingerprint() if hasattr(d, "fingerprint") else f"{type(d).__name__}:{len(d)}"
+                     for d in self.datasets]
+            identity = {"blend": self.settings, "datasets": parts}
+            self._fingerprint = xxhash.xxh3_128(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+        return self._fingerprint
+
+    def describe(self) -> str:
+        """Short name for messages: the blended datasets."""
+        names = [d.describe() if hasattr(d, "describe") else type(d).__name__ for d in self.datasets]
+        return "blend of " + " + ".join(names)
 
     def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
         """The samples' rows from their datasets, in order, plus ``dataset_id`` per row.

@@ -21,13 +21,15 @@ which starts a segment of its own. Batches are gathered in one vectorized read.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import xxhash
 
 from tokenmill.data.blending import SPLIT_NAMES, split_document_ranges
 from tokenmill.data.gpt_index import GPTIndex, GPTIndexConfig, build_gpt_index
@@ -121,6 +123,8 @@ class GPTDataset:
         self.config = config
         sizes = dataset.sizes
         selected, described = _select_documents(documents, len(sizes))
+        self._described = described
+        self._fingerprint: str | None = None
         index_config = config.index_config()
         if cache_dir is None:
             index = build_gpt_index(sizes, index_config, selected)
@@ -176,6 +180,21 @@ class GPTDataset:
 
     def __len__(self) -> int:
         return int(self.shuffle_index.shape[0])
+
+    def fingerprint(self) -> str:
+        """Hash of the document lengths, the chosen documents and every setting: what the samples (and so
+        a batch plan or a resumed loader state) depend on."""
+        if self._fingerprint is None:
+            digest = xxhash.xxh3_128()
+            identity = {"config": asdict(self.config), "documents": self._described,
+                        "sizes": fingerprint_array(self.dataset.sizes), "samples": len(self)}
+            digest.update(json.dumps(identity, sort_keys=True).encode())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+    def describe(self) -> str:
+        """Short name for messages: the store prefix."""
+        return f"GPT samples of {getattr(self.dataset, 'prefix', '?')}"
 
     # ------------------------------------------------------------------ reading rows
 

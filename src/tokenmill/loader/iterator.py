@@ -20,6 +20,7 @@ from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
+from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTPlanner, GPTSource, collate_gpt
 from tokenmill.batching.plan import Planner
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
@@ -84,7 +85,7 @@ class BatchIterator:
     def __init__(
         self,
         dataset: PairDataset,
-        config: BatchConfig | None = None,
+        config: BatchConfig | GPTBatchConfig | None = None,
         *,
         rank: int = 0,
         world_size: int = 1,
@@ -107,7 +108,9 @@ class BatchIterator:
         self.rank = rank
         self.world_size = world_size
         self.collate_name = collate
-        self.collate_options = collate_options or CollateOptions(pad_to_multiple=self.config.pad_to_multiple)
+        self.collate_options = collate_options or CollateOptions(
+            pad_to_multiple=getattr(self.config, "pad_to_multiple", 1)
+        )
         self.update_freq = update_freq
         self.infinite = infinite
         self.cache_dir = cache_dir
@@ -232,6 +235,9 @@ class BatchIterator:
         if step >= self.num_steps(epoch):
             epoch, step = epoch + 1, 0
         segments = self.segments if epoch == self.segments_epoch else []
+        extra = {}
+        if hasattr(self.planner, "consumed_samples"):  # GPT: Megatron's global position, for the record
+            extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -243,6 +249,7 @@ class BatchIterator:
             "data": self.dataset.fingerprint(),
             "config": self.config.to_dict(),
             "fingerprint": self.planner.fingerprint,
+            **extra,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -298,7 +305,7 @@ class BatchIterator:
     def __getstate__(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
-            "config": self.config.to_dict(),
+            "config": self.config,
             "rank": self.rank,
             "world_size": self.world_size,
             "collate": self.collate_name,
@@ -314,7 +321,7 @@ class BatchIterator:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(  # type: ignore[misc]
             state["dataset"],
-            BatchConfig.from_dict(state["config"]),
+            BatchConfig.from_dict(config) if isinstance(config := state["config"], dict) else config,
             rank=state["rank"],
             world_size=state["world_size"],
             collate=state["collate"],
@@ -327,3 +334,40 @@ class BatchIterator:
         self.epoch, self.step, self.consumed = state["position"]
         self.segments_epoch, segments = state.get("segments") or (self.epoch, [])
         self.segments = list(segments)
+
+
+def gpt_batches(
+    source: GPTSource,
+    config: GPTBatchConfig,
+    *,
+    rank: int = 0,
+    world_size: int = 1,
+    consumed_samples: int | None = None,
+    infinite: bool = False,
+) -> BatchIterator:
+    """Micro batches of rank ``rank`` over a GPT dataset or blend in Megatron's consumed-samples order.
+
+    Each item is one micro batch of this rank (``micro_batch_size`` rows); a training step takes
+    ``global_batch_size / (micro_batch_size * world_size)`` of them. ``consumed_samples`` starts
+    where a Megatron run with that many consumed samples goes on (from its checkpoint's
+    ``consumed_train_samples``). ``state_dict``/``load_state_dict`` resume exactly, also at another
+    world size."""
+    if not isinstance(config, GPTBatchConfig):
+        raise ConfigError(
+            f"GPT samples are batched by a GPTBatchConfig(global_batch_size=..., micro_batch_size=...), "
+            f"got {type(config).__name__}"
+        )
+    planner = GPTPlanner(source, config, world_size=world_size)
+    iterator = BatchIterator(
+        source,  # type: ignore[arg-type]
+        config,
+        rank=rank,
+        world_size=world_size,
+        collate=collate_gpt,  # type: ignore[arg-type]
+        infinite=infinite,
+        cache_dir=False,
+        planner=planner,
+    )
+    if consumed_samples:
+        iterator.seek(*planner.start_at(int(consumed_samples)))
+    return iterator
