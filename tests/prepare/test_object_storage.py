@@ -108,3 +108,13 @@ def test_large_files_go_up_in_parts_and_the_manifest_last(s3, tmp_path):
     assert any("uploadId=" in path for path in posts)  # CompleteMultipartUpload: only now is the object there
     assert "manifest.json" in puts[-1]  # after every data file
     assert s3.get("parts/train.bin") == (folder / "train.bin").read_bytes()
+
+
+def test_a_destination_holding_other_objects_is_refused(s3, private_cache, tmp_path):
+    """A prefix holding objects tokenmill did not publish is refused before any work: nothing is deleted."""
+    s3.put("mixed/train.en", b"hello\n")
+    s3.put("mixed/notes.txt", b"keep me")
+    settings = {**SETTINGS, "trainpref": s3.url("mixed/train"), "storage_options": s3.storage_options}
+    with pytest.raises(tokenmill.ConfigError, match="holds objects tokenmill did not write"):
+        tokenmill.prepare(settings, destdir=s3.url("mixed"), progress=False)
+    assert s3.get("mixed/notes.txt") == b"keep me"

@@ -473,6 +473,27 @@ FLAG_PREFIX = {"normalize": "", "filters": "filter-"}
 _PREFIXES = ("trainpref", "validpref", "testpref")
 
 
+_PATH_SETTINGS = ("destdir", "tokenizer_model", "spm_model", "srcdict", "tgtdict", "vocab_file", "merge_file")
+_PATH_LIST_SETTINGS = ("trainpref", "validpref", "testpref", "input")
+
+
+def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings with every local path made absolute (URLs stay as they are): what a process started in
+    another directory (a Slurm job, a Ray worker) needs to find the same files."""
+    out = dict(settings)
+
+    def absolute(path: str) -> str:
+        return path if is_url(path) else os.path.abspath(path)
+
+    for name in _PATH_SETTINGS:
+        if out.get(name):
+            out[name] = absolute(out[name])
+    for name in _PATH_LIST_SETTINGS:
+        if out.get(name):
+            out[name] = [absolute(p) for p in out[name]]
+    return out
+
+
 def flag_name(name: str, group: str | None = None) -> str:
     """The flag of a setting: ``vocab_size`` -> ``--vocab-size``, (``max_ratio``, filters) -> ``--filter-max-ratio``."""
     return "--" + (FLAG_PREFIX[group] if group else "") + name.replace("_", "-")

@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_write, write_json
+from tokenmill.prepare.config import absolute_paths
 from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.engines import get_engine
 from tokenmill.prepare.parallel import local_chunks
@@ -92,7 +93,8 @@ class Tasked:
 
     @property
     def enabled(self) -> bool:
-        """Whether the training split goes through tasks (a one-task local run stays the plain path)."""
+        """Whether the training split goes through tasks: on ray/slurm, with --tasks given (even 1), in a
+        --phase, or when the input asks for more than one task; else the plain one-process path."""
         cfg = self.config
         if not self.pipeline.can_use_tasks:
             return False
@@ -109,7 +111,7 @@ class Tasked:
         engine = get_engine(self.config.engine if self.config.engine != "slurm" else "local",
                             ray_address=self.config.ray_address)
         per_task_workers = self.config.workers if engine.name == "local" else 1
-        settings = self.config.to_dict()
+        settings = absolute_paths(self.config.to_dict())  # a worker may start in another directory
         finished = tasks.count - len(left)
         with tqdm(total=tasks.count, initial=finished, desc=f"{tasks.stage} tasks ({engine.name})", unit=" task",
                   disable=not self.pipeline.progress, leave=False) as bar:
@@ -147,39 +149,43 @@ class Tasked:
 
     def clean_task(self, index: int, workers: int) -> dict[str, Any]:
         """Task ``index`` of ``clean.train``: its cleaned lines, dedup keys and counts, then its marker."""
-        pipeline, cfg = self.pipeline, self.config
+        pipeline = self.pipeline
         plan = pipeline.clean_settings("train")
         tasks = self.task_set("clean.train", plan.key)
         details = tasks.plan()
         tasks.check_index(index)
+        return tasks.run_once(index, lambda folder, attempt: self._clean_part(plan, details, index, workers,
+                                                                              folder, attempt))
+
+    def _clean_part(
+        self, plan: CleanPlan, details: dict[str, Any], index: int, workers: int, folder: Path, attempt: int
+    ) -> dict[str, Any]:
+        pipeline, cfg = self.pipeline, self.config
         source = pipeline.open_inputs(plan)
         source.restore_index(details["index"])
         cleaner = Cleaner(replace(plan.config, dedup=False), pipeline.leakage_filter("train"))
         start, stop = details["ranges"][index]
         started = time.perf_counter()
-        with tasks.running(index) as (folder, attempt):
-            kept = 0
-            with ExitStack() as files:
-                texts = [files.enter_context(atomic_write(folder / f"{lang}.txt")) for lang in cfg.langs]
-                keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
-                numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
-                chunks = source.chunks(start, stop, chunk_lines=pipeline.clean_chunk_lines)
-                for _, cleaned, keys in local_chunks(chunks, cleaner, pipeline.clean_workers(stop - start, workers)):
-                    if not len(cleaned):
-                        continue
-                    for handle, lines in zip(texts, [cleaned.src, cleaned.tgt], strict=False):
-                        handle.write(pipeline.clean_text(lines))  # type: ignore[arg-type]
-                    keys_out.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
-                    numbers_out.write(np.asarray(cleaned.numbers, dtype=np.int64).tobytes())
-                    kept += len(cleaned)
-                    crash_point(f"clean.train#{index}:midway")
-            partition_keys(folder, details["partitions"])
-            cleaner.dropped.write(folder / DROPPED)
-            stats = {"read": dict(source.stats.counts)}
-            stats.update({name: dict(cleaner.stats[name].counts) for name in STEP_ORDER if cleaner.stats[name].counts})
-            record = self.record(started, stop - start, attempt, kept=kept, stats=stats)
-            tasks.finish(index, record)
-        return record
+        kept = 0
+        with ExitStack() as files:
+            texts = [files.enter_context(atomic_write(folder / f"{lang}.txt")) for lang in cfg.langs]
+            keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
+            numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
+            chunks = source.chunks(start, stop, chunk_lines=pipeline.clean_chunk_lines)
+            for _, cleaned, keys in local_chunks(chunks, cleaner, pipeline.clean_workers(stop - start, workers)):
+                if not len(cleaned):
+                    continue
+                for handle, lines in zip(texts, [cleaned.src, cleaned.tgt], strict=False):
+                    handle.write(pipeline.clean_text(lines))  # type: ignore[arg-type]
+                keys_out.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
+                numbers_out.write(np.asarray(cleaned.numbers, dtype=np.int64).tobytes())
+                kept += len(cleaned)
+                crash_point(f"clean.train#{index}:midway")
+        partition_keys(folder, details["partitions"])
+        cleaner.dropped.write(folder / DROPPED)
+        stats = {"read": dict(source.stats.counts)}
+        stats.update({name: dict(cleaner.stats[name].counts) for name in STEP_ORDER if cleaner.stats[name].counts})
+        return self.record(started, stop - start, attempt, kept=kept, stats=stats)
 
     def merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
         """Settle duplicates across tasks and join the parts into the cleaned files (``clean.train``)."""
@@ -250,18 +256,22 @@ class Tasked:
         tasks = self.task_set(f"encode.train.{lang}", pipeline.encode_key("train", lang))
         details = tasks.plan()
         tasks.check_index(index)
+        return tasks.run_once(index, lambda folder, attempt: self._encode_part(lang, details, index, workers,
+                                                                               folder, attempt))
+
+    def _encode_part(
+        self, lang: str, details: dict[str, Any], index: int, workers: int, folder: Path, attempt: int
+    ) -> dict[str, Any]:
+        pipeline = self.pipeline
         source = pipeline.cleaned_source("train", lang)
         source.restore_index(details["index"])
         start, stop = details["ranges"][index]
         started = time.perf_counter()
-        with tasks.running(index) as (folder, attempt):
-            chunks = (chunk.src for chunk in source.chunks(start, stop))
-            table = pipeline.encode_lines(lang, chunks, folder / "ids", threads=workers,
-                                          crash_name=f"encode.train.{lang}#{index}")
-            write_json(folder / "unknown.json", table or {})
-            record = self.record(started, stop - start, attempt)
-            tasks.finish(index, record)
-        return record
+        chunks = (chunk.src for chunk in source.chunks(start, stop))
+        table = pipeline.encode_lines(lang, chunks, folder / "ids", threads=workers,
+                                      crash_name=f"encode.train.{lang}#{index}")
+        write_json(folder / "unknown.json", table or {})
+        return self.record(started, stop - start, attempt)
 
     def merge_encoded(self, tasks: TaskSet, lang: str) -> tuple[list[Path], dict[str, Any]]:
         """Append the part id stores in task order into ``.work/ids/train.{lang}`` (``encode.train.{lang}``)."""

@@ -26,9 +26,9 @@ from typing import Any
 
 import xxhash
 
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.fsutil import atomic_path, cache_root, write_json
-from tokenmill.store.manifest import MANIFEST_NAME, data_files
+from tokenmill.store.manifest import MANIFEST_NAME, REPORT_NAME, data_files
 from tokenmill.store.remote import is_url, url_filesystem
 from tokenmill.text.readers import COMPRESSED_SUFFIXES
 
@@ -129,6 +129,9 @@ class StagedInputs:
             if not matched:
                 raise TokenmillError(f"{pattern}: no object matches; check the URL")
             names = [[m, posixpath.basename(m)] for m in matched]
+            odd = [m for m, name in names if name in ("", ".", "..")]
+            if odd:
+                raise TokenmillError(f"{pattern}: the object name {odd[0]!r} cannot be copied to a file; rename it")
             if len({name for _, name in names}) != len(names):
                 raise TokenmillError(f"{pattern}: objects in several folders share a name; name each folder")
             write_json(listing, names)
@@ -144,25 +147,67 @@ def work_folder(url: str) -> Path:
     return cache_root() / "prepare" / f"{name}-{_digest(url.rstrip('/'))[:12]}"
 
 
+def _listing(fs: Any, root: str) -> set[str]:
+    """Names (relative to ``root``) of every object under it."""
+    return {p[len(root) + 1:] for p in fs.find(root)} if fs.exists(root) else set()
+
+
+def _owned(fs: Any, root: str, existing: set[str], url: str) -> set[str]:
+    """What an earlier tokenmill run published at ``url`` (its manifest's files, the manifest, the report);
+    an error when the prefix holds anything else: a run never deletes or mixes with objects not its own."""
+    if not existing:
+        return set()
+    if MANIFEST_NAME not in existing:
+        raise ConfigError(
+            f"--destdir {url} holds objects tokenmill did not write (e.g. {sorted(existing)[0]}); give an empty or "
+            "new prefix (a prepared directory there has a manifest.json)"
+        )
+    try:
+        manifest = json.loads(fs.cat_file(f"{root}/{MANIFEST_NAME}"))
+        owned = {str(name) for name in manifest["files"]} | {MANIFEST_NAME, REPORT_NAME}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"--destdir {url}: its manifest.json is not tokenmill's ({error}); give another prefix"
+        ) from None
+    foreign = sorted(existing - owned)
+    if foreign:
+        raise ConfigError(
+            f"--destdir {url} holds objects its manifest does not list (e.g. {foreign[0]}): tokenmill did not write "
+            "them; move them or give another prefix"
+        )
+    return owned
+
+
+def check_destination(url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Before any work: ``url`` is empty or holds only what an earlier run published there."""
+    fs, root = url_filesystem(url, storage_options)
+    root = root.rstrip("/")
+    try:
+        _owned(fs, root, _listing(fs, root), url)
+    except OSError as error:
+        raise TokenmillError(f"--destdir {url}: cannot list it ({error}); check the endpoint and credentials") from None
+
+
 def publish_to(
     url: str, local: Path, storage_options: Mapping[str, Any] | None = None, *, part_bytes: int | None = None
 ) -> list[str]:
     """Upload the published directory ``local`` to ``url`` (see the module docstring); returns the names
     uploaded. ``part_bytes``: the multipart upload's part size (s3fs's own default: 50 MiB parts for files
-    of 100 MiB and more)."""
+    of 100 MiB and more). Only objects an earlier run published there are ever deleted."""
     sized = {"chunksize": part_bytes} if part_bytes else {}
     fs, root = url_filesystem(url, storage_options)
     root = root.rstrip("/")
     names = [*sorted(str(name) for name in data_files(local)), MANIFEST_NAME]
     manifest = f"{root}/{MANIFEST_NAME}"
     try:
-        existing = {p[len(root) + 1:] for p in fs.find(root)} if fs.exists(root) else set()
+        existing = _listing(fs, root)
+        earlier = _owned(fs, root, existing, url) & existing
         if MANIFEST_NAME in existing:
             fs.rm_file(manifest)
         for name in names[:-1]:
             fs.put_file(str(local / name), f"{root}/{name}", **sized)
         fs.put_file(str(local / MANIFEST_NAME), manifest)
-        for stale in sorted(existing - set(names)):
+        for stale in sorted(earlier - set(names)):
             fs.rm_file(f"{root}/{stale}")
     except OSError as error:
         raise TokenmillError(
@@ -182,4 +227,4 @@ def upload_file(url: str, path: Path, storage_options: Mapping[str, Any] | None 
     return f"{url.rstrip('/')}/{path.name}"
 
 
-__all__ = ["INPUTS_DIR", "StagedInputs", "publish_to", "upload_file", "work_folder"]
+__all__ = ["INPUTS_DIR", "StagedInputs", "check_destination", "publish_to", "upload_file", "work_folder"]

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from tokenmill.errors import TokenmillError
 from tokenmill.store import IndexedDataset, IndexedWriter
 
 _BLOCK_BYTES = 1 << 22
@@ -52,7 +53,8 @@ def copy_kept_lines(path: Path, out: BinaryIO, drop: np.ndarray, want: np.ndarra
                 found[first + position] = block[starts[position] : ends[position] - 1]
             first += n
     if rest:
-        raise ValueError(f"{path}: the last line has no newline (a task's part must end with one)")
+        raise TokenmillError(f"{path}: the last line has no newline: this task's part is damaged; delete its folder "
+                             "and run prepare again")
     return found
 
 

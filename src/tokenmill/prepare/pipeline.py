@@ -45,7 +45,13 @@ from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, writ
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
 from tokenmill.prepare.distributed import PhaseDone, Tasked
-from tokenmill.prepare.object_storage import INPUTS_DIR, StagedInputs, publish_to, work_folder
+from tokenmill.prepare.object_storage import (
+    INPUTS_DIR,
+    StagedInputs,
+    check_destination,
+    publish_to,
+    work_folder,
+)
 from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -332,6 +338,8 @@ class Pipeline:
                 run = lambda p=plan: self._run_clean(p.split, p.files, p.tgt_files, p.config)  # noqa: E731
             info = self._stage(f"clean.{split}", plan.key, run)
             self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
+            if split == "train":
+                self.tasked.task_set("clean.train", plan.key).remove()  # recorded: the parts are copies
 
     def clean_settings(self, split: str) -> CleanPlan:
         """The files, clean-up settings and key of stage ``clean.{split}`` (train's key includes the held-out
@@ -629,6 +637,8 @@ class Pipeline:
                 else:
                     run = lambda s=split, la=lang: self._run_encode(s, la)  # noqa: E731
                 self._stage(f"encode.{split}.{lang}", key, run)
+                if split == "train":
+                    self.tasked.task_set(f"encode.train.{lang}", key).remove()
 
     def _run_encode_tasks(self, lang: str, tasks: Any) -> tuple[list[Path], dict[str, Any]]:
         self.tasked.run(tasks, execute_task)
@@ -1115,6 +1125,8 @@ class Pipeline:
         """Settings are validated when the config is built; here: the destination is usable."""
         if self.root.exists() and not self.root.is_dir():
             raise ConfigError(f"--destdir {self.root} is a file; give a directory")
+        if self.url and self.tasked.phase in (None, "plan"):
+            check_destination(self.url, self.config.storage_options)
 
     def warn_no_validation(self, missing: list[str]) -> None:
         """Training without a validation split is usually a mistake: say so once."""

@@ -55,11 +55,16 @@ class RayEngine:
         which = {ref: i for i, ref in enumerate(refs)}
         results: list[dict[str, Any] | None] = [None] * len(refs)
         waiting = list(refs)
-        while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
-            i = which[ready[0]]
-            results[i] = self._result(calls[i], ready[0])
-            on_done(results[i])  # type: ignore[arg-type]
+        try:
+            while waiting:
+                ready, waiting = ray.wait(waiting, num_returns=1)
+                i = which[ready[0]]
+                results[i] = self._result(calls[i], ready[0])
+                on_done(results[i])  # type: ignore[arg-type]
+        except BaseException:  # one task failed for good (or we were interrupted): stop the others
+            for ref in waiting:
+                ray.cancel(ref, force=True)
+            raise
         return results  # type: ignore[return-value]
 
     @staticmethod

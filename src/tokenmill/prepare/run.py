@@ -8,9 +8,11 @@ from typing import Any
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.multilingual import MultilingualPipeline
+from tokenmill.prepare.object_storage import work_folder
 from tokenmill.prepare.pipeline import WORK_DIR, Pipeline, PrepareSummary
 from tokenmill.prepare.slurm import write_script
 from tokenmill.prepare.tasks import TASKS_DIR, format_status, task_status
+from tokenmill.store.remote import is_url
 
 COORDINATOR_PHASES = ("plan", "tokenizer", "merge")
 
@@ -60,4 +62,5 @@ def write_slurm_script(config: PrepareConfig) -> Path:
 
 def status(config: PrepareConfig) -> str:
     """``--status``: the tasks done and left in each tasked stage of the run."""
-    return format_status(task_status(Path(config.destdir) / WORK_DIR / TASKS_DIR))
+    root = work_folder(config.destdir) if is_url(config.destdir) else Path(config.destdir)
+    return format_status(task_status(root / WORK_DIR / TASKS_DIR))

@@ -11,17 +11,15 @@ submitting the script again re-runs only what is not done (finished tasks keep t
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from tokenmill.fsutil import atomic_write
-from tokenmill.prepare.config import PrepareConfig
+from tokenmill.prepare.config import PrepareConfig, absolute_paths
 
 SLURM_DIR = "slurm"
 SCRIPT = "submit.sh"
@@ -46,21 +44,10 @@ JOBS = (
 )
 
 
-def _absolute(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings with every path made absolute (jobs may start in another directory)."""
-    out = dict(settings)
-    for name in ("destdir", "tokenizer_model", "spm_model", "srcdict", "tgtdict", "vocab_file", "merge_file"):
-        if out.get(name):
-            out[name] = os.path.abspath(out[name])
-    for name in ("trainpref", "validpref", "testpref", "input"):
-        out[name] = [os.path.abspath(p) for p in out.get(name) or []]
-    return out
-
-
 def write_script(config: PrepareConfig, tasks: int, work: Path) -> Path:
     """Write ``work/slurm/config.yaml`` and ``work/slurm/submit.sh``; returns the script's path."""
     folder = work / SLURM_DIR
-    settings = _absolute(config.to_dict())
+    settings = absolute_paths(config.to_dict())
     settings.update(engine="slurm", tasks=tasks)
     settings.pop("directions", None)
     config_path = folder / CONFIG

@@ -2,8 +2,9 @@
 
 A stage cut into tasks (``clean.train``, ``encode.train.en``...) lives in ``.work/tasks/{stage}/``:
 ``plan.json`` (the stage's key, the task count and what each task reads) and ``NNNNN/`` per task. A task
-writes its files inside its folder and its marker ``NNNNN/done.json`` last (atomically), so a folder
-without a marker is an unfinished task: it is emptied and run again, alone. A plan written for another
+writes its files inside its folder and its marker ``NNNNN/done.json`` last (atomically, with the plan's
+key), so a folder without a marker is an unfinished task: it is emptied and run again, alone; a finished
+one is never run again. A plan written for another
 key (changed inputs or settings) is discarded with every task under it. Two copies of one task (a
 Slurm requeue, a Ray retry) never run at once: each holds ``NNNNN.lock``.
 """
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +72,13 @@ class TaskSet:
         return self.root / f"{index:05d}"
 
     def done(self, index: int) -> dict[str, Any] | None:
-        """What finished task ``index`` recorded, or None when it has not finished."""
+        """What finished task ``index`` recorded for this plan's key, or None when it has not finished (a
+        marker left by a task of an earlier plan does not count)."""
         marker = self.folder(index) / DONE
-        return json.loads(marker.read_text(encoding="utf-8")) if marker.exists() else None
+        if not marker.exists():
+            return None
+        record = json.loads(marker.read_text(encoding="utf-8"))
+        return record if record.get("key") == self.key else None
 
     def left(self) -> list[int]:
         return [i for i in range(self.count) if self.done(i) is None]
@@ -90,11 +94,13 @@ class TaskSet:
             )
         return records  # type: ignore[return-value]
 
-    @contextmanager
-    def running(self, index: int) -> Iterator[tuple[Path, int]]:
-        """Hold task ``index``'s lock and give it an empty folder and its attempt number (1 for the
-        first run; a retry after a kill counts up); write its marker with :meth:`finish`."""
+    def run_once(self, index: int, body: Callable[[Path, int], dict[str, Any]]) -> dict[str, Any]:
+        """Run task ``index`` unless it has finished: under its lock, in an empty folder, ``body(folder,
+        attempt)`` (attempt 1 for the first run; a retry after a kill counts up) returns the record that
+        becomes its marker. A finished task is never run again: its record comes back as it is."""
         self.check_index(index)
+        if (record := self.done(index)) is not None:
+            return record
         lock = FileLock(str(self.root / f"{index:05d}.lock"))
         try:
             lock.acquire(timeout=0)
@@ -103,6 +109,8 @@ class TaskSet:
                 f"task {index} of stage {self.stage} is running elsewhere ({lock.lock_file})"
             ) from None
         try:
+            if (record := self.done(index)) is not None:  # finished while we waited for the lock
+                return record
             folder = self.folder(index)
             if folder.exists():  # an unfinished attempt (killed): start it again from nothing
                 shutil.rmtree(folder)
@@ -110,16 +118,20 @@ class TaskSet:
             attempts = self.root / f"{index:05d}.attempts"
             attempt = (int(attempts.read_text()) if attempts.exists() else 0) + 1
             write_json(attempts, attempt)
-            yield folder, attempt
+            record = {**body(folder, attempt), "key": self.key}
+            write_json(folder / DONE, record, sort_keys=False)  # last: counters keep their order
+            return record
         finally:
             lock.release()
+
+    def remove(self) -> None:
+        """Delete every task's parts once the stage's merged output is recorded (they are copies)."""
+        if self.root.exists():
+            shutil.rmtree(self.root)
 
     def check_index(self, index: int) -> None:
         if not 0 <= index < self.count:
             raise TokenmillError(f"--task {index}: stage {self.stage} has tasks 0..{self.count - 1}")
-
-    def finish(self, index: int, record: dict[str, Any]) -> None:
-        write_json(self.folder(index) / DONE, record, sort_keys=False)  # counters keep their order
 
 
 def task_status(folder: Path) -> list[dict[str, Any]]:

@@ -98,19 +98,19 @@ class Cleaner:
         sampling = self.sample_size > 0
         if sampling and not keep.all():
             for reason, where in self._filter_reasons(src, tgt, np.flatnonzero(~keep), result.counts, collapsed):
-                self.dropped.add(reason, chunk.start + where + 1, src, tgt, where)
+                self.dropped.add(reason, line_numbers(chunk, where), src, tgt, where)
         if self.leakage is not None:
             idx = np.flatnonzero(keep)
             kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
             leaked = idx[~self.leakage(kept_src, kept_tgt, self.stats["leakage"])]
             keep[leaked] = False
             if sampling and len(leaked):
-                self.dropped.add("leakage", chunk.start + leaked + 1, src, tgt, leaked)
-        numbers = chunk.start + np.flatnonzero(keep) + 1 if sampling else None
+                self.dropped.add("leakage", line_numbers(chunk, leaked), src, tgt, leaked)
+        numbers = line_numbers(chunk, np.flatnonzero(keep)) if sampling else None
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         keys = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
-        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers), keys
+        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), keys
 
     def _filter_reasons(
         self,
@@ -162,10 +162,17 @@ class Cleaner:
             self.dropped.add("dedup", numbers[gone], chunk.src, chunk.tgt, gone)
         src, tgt = _pick(chunk.src, keep), (None if chunk.tgt is None else _pick(chunk.tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
-        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, None if numbers is None else numbers[keep])
+        kept = None if numbers is None else numbers[keep]
+        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=kept)
 
     def __call__(self, chunk: Chunk) -> Chunk:
         return self.dedup(*self.local(chunk))
+
+
+def line_numbers(chunk: Chunk, where: np.ndarray) -> np.ndarray:
+    """1-based item numbers of the chunk's items at ``where`` (items skipped while reading counted)."""
+    positions = where if chunk.positions is None else chunk.positions[where]
+    return chunk.start + np.asarray(positions, dtype=np.int64) + 1
 
 
 def _pick(items: list[str], keep: np.ndarray) -> list[str]:

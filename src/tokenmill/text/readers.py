@@ -474,6 +474,9 @@ class Chunk:
     tgt: list[str] | None = None
     extra: list[str] | None = None
     """Lines carried along with the pairs (e.g. word alignments); cleaning keeps or drops them with their pair."""
+    positions: np.ndarray | None = None
+    """When items were skipped while reading: the position of each kept item among the ``n_read`` consumed
+    (its item number is ``start + positions[i]``); None when nothing was skipped (``start + i``)."""
 
     @property
     def lines(self) -> list[str]:
@@ -513,18 +516,23 @@ def _to_chunk(start: int, src: list, tgt: list | None, stats: StepStats, may_ski
     """
     n = len(src)
     stats.add("read", n)
-    flagged = may_skip and (None in src or _MALFORMED in src or (tgt is not None and None in tgt))
-    if flagged:
-        sides = (src,) if tgt is None else (src, tgt)
-        bad_utf8 = [any(side[i] is None for side in sides) for i in range(n)]
-        bad_row = [src[i] is _MALFORMED for i in range(n)]
+    positions = None
+    if may_skip:  # the skip counters always, in this order: the counts' order does not depend on chunking
+        flagged = None in src or _MALFORMED in src or (tgt is not None and None in tgt)
+        bad_utf8 = bad_row = [False] * n
+        if flagged:
+            sides = (src,) if tgt is None else (src, tgt)
+            bad_utf8 = [any(side[i] is None for side in sides) for i in range(n)]
+            bad_row = [src[i] is _MALFORMED and not bad_utf8[i] for i in range(n)]
         stats.add("invalid_utf8_skipped", sum(bad_utf8))
-        stats.add("malformed_skipped", sum(b and not u for b, u in zip(bad_row, bad_utf8, strict=True)))
-        keep = [not (u or b) for u, b in zip(bad_utf8, bad_row, strict=True)]
-        src = list(compress(src, keep))
-        tgt = None if tgt is None else list(compress(tgt, keep))
+        stats.add("malformed_skipped", sum(bad_row))
+        if flagged:
+            keep = [not (u or b) for u, b in zip(bad_utf8, bad_row, strict=True)]
+            positions = np.flatnonzero(keep)
+            src = list(compress(src, keep))
+            tgt = None if tgt is None else list(compress(tgt, keep))
     stats.add("yielded", len(src))
-    return Chunk(start, n, src, tgt)
+    return Chunk(start, n, src, tgt, positions=positions)
 
 
 class Source:
