@@ -243,3 +243,14 @@ def test_slurm_script_names_the_task_count(corpus, tmp_path):
     text = script.read_text()
     assert "--array=0-0 " in text  # a small input: one task (one per 256 MiB on a cluster)
     assert "--phase merge" in text and "SLURM_ARRAY_TASK_ID" in text
+
+
+def test_relative_paths_as_a_user_types_them(corpus, one_process, tmp_path, monkeypatch):
+    """Inputs named relative to the working directory: tasks get absolute paths and find the same files."""
+    monkeypatch.chdir(corpus)
+    settings = {**settings_for(corpus, tmp_path / "bin", tasks=2), "trainpref": "train", "validpref": "valid",
+                "testpref": "test"}
+    tokenmill.prepare(settings, progress=False)
+    assert output_files(one_process).keys() == output_files(tmp_path / "bin").keys()
+    for name in ("train.en-zh.en.bin", "train.en-zh.zh.idx", "dict.zh.txt"):
+        assert (one_process / name).read_bytes() == (tmp_path / "bin" / name).read_bytes()

@@ -595,7 +595,7 @@ class Source:
                       np.asarray(d["offsets"], dtype=np.int64), d["compression"])
             for d in state
         ]
-        if [ix.path for ix in indexes] != [ix_path for ix_path in self._index_paths()]:
+        if [os.path.realpath(ix.path) for ix in indexes] != [os.path.realpath(p) for p in self._index_paths()]:
             raise TokenmillError(
                 "the saved line index is for other files than this source's; re-run the plan step "
                 "(tokenmill prepare ... --phase plan)"
