@@ -254,3 +254,19 @@ def test_relative_paths_as_a_user_types_them(corpus, one_process, tmp_path, monk
     assert output_files(one_process).keys() == output_files(tmp_path / "bin").keys()
     for name in ("train.en-zh.en.bin", "train.en-zh.zh.idx", "dict.zh.txt"):
         assert (one_process / name).read_bytes() == (tmp_path / "bin" / name).read_bytes()
+
+
+def test_many_parts_by_a_pattern(tmp_path):
+    """JSONL parts named by a pattern are read in name order as one corpus (tasks cut across parts)."""
+    docs = write_jsonl(tmp_path / "all.jsonl", lines=600)
+    lines = docs.read_bytes().splitlines(keepends=True)
+    for part in range(3):
+        (tmp_path / f"part-{part:03d}.jsonl").write_bytes(b"".join(lines[part * 200:(part + 1) * 200]))
+    settings = {"source_lang": "en", "input_format": "jsonl", "source_key": "text", "tokenizer": "hf",
+                "hf_model_type": "bpe", "vocab_size": 300, "workers": 2}
+    tokenmill.prepare(settings, trainpref=[str(docs)], destdir=str(tmp_path / "one"), progress=False)
+    tokenmill.prepare(settings, trainpref=[str(tmp_path / "part-*.jsonl")], destdir=str(tmp_path / "parts"),
+                      tasks=2, progress=False)
+    assert (tmp_path / "one" / "train.bin").read_bytes() == (tmp_path / "parts" / "train.bin").read_bytes()
+    with pytest.raises(tokenmill.ConfigError, match="no file matches this pattern"):
+        tokenmill.prepare(settings, trainpref=[str(tmp_path / "nope-*.jsonl")], destdir=str(tmp_path / "x"))

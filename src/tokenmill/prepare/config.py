@@ -447,6 +447,10 @@ class PrepareConfig:
     def _check_files(self, flag: str, files: list[str]) -> None:
         """tsv/jsonl input: the prefixes are the files."""
         for path in files:
+            if not is_url(path) and any(c in path for c in "*?["):
+                if not glob.glob(path):
+                    raise ConfigError(f"{flag}: {path}: no file matches this pattern")
+                continue
             if not is_url(path) and not Path(path).is_file():
                 state = "is a directory, not a file" if Path(path).is_dir() else "no such file"
                 raise ConfigError(

@@ -18,6 +18,7 @@ a half-published directory for a whole one.
 
 from __future__ import annotations
 
+import glob
 import json
 import posixpath
 from collections.abc import Mapping
@@ -34,6 +35,11 @@ from tokenmill.text.readers import COMPRESSED_SUFFIXES
 
 INPUTS_DIR = "inputs"
 SOURCE_SUFFIX = ".source.json"
+
+
+def has_wildcards(path: str) -> bool:
+    """Whether ``path`` is a pattern (``*``, ``?``, ``[...]``), as a shell or fsspec's glob reads it."""
+    return any(c in path for c in "*?[")
 
 
 def _digest(text: str) -> str:
@@ -118,14 +124,19 @@ class StagedInputs:
         """The local copies of the objects a URL names or its pattern (``*``, ``?``, ``[...]``) matches, in
         name order; a local path comes back as it is."""
         if not is_url(pattern):
-            return [pattern]
+            if not has_wildcards(pattern):
+                return [pattern]
+            matched = sorted(glob.glob(pattern))
+            if not matched:
+                raise TokenmillError(f"{pattern}: no file matches; check the pattern")
+            return matched
         fs, path = self._fs(pattern)
         home = self._home(pattern)
         listing = home / "listing.json"
         if not self.refresh and listing.exists():
             names = json.loads(listing.read_text(encoding="utf-8"))
         else:
-            matched = sorted(fs.glob(path)) if any(c in path for c in "*?[") else [path]
+            matched = sorted(fs.glob(path)) if has_wildcards(path) else [path]
             if not matched:
                 raise TokenmillError(f"{pattern}: no object matches; check the URL")
             names = [[m, posixpath.basename(m)] for m in matched]
