@@ -4,7 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # torch==2.13.0 first: it is a CPU build on this machine's disk; a bare `torch` pulls a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e ".[test,torch,s3,ray,grain,tf]"
+# the extras with a set of AWS client versions that fit together (pip's resolver backtracks for minutes otherwise)
+python -m pip install -q -e ".[test,torch,s3,ray,grain,tf]" -c scripts/constraints.txt
 # headless Chromium for the report's browser test (tests/report/test_browser.py), Debian's package
 command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 # peers in their own venvs, as test oracles (megatron-core ~30 s, fairseq ~2 min to build, T2T ~1.5 min)
