@@ -85,15 +85,15 @@ def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: i
     """For each partition, the global positions (``bases[t]`` + task position) of every later occurrence
     of a key, sorted, into ``out/dups.NNNNN.npy``; returns the number of duplicates."""
     out.mkdir(parents=True, exist_ok=True)
-    tables = [
-        (np.load(f / KEYS, mmap_mode="r"), np.load(f / POSITIONS, mmap_mode="r"), np.load(f / BOUNDS))
-        for f in folders
-    ]
+    bounds = [np.load(f / BOUNDS) for f in folders]
     total = 0
     for p in range(partitions):
-        keys = np.concatenate([k[b[p] : b[p + 1]] for k, _, b in tables] or [np.zeros(0, np.uint64)])
+        # one partition's slice of each task, copied out of a map opened for it alone: the pages of the
+        # other partitions are never touched, so resident memory stays one partition's
+        keys = np.concatenate([_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
+                              or [np.zeros(0, np.uint64)])
         positions = np.concatenate(
-            [pos[b[p] : b[p + 1]] + base for (_, pos, b), base in zip(tables, bases, strict=True)]
+            [_slice(f / POSITIONS, b[p], b[p + 1]) + base for f, b, base in zip(folders, bounds, bases, strict=True)]
             or [np.zeros(0, np.int64)]
         )
         order = np.lexsort((positions, keys))
@@ -103,6 +103,11 @@ def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: i
         _save(out / f"dups.{p:05d}.npy", duplicates)
         total += len(duplicates)
     return total
+
+
+def _slice(path: Path, start: int, stop: int) -> np.ndarray:
+    """``array[start:stop]`` of a ``.npy`` file, copied; the map is closed when this returns."""
+    return np.array(np.load(path, mmap_mode="r")[start:stop])
 
 
 def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarray:
