@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tokenmill.store import IndexedDataset, IndexedWriter, Layout, merge_stores, token_dtype
+from tokenmill.store import writer as writer_module
 from tokenmill.store.format import idx_size
 
 
@@ -170,3 +171,22 @@ def test_gathers_equal_per_item_reads_for_random_batches(tmp_path, seed):
             for row, item in zip(matrix, expected, strict=True):
                 pad = matrix.shape[1] - len(item)
                 assert row.tolist() == ([1] * pad + item.tolist() if left else item.tolist() + [1] * pad)
+
+
+def test_sizes_spilled_to_disk_give_the_same_index(tmp_path, monkeypatch):
+    """Past SPILL_ITEMS entries a writer keeps its sizes and document starts in a temporary file (memory
+    stays flat): the files are byte-identical to an all-in-memory write, and no temporary is left."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 40, size=3000)
+    flat = rng.integers(0, 30000, size=int(lengths.sum()))
+    for layout in ("fairseq", "megatron"):
+        outputs = {}
+        for name, items in (("memory", 1 << 20), ("spilled", 97)):
+            monkeypatch.setattr(writer_module, "SPILL_ITEMS", items)
+            with IndexedWriter(tmp_path / f"{name}-{layout}", layout=layout, dtype=np.uint16) as out:
+                out.add_items(flat, lengths, documents=True)
+                out.add_item([1, 2, 3])
+                out.end_document()
+            outputs[name] = [(tmp_path / f"{name}-{layout}{ext}").read_bytes() for ext in (".idx", ".bin")]
+        assert outputs["spilled"] == outputs["memory"]
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".bin"] * 4 + [".idx"] * 4

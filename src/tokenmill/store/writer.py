@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 import numpy as np
 
@@ -23,37 +25,65 @@ from tokenmill.store.reader import IndexedDataset, split_prefix
 
 _POINTER_BLOCK = 1 << 20  # items per block when deriving pointers (8 MB of int64)
 _WRITE_BUFFER = 8 << 20
+SPILL_ITEMS = 1 << 20
+"""Sizes (and document starts) a writer keeps in memory; more go to a temporary file, in order."""
 
 
-class GrowableArray:
-    """An append-only numpy array with amortized doubling: no Python lists for millions of entries."""
+class SpilledArray:
+    """An append-only array that keeps at most ``memory_items`` entries in memory and spills the rest, in
+    order, to a temporary file: a writer's per-item sizes and document starts stay flat in memory however
+    many items a store gets (they are read back block by block when the index is written)."""
 
-    def __init__(self, dtype: np.dtype | type, capacity: int = 1024) -> None:
-        self._data = np.empty(capacity, dtype=dtype)
-        self._size = 0
+    def __init__(self, dtype: np.dtype | type, spill: Path, memory_items: int | None = None) -> None:
+        self.dtype = np.dtype(dtype)
+        self._buffer = np.empty(memory_items or SPILL_ITEMS, dtype=self.dtype)
+        self._buffered = 0
+        self._spill_path = spill
+        self._spill: BinaryIO | None = None
+        self._spilled = 0
 
-    def _reserve(self, extra: int) -> None:
-        needed = self._size + extra
-        if needed > len(self._data):
-            grown = np.empty(max(needed, 2 * len(self._data)), dtype=self._data.dtype)
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
+    def _flush(self) -> None:
+        if self._spill is None:
+            self._spill = open(self._spill_path, "wb", buffering=_WRITE_BUFFER)  # closed in remove()
+        self._spill.write(self._buffer[: self._buffered].tobytes())
+        self._spilled += self._buffered
+        self._buffered = 0
 
     def append(self, value: int) -> None:
-        self._reserve(1)
-        self._data[self._size] = value
-        self._size += 1
+        self.extend(np.array([value], dtype=self.dtype))
 
     def extend(self, values: np.ndarray) -> None:
-        self._reserve(len(values))
-        self._data[self._size : self._size + len(values)] = values
-        self._size += len(values)
+        values = np.asarray(values, dtype=self.dtype)
+        while len(values):
+            room = len(self._buffer) - self._buffered
+            if room == 0:
+                self._flush()
+                continue
+            take = values[:room]
+            self._buffer[self._buffered : self._buffered + len(take)] = take
+            self._buffered += len(take)
+            values = values[room:]
 
     def __len__(self) -> int:
-        return self._size
+        return self._spilled + self._buffered
 
-    def view(self) -> np.ndarray:
-        return self._data[: self._size]
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        """Every entry in order, ``size`` at a time (the spilled ones read back from the file)."""
+        if self._spill is not None:
+            self._spill.flush()
+            with open(self._spill_path, "rb") as spilled:
+                for _ in range(0, self._spilled, size):
+                    yield np.fromfile(spilled, dtype=self.dtype, count=size)
+        for start in range(0, self._buffered, size):
+            yield self._buffer[start : min(start + size, self._buffered)]
+
+    def remove(self) -> None:
+        """Close and delete the spill file (after the index is written, or when the writer aborts)."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+        with contextlib.suppress(FileNotFoundError):
+            self._spill_path.unlink()
 
 
 class IndexedWriter:
@@ -85,8 +115,8 @@ class IndexedWriter:
         self._bin_tmp = temp_name(self.bin_file)
         self._idx_tmp = temp_name(self.idx_file)
         self._bin = open(self._bin_tmp, "wb", buffering=_WRITE_BUFFER)
-        self._sizes = GrowableArray(np.int32)
-        self._documents = GrowableArray(np.int64)
+        self._sizes = SpilledArray(np.int32, temp_name(self.idx_file.with_name(self.idx_file.name + ".sizes")))
+        self._documents = SpilledArray(np.int64, temp_name(self.idx_file.with_name(self.idx_file.name + ".docs")))
         self._documents.append(0)
         self.num_tokens = 0
         self._closed = False
@@ -165,8 +195,7 @@ class IndexedWriter:
         return len(self._sizes)
 
     def _write_index(self) -> None:
-        sizes = self._sizes.view()
-        n = len(sizes)
+        n = len(self._sizes)
         with open(self._idx_tmp, "wb", buffering=_WRITE_BUFFER) as idx:
             idx.write(MAGIC)
             idx.write(np.array([VERSION], dtype="<u8").tobytes())
@@ -174,10 +203,11 @@ class IndexedWriter:
             idx.write(np.array([n], dtype="<u8").tobytes())
             if self.layout is Layout.MEGATRON:
                 idx.write(np.array([len(self._documents)], dtype="<u8").tobytes())
-            idx.write(np.ascontiguousarray(sizes, dtype="<i4").data)
+            for block in self._sizes.blocks(_POINTER_BLOCK):
+                idx.write(np.ascontiguousarray(block, dtype="<i4").data)
             carry = 0
-            for start in range(0, n, _POINTER_BLOCK):
-                block = sizes[start : start + _POINTER_BLOCK].astype(np.int64)
+            for sizes in self._sizes.blocks(_POINTER_BLOCK):
+                block = sizes.astype(np.int64)
                 pointers = np.empty_like(block)
                 pointers[0] = carry
                 np.cumsum(block[:-1], out=pointers[1:])
@@ -186,14 +216,19 @@ class IndexedWriter:
                 idx.write(pointers.astype("<i8", copy=False).data)
                 carry += int(block.sum())
             if self.layout is Layout.MEGATRON:
-                idx.write(np.ascontiguousarray(self._documents.view(), dtype="<i8").data)
+                for block in self._documents.blocks(_POINTER_BLOCK):
+                    idx.write(np.ascontiguousarray(block, dtype="<i8").data)
 
     def finalize(self) -> None:
         """Write the index and move both files into place atomically (``.idx`` last)."""
         if self._closed:
             return
         self._bin.close()
-        self._write_index()
+        try:
+            self._write_index()
+        finally:
+            self._sizes.remove()
+            self._documents.remove()
         self._closed = True
         commit(self._bin_tmp, self.bin_file)
         commit(self._idx_tmp, self.idx_file)
@@ -204,6 +239,8 @@ class IndexedWriter:
             return
         self._bin.close()
         self._closed = True
+        self._sizes.remove()
+        self._documents.remove()
         for tmp in (self._bin_tmp, self._idx_tmp):
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
