@@ -31,7 +31,7 @@ shows where a stage's allocations go (tracemalloc), e.g. for the coordinator's p
 Every output is compared file by file with the plain run of the same size (every ``.bin``, ``.idx``,
 dictionary, model and log; the manifest without its ``settings`` and ``run`` keys).
 
-Side by side with datatrove (``dist_datatrove.py`` in ``.peers/datatrove``): ``--lm-mb`` MB of JSONL in
+Side by side with datatrove (``datatrove_tokenize.py`` in ``.peers/datatrove``): ``--lm-mb`` MB of JSONL in
 ``--lm-shards`` files (``tok_corpus.jsonl_corpus``) and the 32k byte-level BPE ``tokenizer.json`` of
 bench_lm_prepare.py; ours is ``tokenmill prepare --input ... --tokenizer-type HuggingFaceTokenizer
 --tokenizer-model tokenizer.json --append-eod --tasks N`` for N in 0 (plain), 1, 2, 4, datatrove's
@@ -448,8 +448,9 @@ def lm_side(args: argparse.Namespace) -> dict[str, Any]:
     for kind, tasks, tag in plan:
         name = f"datatrove {kind} x{tasks}{' run ' + tag if tag else ''}"
         out = work / f"dt-{kind.split()[0]}-{tasks}{tag}"
-        cmd = [python, str(HERE / "dist_datatrove.py"), "--input-dir", str(files[0].parent), "--glob", "part-*.jsonl",
-               "--tokenizer-model", str(tokenizer), "--output", str(out), "--tasks", str(tasks), "--workers", "2",
+        cmd = [python, str(HERE / "datatrove_tokenize.py"), "--input-dir", str(files[0].parent),
+               "--glob", "part-*.jsonl", "--tokenizer-model", str(tokenizer), "--output", str(out),
+               "--tasks", str(tasks), "--workers", "2",
                *(["--shuffle"] if kind != "unshuffled" else [])]
         load = os.getloadavg()[0]
         watch = Watch(cmd, env=dict(os.environ, PYTHONWARNINGS="ignore"))

@@ -15,7 +15,7 @@ this order (rotated every round when ``--rounds`` > 1):
 * Megatron-style (``lm_megatron_style.py`` in megatron-core's venv): ``preprocess_data``'s structure --
   a 2-process ``multiprocessing.Pool`` running ``tokenizers``' ``encode`` per document (+ EOD) via
   ``imap(..., 32)``, megatron-core's ``IndexedDatasetBuilder.add_document`` + ``finalize``.
-* datatrove (``lm_datatrove.py`` in its venv): ``JsonlReader`` -> ``DocumentTokenizer`` (EOD by the
+* datatrove (``datatrove_tokenize.py`` in its venv): ``JsonlReader`` -> ``DocumentTokenizer`` (EOD by the
   post-processor, no shuffling), one task per shard, 2 workers.
 * the floor: ``tokenizers``' ``encode_batch`` and ``encode_batch_fast`` (no offsets) on the same
   documents' text, 10,000 documents a call, rayon on all cores; only the encode calls are timed (the
@@ -231,8 +231,9 @@ def main() -> None:
         "megatron": lambda out: [megatron_python, str(HERE / "lm_megatron_style.py"), "--input", *map(str, files),
                                  "--output-prefix", str(out / "corpus"), "--tokenizer-model", str(tok), "--append-eod",
                                  "--workers", str(args.workers)],
-        "datatrove": lambda out: [datatrove_python, str(HERE / "lm_datatrove.py"), "--input-dir", str(files[0].parent),
-                                  "--glob", "part-*.jsonl", "--tokenizer-model", str(tok), "--output", str(out),
+        "datatrove": lambda out: [datatrove_python, str(HERE / "datatrove_tokenize.py"),
+                                  "--input-dir", str(files[0].parent), "--glob", "part-*.jsonl",
+                                  "--tokenizer-model", str(tok), "--output", str(out),
                                   "--workers", str(args.workers)],
         "floor": lambda out: [sys.executable, "-c", FLOOR, str(tok), *map(str, files)],
     }

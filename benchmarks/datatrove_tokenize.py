@@ -1,12 +1,12 @@
-"""datatrove's tokenization step, for bench_lm_prepare.py: ``JsonlReader`` -> ``DocumentTokenizer``
-under a ``LocalPipelineExecutor``, one task per input file, ``--workers`` tasks at a time (datatrove's
-unit of parallelism; inside a task ``tokenizers``' ``encode_batch`` of 10,000 documents runs on
-rayon threads). The EOD token is appended by the tokenizer's post-processor (``eos_token``).
-Documents are not shuffled (``shuffle_documents=False``), so the output can be compared with the
-input order: task k writes ``{k:05d}_unshuffled.ds`` (tokens, uint16 below 65,536 ids) and
-``.ds.index`` (uint64 document ends). Runs in the datatrove interpreter.
+"""datatrove's tokenization step, for bench_lm_prepare.py and bench_distributed.py (runs in the datatrove
+interpreter): ``JsonlReader`` -> ``DocumentTokenizer`` under a ``LocalPipelineExecutor`` with ``--tasks``
+tasks (default: one per input file), ``--workers`` of them at a time; the EOD token is appended by the
+tokenizer's post-processor (``eos_token``). datatrove gives task k the files k, k + tasks, k + 2 tasks, ...
+of the sorted input list; task k writes ``{k:05d}_{shuffled|unshuffled}.ds`` (tokens) and ``.ds.index``
+(uint64 document ends). ``--shuffle`` keeps datatrove's default (documents shuffled inside each task;
+``--seed`` fixes the shuffle's seed, none by default); without it documents stay in reading order.
 
-    python lm_datatrove.py --input-dir DIR --tokenizer-model tokenizer.json --output DIR --workers 2
+    python datatrove_tokenize.py --input-dir DIR --tokenizer-model tokenizer.json --output DIR --tasks 2
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ def main() -> None:
     parser.add_argument("--glob", default="*.jsonl")
     parser.add_argument("--tokenizer-model", required=True)
     parser.add_argument("--output", required=True)
+    parser.add_argument("--tasks", type=int, default=0, help="0: one task per input file")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--shuffle", action="store_true", help="datatrove's default: shuffle documents per task")
+    parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--eod-token", default="<|endoftext|>")
     args = parser.parse_args()
     start = time.perf_counter()
-    tasks = len(sorted(Path(args.input_dir).glob(args.glob)))
+    tasks = args.tasks or len(sorted(Path(args.input_dir).glob(args.glob)))
     executor = LocalPipelineExecutor(
         pipeline=[
             JsonlReader(args.input_dir, glob_pattern=args.glob, text_key="text"),
@@ -39,11 +42,12 @@ def main() -> None:
                 output_folder=args.output,
                 tokenizer_name_or_path=args.tokenizer_model,
                 eos_token=args.eod_token,
-                shuffle_documents=False,
+                shuffle_documents=args.shuffle,
+                seed=args.seed,
             ),
         ],
         tasks=tasks,
-        workers=args.workers,
+        workers=min(args.workers, tasks),
         logging_dir=str(Path(args.output) / "logs"),
         skip_completed=False,
     )
