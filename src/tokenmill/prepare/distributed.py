@@ -153,7 +153,6 @@ class Tasked:
         plan = pipeline.clean_settings("train")
         tasks = self.task_set("clean.train", plan.key)
         details = tasks.plan()
-        tasks.check_index(index)
         return tasks.run_once(index, lambda folder, attempt: self._clean_part(plan, details, index, workers,
                                                                               folder, attempt))
 
@@ -255,7 +254,6 @@ class Tasked:
             )
         tasks = self.task_set(f"encode.train.{lang}", pipeline.encode_key("train", lang))
         details = tasks.plan()
-        tasks.check_index(index)
         return tasks.run_once(index, lambda folder, attempt: self._encode_part(lang, details, index, workers,
                                                                                folder, attempt))
 
