@@ -12,7 +12,8 @@ from collections import Counter
 import numpy as np
 
 from tokenmill.batching import BatchConfig
-from tokenmill.data import SamplingConfig, multilingual_batches
+from tokenmill.data import SamplingConfig
+from tokenmill.loader import multilingual_batches
 from tokenmill.vocab import Dictionary
 
 data_bin = sys.argv[1] if len(sys.argv) > 1 else "runs/multilingual-bin"

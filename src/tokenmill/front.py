@@ -23,11 +23,11 @@ from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
-from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator, gpt_batches
+from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
 from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset

@@ -21,12 +21,14 @@ import pytest
 from tests.batching.corpus import VOCAB, pair_lengths, write_side
 from tokenmill.batching.collate import collate_fairseq, collate_opennmt, pad_rows
 from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.multi_collate import MultiCollate
+from tokenmill.batching.sampled import SampledPlanner
 from tokenmill.data.multi_langtok import LangTokConfig
-from tokenmill.data.multi_pairs import MultiCollate, MultiPairDataset
-from tokenmill.data.multi_planner import SampledPlanner, multilingual_batches
+from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig, temperature_probabilities
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
+from tokenmill.loader import multilingual_batches
 
 LANGS = ["eng_Latn", "tur_Latn", "hin_Deva", "fra_Latn"]
 SHARDS = {  # direction -> pairs in each shard it is in (shard000 first)

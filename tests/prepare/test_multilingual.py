@@ -171,7 +171,7 @@ def test_a_retrained_model_includes_the_added_directions(raw, tmp_path):
 
 
 def test_training_reads_the_language_token_format_prepare_recorded(raw, tmp_path):
-    from tokenmill.data import multilingual_batches
+    from tokenmill.loader import multilingual_batches
 
     out = prepare(build_config(settings(raw, tmp_path, ["eng_Latn-deu_Latn"], lang_token_format="<{lang}>")),
                   progress=False).destdir

@@ -11,17 +11,21 @@ from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.collate import CollateOptions, collate_fairseq, collate_opennmt, pad_rows
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.costs import Sizes
+from tokenmill.batching.multi_collate import MultiCollate
 from tokenmill.batching.pack import pack_greedy
 from tokenmill.batching.plan import EpochPlan, Planner, PlanStats
+from tokenmill.batching.sampled import SampledPlanner
 
 __all__ = [
     "MODES",
     "BatchConfig",
     "CollateOptions",
     "EpochPlan",
+    "MultiCollate",
     "PlanCache",
     "PlanStats",
     "Planner",
+    "SampledPlanner",
     "Sizes",
     "collate_fairseq",
     "collate_opennmt",

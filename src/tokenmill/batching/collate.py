@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill._core.ragged import pad_rows as pad_rows  # re-exported: part of the collate API
 from tokenmill.batching.align import dense_batch, fairseq_alignments
 from tokenmill.data.pairs import PairDataset, SideRows
 from tokenmill.errors import ConfigError, FormatError
@@ -69,24 +70,6 @@ class CollateOptions:
     def __post_init__(self) -> None:
         if self.ids not in ID_CONVENTIONS:
             raise ConfigError(f"collate ids {self.ids!r} is unknown; choose one of {', '.join(ID_CONVENTIONS)}")
-
-
-def pad_rows(
-    tokens: np.ndarray, offsets: np.ndarray, pad: int, *, left: bool = False, multiple: int = 1, dtype: Any = np.int64
-) -> np.ndarray:
-    """Ragged rows (flat tokens + offsets) as a (rows, width) matrix filled with ``pad``."""
-    lengths = np.diff(offsets)
-    rows = len(lengths)
-    longest = int(lengths.max()) if rows else 0
-    width = -(-longest // multiple) * multiple if multiple > 1 else longest
-    if rows and width == longest and int(lengths.min()) == longest:
-        return tokens.astype(dtype, copy=False).reshape(rows, width)  # all rows the same length
-    out = np.full((rows, width), pad, dtype=dtype)
-    shift = np.arange(rows, dtype=np.int64) * width - offsets[:-1]
-    if left:
-        shift += width - lengths
-    out.reshape(-1)[np.arange(len(tokens), dtype=np.int64) + np.repeat(shift, lengths)] = tokens
-    return out
 
 
 def shift_eos_to_front(target: np.ndarray, lengths: np.ndarray, eos: int, pad: int, *, left: bool) -> np.ndarray:

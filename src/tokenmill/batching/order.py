@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill._core.rng import generator as generator  # re-exported: the batcher's streams
+
 # purposes: independent random streams for independent choices within one epoch
 SAMPLE_SHUFFLE = 1
 STEP_SHUFFLE = 2
 SHARD_SHUFFLE = 3
-
-
-def generator(seed: int, epoch: int, purpose: int) -> np.random.Generator:
-    """A fresh PCG64 generator for one (seed, epoch, purpose); no global numpy state involved."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, epoch, purpose])))
 
 
 def legacy_permutation(seed: int, n: int) -> np.ndarray:

@@ -18,11 +18,11 @@ from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
-from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.settings import Range, number
 
 POSITIVE = number(int, Range(1))

@@ -9,18 +9,17 @@ To the collaters (:func:`~tokenmill.batching.collate.collate_fairseq`,
 :class:`~tokenmill.loader.BatchIterator` the dataset looks like a ``PairDataset``: ``rows``,
 ``padded``, ``shift``, ``src_sizes[ids]``, ``options``, ``symbols``, ``fingerprint``... route a
 batch of global ids to the parts it touches (one sort, then one call per part present in the
-batch) and put the results back in the batch's row order. :class:`MultiCollate` adds each row's
-``direction`` (an index into :attr:`MultiPairDataset.directions`) to the collated batch.
+batch) and put the results back in the batch's row order. :class:`~tokenmill.batching.multi_collate.MultiCollate`
+adds each row's ``direction`` (an index into :attr:`MultiPairDataset.directions`) to the collated batch.
 
 Which pairs an epoch trains on (the shard of each direction, the sampled mix) is the planner's
-job: :class:`~tokenmill.data.multi_planner.SampledPlanner`.
+job: :class:`~tokenmill.batching.sampled.SampledPlanner`.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -376,33 +375,6 @@ class _Dictionaries:
                 f"the dictionaries {listing} differ; a multilingual data set uses one shared dictionary "
                 "(dict.txt copied as dict.{lang}.txt) — prepare all directions together"
             )
-
-
-@dataclass(frozen=True)
-class MultiCollate:
-    """A BatchIterator ``collate`` for a :class:`MultiPairDataset`: the usual batch plus each row's direction.
-
-    ``name`` is ``"fairseq"`` or ``"opennmt"``. fairseq batches get ``batch["direction"]`` (int64,
-    row order = ``batch["id"]``'s); OpenNMT batches get ``features["direction"]`` (rows keep batch
-    order). Direction ``i`` is ``dataset.directions[i]``.
-    """
-
-    name: str = "fairseq"
-    """Which collater: ``"fairseq"`` or ``"opennmt"``."""
-    options: Any = None
-    """:class:`~tokenmill.batching.collate.CollateOptions` (None: the defaults)."""
-
-    def __call__(self, dataset: MultiPairDataset, indices: Any) -> Any:
-        from tokenmill.batching.collate import COLLATERS
-
-        if self.name not in COLLATERS:
-            raise ConfigError(f"collate {self.name!r} is unknown; choose {sorted(COLLATERS)}")
-        batch = COLLATERS[self.name](dataset, indices, self.options)  # type: ignore[arg-type]
-        if self.name == "fairseq":
-            batch["direction"] = dataset.direction_of(batch["id"])
-        else:
-            batch[0]["direction"] = dataset.direction_of(indices)
-        return batch
 
 
 def ensure_open_files(needed: int, margin: int = 256) -> None:

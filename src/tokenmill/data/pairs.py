@@ -39,10 +39,12 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from tokenmill._core.ragged import pad_rows
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import cache_root
 from tokenmill.store import IndexedDataset
 from tokenmill.store.layout import store_name
+from tokenmill.vocab.dictionary import Dictionary
 
 _STORE_NAME = re.compile(r"^(?P<split>.+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)\.idx$")
 
@@ -502,8 +504,6 @@ class PairDataset:
                 result = windows.padded(indices, pad, left=left, multiple=multiple, dtype=dtype)
                 if result is not None:
                     return result
-        from tokenmill.batching.collate import pad_rows
-
         rows = self.rows(indices, which)
         assert rows is not None
         return pad_rows(rows.tokens, rows.offsets, pad, left=left, multiple=multiple, dtype=dtype), rows.lengths
@@ -594,8 +594,6 @@ class PairDataset:
     def symbols(self, which: str) -> np.ndarray:
         """The side's dictionary as an array of strings (``dict.{lang}.txt`` of the directory)."""
         if which not in self._symbols:
-            from tokenmill.vocab.dictionary import Dictionary
-
             lang = self.src_lang if which == "source" else self.tgt_lang
             if self.directory is None or lang is None:
                 raise ConfigError("token strings need the dataset's dictionary: open it with PairDataset.from_dir")

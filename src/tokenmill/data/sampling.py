@@ -48,9 +48,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tokenmill._core.rng import generator
 from tokenmill._core.temperature import temperature_probabilities as temperature_probabilities  # re-exported
 from tokenmill._core.temperature import temperature_ratios
-from tokenmill.batching.order import generator
 from tokenmill.errors import ConfigError
 
 # purposes of the random streams (distinct from the batcher's 1-3 so that the same seed and epoch

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from tokenmill.loader.iterator import BatchIterator, plan_sizes
+from tokenmill.loader.multilingual import multilingual_batches
 
 __all__ = ["BatchIterator", "GrainBatches", "StatefulLoader", "TFBatches", "TorchBatches", "grain_loader",
-           "make_loader", "plan_sizes"]
+           "make_loader", "multilingual_batches", "plan_sizes"]
 
 _TORCH_NAMES = {"StatefulLoader", "TorchBatches", "make_loader", "to_tensors"}
 _TF_NAMES = {"TFBatches"}  # tokenmill.loader.tf: TensorFlow (pip install tokenmill[tf])

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from tokenmill.batching.collate import COLLATERS
-from tokenmill.data.multi_pairs import MultiCollate, MultiPairDataset
+from tokenmill.batching.multi_collate import MultiCollate
+from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 

@@ -32,7 +32,8 @@ import numpy as np
 
 from tokenmill._core.optional import require
 from tokenmill.batching.collate import COLLATERS, CollateOptions
-from tokenmill.data.multi_pairs import MultiCollate, MultiPairDataset
+from tokenmill.batching.multi_collate import MultiCollate
+from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.layouts import advance, batch_maker, check_layout

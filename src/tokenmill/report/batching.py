@@ -18,11 +18,11 @@ from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.plan import EpochPlan, PlanStats
 from tokenmill.data.multi_pairs import MultiPairDataset
-from tokenmill.data.multi_planner import multilingual_batches
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.report.options import ReportOptions
 
 SHAPE_BINS = 40

@@ -1,7 +1,7 @@
 """Section 4 of the report: many directions — their sizes, shards, and how temperature sampling mixes them.
 
 The shares and drawn counts are what training's sampler computes for epoch 1
-(:class:`~tokenmill.data.multi_planner.SampledPlanner` over
+(:class:`~tokenmill.batching.sampled.SampledPlanner` over
 :class:`~tokenmill.data.multi_pairs.MultiPairDataset`, i.e. :class:`~tokenmill.data.sampling.SamplingPlan`
 over the pairs of the shard each direction reads in epoch 1, after the length filter), once per
 temperature. Sizes and shard counts per direction and split come from the manifest.
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.sampled import SampledPlanner
 from tokenmill.data.multi_pairs import MultiPairDataset
-from tokenmill.data.multi_planner import SampledPlanner
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.report.layout import DataDir
 

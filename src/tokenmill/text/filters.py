@@ -33,6 +33,7 @@ import numpy as np
 from tokenmill.errors import ConfigError
 from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
+from tokenmill.text.langid import LanguageIdentifier
 from tokenmill.text.stats import StepStats
 
 FILTER_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script", "langid")
@@ -119,8 +120,6 @@ class PairFilter:
                 script_table(script)  # fail now on an unknown script or a missing package
         self._langid = None
         if cfg.src_lang is not None or cfg.tgt_lang is not None:
-            from tokenmill.text.langid import LanguageIdentifier
-
             self._langid = LanguageIdentifier(cfg.langid_candidates)
             for lang in (cfg.src_lang, cfg.tgt_lang):
                 if lang is not None and lang not in self._langid.labels:

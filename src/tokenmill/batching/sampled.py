@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -35,18 +34,11 @@ from tokenmill.batching.cache import PlanCache, fingerprint
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.plan import EpochPlan, EpochSample, Planner
-from tokenmill.data.multi_langtok import LangTokConfig
-from tokenmill.data.multi_layout import DataPaths
-from tokenmill.data.multi_pairs import MultiCollate, MultiPairDataset
-from tokenmill.data.pairs import PairOptions
+from tokenmill.data.multi_pairs import MultiPairDataset
+from tokenmill.data.sampling import SamplingConfig, SamplingPlan
 
 _CYCLE_LIMIT = 4096
 """Longest cycle of shard combinations (lcm of the shard counts) skipped arithmetically."""
-
-if TYPE_CHECKING:
-    from tokenmill.batching.collate import CollateOptions
-    from tokenmill.data.sampling import SamplingConfig, SamplingPlan
-    from tokenmill.loader.iterator import BatchIterator
 
 
 @dataclass
@@ -189,8 +181,6 @@ class SampledPlanner:
             kept = np.array([self.dataset.parts[p].filter_report.num_kept for p in parts], dtype=np.int64)
             plan = None
             if self.sampling is not None:
-                from tokenmill.data.sampling import SamplingPlan
-
                 plan = SamplingPlan.build(self.dataset.directions, kept, self.sampling)
             if len(self._mixes) >= 4:
                 self._mixes.pop(next(iter(self._mixes)))
@@ -308,54 +298,4 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"not JSON-able: {type(value).__name__}")
 
 
-def multilingual_batches(
-    data: MultiPairDataset | DataPaths,
-    config: BatchConfig | None = None,
-    sampling: SamplingConfig | None = None,
-    langtok: LangTokConfig | None = None,
-    *,
-    split: str = "train",
-    directions: list[str] | None = None,
-    options: PairOptions | None = None,
-    rank: int = 0,
-    world_size: int = 1,
-    collate: str | Any = "fairseq",
-    collate_options: CollateOptions | None = None,
-    update_freq: int = 1,
-    infinite: bool = False,
-    cache_dir: str | os.PathLike[str] | bool = True,
-    epoch: int = 1,
-) -> BatchIterator:
-    """A ready :class:`~tokenmill.loader.BatchIterator` over a sampled multilingual mix.
-
-    ``data``: a :class:`MultiPairDataset` or what :meth:`MultiPairDataset.from_dir` opens (then
-    ``split``, ``directions``, ``langtok`` and ``options`` apply). ``collate``: ``"fairseq"`` or
-    ``"opennmt"`` (batches carry each row's ``direction``), None (ids) or a callable. The
-    iterator's ``state_dict``/``load_state_dict`` resume exactly, on any rank and worker count.
-    """
-    from tokenmill.batching.collate import CollateOptions
-    from tokenmill.loader.iterator import BatchIterator, _cache
-
-    if isinstance(data, MultiPairDataset):
-        dataset = data
-    else:
-        dataset = MultiPairDataset.from_dir(data, split, directions, langtok=langtok, options=options)
-    config = config or BatchConfig()
-    planner = SampledPlanner(dataset, config, sampling, world_size=world_size, cache=_cache(cache_dir))
-    if isinstance(collate, str):
-        collate = MultiCollate(collate, collate_options or CollateOptions(pad_to_multiple=config.pad_to_multiple))
-    return BatchIterator(
-        dataset,  # type: ignore[arg-type]
-        config,
-        rank=rank,
-        world_size=world_size,
-        collate=collate,
-        update_freq=update_freq,
-        infinite=infinite,
-        cache_dir=cache_dir,
-        epoch=epoch,
-        planner=planner,
-    )
-
-
-__all__ = ["EpochMix", "SampledPlanner", "multilingual_batches"]
+__all__ = ["EpochMix", "SampledPlanner"]

@@ -1,0 +1,67 @@
+"""A ready batch iterator over a sampled mix of translation directions (one call for the common job)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tokenmill.batching.collate import CollateOptions
+from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.multi_collate import MultiCollate
+from tokenmill.batching.sampled import SampledPlanner
+from tokenmill.data.multi_langtok import LangTokConfig
+from tokenmill.data.multi_layout import DataPaths
+from tokenmill.data.multi_pairs import MultiPairDataset
+from tokenmill.data.pairs import PairOptions
+from tokenmill.data.sampling import SamplingConfig
+from tokenmill.loader.iterator import BatchIterator, _cache
+
+
+def multilingual_batches(
+    data: MultiPairDataset | DataPaths,
+    config: BatchConfig | None = None,
+    sampling: SamplingConfig | None = None,
+    langtok: LangTokConfig | None = None,
+    *,
+    split: str = "train",
+    directions: list[str] | None = None,
+    options: PairOptions | None = None,
+    rank: int = 0,
+    world_size: int = 1,
+    collate: str | Any = "fairseq",
+    collate_options: CollateOptions | None = None,
+    update_freq: int = 1,
+    infinite: bool = False,
+    cache_dir: str | os.PathLike[str] | bool = True,
+    epoch: int = 1,
+) -> BatchIterator:
+    """A ready :class:`~tokenmill.loader.BatchIterator` over a sampled multilingual mix.
+
+    ``data``: a :class:`MultiPairDataset` or what :meth:`MultiPairDataset.from_dir` opens (then
+    ``split``, ``directions``, ``langtok`` and ``options`` apply). ``collate``: ``"fairseq"`` or
+    ``"opennmt"`` (batches carry each row's ``direction``), None (ids) or a callable. The
+    iterator's ``state_dict``/``load_state_dict`` resume exactly, on any rank and worker count.
+    """
+    if isinstance(data, MultiPairDataset):
+        dataset = data
+    else:
+        dataset = MultiPairDataset.from_dir(data, split, directions, langtok=langtok, options=options)
+    config = config or BatchConfig()
+    planner = SampledPlanner(dataset, config, sampling, world_size=world_size, cache=_cache(cache_dir))
+    if isinstance(collate, str):
+        collate = MultiCollate(collate, collate_options or CollateOptions(pad_to_multiple=config.pad_to_multiple))
+    return BatchIterator(
+        dataset,  # type: ignore[arg-type]
+        config,
+        rank=rank,
+        world_size=world_size,
+        collate=collate,
+        update_freq=update_freq,
+        infinite=infinite,
+        cache_dir=cache_dir,
+        epoch=epoch,
+        planner=planner,
+    )
+
+
+__all__ = ["multilingual_batches"]
