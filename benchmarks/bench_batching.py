@@ -128,7 +128,7 @@ def child_ours_start(args: dict) -> None:
     began = time.perf_counter()
     dataset = PairDataset.from_dir(args["data"])
     config = BatchConfig(max_tokens=args["max_tokens"], required_batch_size_multiple=MULTIPLE, seed=SEED)
-    iterator = BatchIterator(dataset, config, cache_dir=args["cache"])
+    iterator = BatchIterator(dataset, config, cache=args["cache"])
     batch = next(iter(iterator))
     elapsed = time.perf_counter() - began
     after = memory()
@@ -154,7 +154,7 @@ def child_ours_padding(args: dict) -> None:
     out = {}
     for mode in ("lowpad", "fairseq", "opennmt"):
         config = BatchConfig(mode=mode, max_tokens=args["max_tokens"], required_batch_size_multiple=MULTIPLE, seed=SEED)
-        stats = BatchIterator(dataset, config, cache_dir=False, collate=None).plan().stats
+        stats = BatchIterator(dataset, config, cache=False, collate=None).plan().stats
         out[mode] = {
             "padding": stats.padding_fraction,
             "batches": stats.num_batches,
@@ -171,7 +171,7 @@ def child_ours_throughput(args: dict) -> None:
 
     dataset = PairDataset.from_dir(args["data"])
     config = BatchConfig(max_tokens=args["max_tokens"], required_batch_size_multiple=MULTIPLE, seed=SEED)
-    iterator = BatchIterator(dataset, config, cache_dir=args["cache"], infinite=True)
+    iterator = BatchIterator(dataset, config, cache=args["cache"], infinite=True)
     iterator.plan()
     tokens = batches = 0
     began = time.perf_counter()

@@ -13,13 +13,13 @@ import argparse
 import resource
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
-from tokenmill.batching import BatchConfig, PlanCache
+from tokenmill.batching import BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.plan import Planner
+from tokenmill.cache import ArrayCache
 
 
 def lengths(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -43,7 +43,7 @@ def main() -> None:
     src, tgt = lengths(args.pairs, 1)
     config = BatchConfig(max_tokens=4096, seed=1)
     with tempfile.TemporaryDirectory() as cache_dir:
-        cache = PlanCache(Path(cache_dir))
+        cache = ArrayCache(cache_dir)
         at8 = Planner(Sizes(src, tgt), config, world_size=8, data_fingerprint="bench", cache=cache)
         plan8, first = timed(lambda: at8.plan(1))
         done = plan8.num_steps // 3

@@ -13,7 +13,7 @@ machine slows both alike. Figures are medians of --repeats rounds.
   helper's allocations count too; "per sample" divides it by the number of samples.
 * the three parts timed alone, as each implementation runs them.
 * first start: open the store and construct the dataset on an empty cache folder (build + write
-  the ``.npy`` cache): tokenmill's ``GPTDataset(cache_dir=...)`` vs megatron-core's
+  the ``.npy`` cache): tokenmill's ``GPTDataset(cache=...)`` vs megatron-core's
   ``GPTDataset`` with ``path_to_cache``.
 * cached start: opening the store (tokenmill's reader checks every pointer; megatron-core's does
   not), then constructing the dataset with its cache present and reading a batch of 8 samples.
@@ -181,7 +181,7 @@ class TokenmillWorker:
     def first_start(self) -> dict:
         shutil.rmtree(self.cache, ignore_errors=True)
         seconds, peak, _ = _measure(
-            lambda: self.GPTDataset(self.IndexedDataset(self.args["prefix"]), self.dataset_config, cache_dir=self.cache)
+            lambda: self.GPTDataset(self.IndexedDataset(self.args["prefix"]), self.dataset_config, cache=self.cache)
         )
         return {"seconds": seconds, "peak": peak}
 
@@ -191,7 +191,7 @@ class TokenmillWorker:
 
     def cached_start(self) -> dict:
         def start():
-            dataset = self.GPTDataset(self.store, self.dataset_config, cache_dir=self.cache)
+            dataset = self.GPTDataset(self.store, self.dataset_config, cache=self.cache)
             dataset.get_batch(np.arange(8))
 
         seconds, _, _ = _measure(start)

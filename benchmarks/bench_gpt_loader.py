@@ -45,7 +45,7 @@ from tokenmill.store import IndexedDataset
 a = json.loads(sys.argv[1])
 store = IndexedDataset(a["prefix"])
 gpt = tokenmill.GPTDataset(store, tokenmill.GPTDatasetConfig(seq_length=a["seq"], seed=a["seed"],
-                           num_samples=a["num_samples"]), cache_dir=a["cache"])
+                           num_samples=a["num_samples"]), cache=a["cache"])
 config = tokenmill.GPTBatchConfig(global_batch_size=a["micro"] * a["world"] * 4, micro_batch_size=a["micro"])
 if a["kind"] == "torch":
     source = tokenmill.loader(gpt, config, rank=0, world_size=a["world"], num_workers=a["workers"])

@@ -71,7 +71,7 @@ def run(source: str, opener, config: tokenmill.BatchConfig, plans: Path) -> dict
     started = time.perf_counter()
     data = opener()
     opened = time.perf_counter() - started
-    iterator = tokenmill.batches(data, config, cache_dir=plans)
+    iterator = tokenmill.batches(data, config, cache=plans)
     batches, tokens, first = epoch(iterator)
     batches2, tokens2, second = epoch(iterator)
     return {"open": opened, "epoch1": first, "epoch2": second, "batches": batches, "tokens": tokens,

@@ -69,7 +69,7 @@ def make_directory(path: Path, pairs: int, seed: int = 1) -> None:
 def stream(way: str, data: Path, config: tokenmill.BatchConfig, plans: Path, epochs: int):
     """The batches of ``epochs`` epochs, the way ``way`` serves them."""
     collate = "opennmt" if way.endswith("opennmt") else "fairseq"
-    batches = tokenmill.batches(tokenmill.open(data), config, collate=collate, cache_dir=plans, infinite=True)
+    batches = tokenmill.batches(tokenmill.open(data), config, collate=collate, cache=plans, infinite=True)
     if way.startswith("numpy"):
         return batches
     if way.startswith("tf"):
@@ -87,7 +87,7 @@ def stream(way: str, data: Path, config: tokenmill.BatchConfig, plans: Path, epo
 
 
 def child(way: str, data: Path, config: tokenmill.BatchConfig, plans: Path, repeats: int) -> None:
-    steps = tokenmill.batches(tokenmill.open(data), config, cache_dir=plans).num_steps(1)
+    steps = tokenmill.batches(tokenmill.open(data), config, cache=plans).num_steps(1)
     batches = stream(way, data, config, plans, repeats + 1)
     times, count = [], 0
     started = time.perf_counter()
@@ -122,7 +122,7 @@ def main() -> None:
         shutil.rmtree(data)
     make_directory(data, args.pairs)
     dataset = tokenmill.open(data)
-    warm = tokenmill.batches(dataset, config, cache_dir=plans)
+    warm = tokenmill.batches(dataset, config, cache=plans)
     tokens = []
     for epoch in range(1, args.repeats + 3):  # every epoch a child reads, planned and cached now
         plan = warm.plan(epoch)

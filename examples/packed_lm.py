@@ -34,7 +34,7 @@ store = IndexedDataset(summary.destdir / "train")
 print(f"{len(store)} documents, {int(store.sizes.sum())} tokens, end-of-document id {eod}")
 
 config = GPTDatasetConfig(seq_length=32, num_epochs=1, eod_id=eod, eod_mask_loss=True, reset_position_ids=True)
-samples = GPTDataset(store, config, cache_dir=out / "index-cache")
+samples = GPTDataset(store, config, cache=out / "index-cache")
 batch = samples.get_batch(range(3))
 for row in range(3):
     tokens = batch["tokens"][row]

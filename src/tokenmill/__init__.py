@@ -16,6 +16,7 @@ except PackageNotFoundError:  # running from a source tree without an install
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.batching.packed_pairs import PackConfig
 from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.data.multi_langtok import LangTokConfig
@@ -36,6 +37,7 @@ __all__ = [
     "GPTDatasetConfig",
     "IndexedDataset",
     "LangTokConfig",
+    "PackConfig",
     "PrepareConfig",
     "PrepareSummary",
     "RemoteOptions",

@@ -19,6 +19,9 @@ from typing import Any
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.batching.packed_collate import collate_packed
+from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
+from tokenmill.batching.sampled import SampledMix
 from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
@@ -122,17 +125,27 @@ def batches(
     *,
     sampling: SamplingConfig | None = None,
     langtok: LangTokConfig | None = None,
+    pack: PackConfig | None = None,
     split: str = "train",
     rank: int = 0,
     world_size: int = 1,
     **options: Any,
 ) -> BatchIterator:
     """Batches of one rank as numpy arrays, with ``state_dict``/``load_state_dict`` (any world size):
-    pairs, a sampled mix of many directions (``sampling``), or Megatron GPT samples and blends
-    (a :class:`GPTDataset` or :class:`BlendedDataset` with a :class:`GPTBatchConfig`: one micro
-    batch per item, Megatron's consumed-samples order; ``consumed_samples=`` starts mid-run).
-    ``options`` go to the iterator."""
-    dataset = open(data, split) if isinstance(data, str | os.PathLike) else data
+    pairs, a sampled mix of many directions (``sampling``; ``langtok`` when opening a path), either
+    cut by a token budget (``config``) or packed into rows (``pack``: Tensor2Tensor's packed features),
+    or Megatron GPT samples and blends (a :class:`GPTDataset` or :class:`BlendedDataset` with a
+    :class:`GPTBatchConfig`: one micro batch per item, Megatron's consumed-samples order;
+    ``consumed_samples=`` starts mid-run). ``options`` go to the iterator (``cache=``, ``collate=``...)."""
+    if isinstance(data, str | os.PathLike):
+        dataset = open(data, split, **({"langtok": langtok} if langtok is not None else {}))
+    else:
+        dataset = data
+        if langtok is not None:
+            raise ConfigError("langtok applies when a path is opened: give the path, or open it with "
+                              "tokenmill.open(path, langtok=...)")
+    if langtok is not None and not isinstance(dataset, MultiPairDataset):
+        raise ConfigError("langtok applies to many translation directions; this data is not a multilingual data_bin")
     if isinstance(dataset, GPTDataset | BlendedDataset):
         if sampling is not None or langtok is not None:
             raise ConfigError("sampling and langtok apply to translation directions, not GPT samples")
@@ -146,8 +159,10 @@ def batches(
         raise ConfigError(
             "a GPTBatchConfig batches GPT samples: give a tokenmill.GPTDataset (or BlendedDataset) over the store"
         )
+    if pack is not None:
+        return _packed_batches(dataset, config, pack, sampling, rank, world_size, options)
     if isinstance(dataset, MultiPairDataset):
-        return multilingual_batches(dataset, config, sampling, langtok, rank=rank, world_size=world_size, **options)
+        return multilingual_batches(dataset, config, sampling, rank=rank, world_size=world_size, **options)
     if isinstance(dataset, IndexedDataset):
         raise ConfigError(
             f"{dataset.prefix} is one token store (language-model data): wrap it in "
@@ -159,12 +174,36 @@ def batches(
     return BatchIterator(dataset, config, rank=rank, world_size=world_size, **options)
 
 
+def _packed_batches(
+    dataset: Dataset,
+    config: BatchConfig | None,
+    pack: PackConfig,
+    sampling: SamplingConfig | None,
+    rank: int,
+    world_size: int,
+    options: dict[str, Any],
+) -> BatchIterator:
+    """Packed rows of one direction or of a sampled mix of many (any selection with the packed cut)."""
+    if config is not None:
+        raise ConfigError("give config= or pack=, not both: packed batches take their budget from PackConfig")
+    if isinstance(dataset, IndexedDataset):
+        raise ConfigError(f"{dataset.prefix} is language-model data: pack it with tokenmill.GPTDataset")
+    if sampling is not None and not isinstance(dataset, MultiPairDataset):
+        raise ConfigError("sampling applies to many directions; this is one direction")
+    selection = SampledMix(dataset, sampling) if isinstance(dataset, MultiPairDataset) else None
+    planner = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size,  # type: ignore[arg-type]
+                                cache=options.pop("cache", True))
+    options.setdefault("collate", collate_packed)
+    return BatchIterator(dataset, rank=rank, world_size=world_size, planner=planner, **options)  # type: ignore[arg-type]
+
+
 def loader(
     data: Dataset | str | os.PathLike[str],
     config: BatchConfig | GPTBatchConfig | None = None,
     *,
     sampling: SamplingConfig | None = None,
     langtok: LangTokConfig | None = None,
+    pack: PackConfig | None = None,
     split: str = "train",
     rank: int | None = None,
     world_size: int | None = None,
@@ -176,6 +215,6 @@ def loader(
     from tokenmill.loader.torch import StatefulLoader, rank_and_world  # torch only when asked for
 
     rank, world_size = rank_and_world(rank, world_size)
-    iterator = batches(data, config, sampling=sampling, langtok=langtok, split=split, rank=rank,
+    iterator = batches(data, config, sampling=sampling, langtok=langtok, pack=pack, split=split, rank=rank,
                        world_size=world_size, **options)
     return StatefulLoader(iterator, num_workers=num_workers)

@@ -113,7 +113,7 @@ def test_options_that_add_tokens_map_them_too(data):
 def test_through_the_batch_iterator(data):
     dataset = PairDataset.from_dir(data, options=PairOptions(remove_eos_from_source=True))
     iterator = BatchIterator(dataset, BatchConfig(mode="opennmt", max_tokens=64, shuffle=False), collate="opennmt",
-                             collate_options=CollateOptions(ids="opennmt"), cache_dir=False)
+                             collate_options=CollateOptions(ids="opennmt"), cache=False)
     batches = list(iterator)
     assert batches and all((labels["ids"][:, 0] == 1).all() for _, labels in batches)
     assert sorted(int(n) for features, _ in batches for n in features["length"]) == [1, 2, 6]

@@ -75,7 +75,7 @@ def golden_corpus_iterator(tmp_path, **collate) -> tuple[BatchIterator, dict]:
         drop_last=True,
     )
     dataset = PairDataset.from_dir(data)
-    return BatchIterator(dataset, config, cache_dir=False, collate_options=CollateOptions(**collate)), task
+    return BatchIterator(dataset, config, cache=False, collate_options=CollateOptions(**collate)), task
 
 
 def by_id(batch: dict) -> dict[str, np.ndarray]:
@@ -162,7 +162,7 @@ def test_collate_with_pad_to_multiple_matches_live_fairseq(tmp_path):
     iterator = BatchIterator(
         PairDataset.from_dir(tmp_path / "data"),
         config,
-        cache_dir=False,
+        cache=False,
         collate_options=CollateOptions(pad_to_multiple=8),
     )
     ours = [flatten(b) for b in iterator]

@@ -11,7 +11,6 @@ import pytest
 
 from tests.batching.corpus import make_pair_dir, pair_lengths
 from tests.peers import run_peer
-from tokenmill.batching.cache import PlanCache
 from tokenmill.batching.packed_collate import collate_packed
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
@@ -153,10 +152,10 @@ def test_length_filter_and_language_tokens_are_respected(data):
 
 def test_plans_are_deterministic_and_epochs_differ(dataset, tmp_path):
     first = PackedPairPlanner(dataset, CONFIG, world_size=2)
-    again = PackedPairPlanner(dataset, CONFIG, world_size=2, cache=PlanCache(tmp_path))
+    again = PackedPairPlanner(dataset, CONFIG, world_size=2, cache=tmp_path)
     assert plan_pairs(first.plan(1)) == plan_pairs(again.plan(1))
     assert plan_pairs(again.plan(1)) == plan_pairs(
-        PackedPairPlanner(dataset, CONFIG, world_size=2, cache=PlanCache(tmp_path)).plan(1)
+        PackedPairPlanner(dataset, CONFIG, world_size=2, cache=tmp_path).plan(1)
     )
     assert plan_pairs(first.plan(1)) != plan_pairs(first.plan(2))
     assert plan_pairs(first.plan(1)) != plan_pairs(
@@ -204,9 +203,9 @@ def test_collate_equals_the_pair_by_pair_features(dataset, fixed_width):
 
 # ------------------------------------------------------------------------------ the training iterator
 def iterator(dataset, tmp_path, *, world=1, rank=0):
-    planner = PackedPairPlanner(dataset, CONFIG, world_size=world, cache=PlanCache(tmp_path))
+    planner = PackedPairPlanner(dataset, CONFIG, world_size=world, cache=tmp_path)
     return BatchIterator(
-        dataset, planner=planner, rank=rank, world_size=world, collate=collate_packed, infinite=True, cache_dir=tmp_path
+        dataset, planner=planner, rank=rank, world_size=world, collate=collate_packed, infinite=True, cache=tmp_path
     )
 
 
@@ -230,7 +229,7 @@ def test_resume_refuses_other_packing_settings(dataset, tmp_path):
     state = iterator(dataset, tmp_path).state_dict()
     other = PackedPairPlanner(dataset, PackConfig(max_length=64, max_tokens=288))
     with pytest.raises(Exception, match="fingerprint"):
-        BatchIterator(dataset, planner=other, collate=collate_packed, cache_dir=tmp_path).load_state_dict(state)
+        BatchIterator(dataset, planner=other, collate=collate_packed, cache=tmp_path).load_state_dict(state)
 
 
 def test_dataloader_workers_give_the_single_process_stream(dataset, tmp_path):
@@ -250,7 +249,7 @@ def test_dataloader_workers_give_the_single_process_stream(dataset, tmp_path):
 
 def test_collate_options_travel_with_partial(dataset, tmp_path):
     planner = PackedPairPlanner(dataset, CONFIG)
-    batches = BatchIterator(dataset, planner=planner, collate=functools.partial(collate_packed, pad=0), cache_dir=False)
+    batches = BatchIterator(dataset, planner=planner, collate=functools.partial(collate_packed, pad=0), cache=False)
     batch = next(iter(batches))
     assert (batch["inputs"][batch["inputs_segmentation"] == 0] == 0).all()
 

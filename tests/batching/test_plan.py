@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.batching.corpus import pair_lengths
-from tokenmill.batching.cache import PlanCache
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.plan import Planner
@@ -38,13 +36,13 @@ def test_order_is_a_pure_function_of_seed_epoch_sizes_and_settings(mode):
 
 def test_second_start_maps_the_cached_plan(tmp_path):
     sizes, config = sizes_of(), BatchConfig(max_tokens=512)
-    first = Planner(sizes, config, data_fingerprint="d", cache=PlanCache(tmp_path)).plan(1)
+    first = Planner(sizes, config, data_fingerprint="d", cache=tmp_path).plan(1)
     assert not first.stats.cached
     entries = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert len(entries) == 1 and not any(".tmp-" in p.name for p in tmp_path.iterdir())
     meta = json.loads((entries[0] / "meta.json").read_text())
     assert set(meta["arrays"]) == {"order", "starts", "stops", "max_src", "max_tgt", "sum_src", "sum_tgt"}
-    second = Planner(sizes, config, data_fingerprint="d", cache=PlanCache(tmp_path)).plan(1)
+    second = Planner(sizes, config, data_fingerprint="d", cache=tmp_path).plan(1)
     assert second.stats.cached
     assert isinstance(second.order.base, np.memmap) and not second.order.flags.writeable
     assert stream(first) == stream(second)
@@ -52,7 +50,7 @@ def test_second_start_maps_the_cached_plan(tmp_path):
 
 
 def test_other_settings_or_data_get_their_own_entry(tmp_path):
-    cache = PlanCache(tmp_path)
+    cache = tmp_path
     sizes, config = sizes_of(), BatchConfig(max_tokens=512)
     Planner(sizes, config, data_fingerprint="d", cache=cache).plan(1)
     Planner(sizes, config.replace(max_tokens=1024), data_fingerprint="d", cache=cache).plan(1)
@@ -63,12 +61,12 @@ def test_other_settings_or_data_get_their_own_entry(tmp_path):
 
 def test_old_epochs_are_pruned_and_fairseq_mode_shares_one_entry(tmp_path):
     sizes = sizes_of(800)
-    planner = Planner(sizes, BatchConfig(max_tokens=512), data_fingerprint="d", cache=PlanCache(tmp_path / "low"))
+    planner = Planner(sizes, BatchConfig(max_tokens=512), data_fingerprint="d", cache=tmp_path / "low")
     for epoch in range(1, 6):
         planner.plan(epoch)
     names = sorted(p.name.rsplit("-", 1)[1] for p in (tmp_path / "low").iterdir() if p.is_dir())
     assert names == ["e4", "e5"]
-    planner = Planner(sizes, BatchConfig(mode="fairseq"), data_fingerprint="d", cache=PlanCache(tmp_path / "fs"))
+    planner = Planner(sizes, BatchConfig(mode="fairseq"), data_fingerprint="d", cache=tmp_path / "fs")
     plans = [planner.plan(epoch) for epoch in (1, 2, 3)]
     assert [p.name.rsplit("-", 1)[1] for p in (tmp_path / "fs").iterdir() if p.is_dir()] == ["e0"]
     assert stream(plans[0]) != stream(plans[1])  # same batches, reshuffled per epoch
@@ -76,7 +74,7 @@ def test_old_epochs_are_pruned_and_fairseq_mode_shares_one_entry(tmp_path):
 
 
 def _plan_in_child(directory: str, queue) -> None:
-    plan = Planner(sizes_of(), BatchConfig(max_tokens=512), data_fingerprint="race", cache=PlanCache(directory)).plan(1)
+    plan = Planner(sizes_of(), BatchConfig(max_tokens=512), data_fingerprint="race", cache=directory).plan(1)
     queue.put((plan.stats.cached, plan.order[:50].tolist()))
 
 
@@ -96,12 +94,12 @@ def test_concurrent_processes_compute_a_plan_once(tmp_path):
 def test_unreadable_entry_is_a_clear_error(tmp_path):
     from tokenmill.errors import TokenmillError
 
-    cache = PlanCache(tmp_path)
-    cache.store("k", {"a": np.arange(3)}, {"x": 1})
-    (tmp_path / "k" / "a.npy").write_bytes(b"garbage")
-    with pytest.raises(TokenmillError, match="delete that folder"):
-        cache.load("k")
-    assert Path(tmp_path / "k").exists()
+    plan = Planner(sizes_of(), BatchConfig(max_tokens=512), data_fingerprint="d", cache=tmp_path).plan(1)
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    (folder / "order.npy").write_bytes(b"garbage")
+    with pytest.raises(TokenmillError, match="delete"):
+        Planner(sizes_of(), BatchConfig(max_tokens=512), data_fingerprint="d", cache=tmp_path).plan(1)
+    assert folder.exists() and plan.num_steps
 
 
 def test_without_shuffle_batches_run_in_plan_order():

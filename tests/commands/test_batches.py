@@ -100,3 +100,15 @@ def test_many_directions_show_the_sampled_mix_per_epoch(data_bin):
 def test_many_directions_bad_weights_are_named(data_bin):
     result = CliRunner().invoke(batches, [str(data_bin), "--weights", "eng_Latn-deu_Latn"])
     assert result.exit_code != 0 and "not direction=weight" in str(result.exception)
+
+
+def test_many_directions_pack_the_sampled_mix(data_bin):
+    args = [str(data_bin), "--json", "--temperature", "5", "--world-size", "2", "--max-tokens", "512", "--no-cache"]
+    unpacked = json.loads(run(*args))
+    packed = json.loads(run(*args, "--pack-length", "128"))
+    drawn = sum(d["drawn"] for d in packed["mix"]["directions"])
+    assert drawn == sum(d["drawn"] for d in unpacked["mix"]["directions"])  # the same sampled selection
+    assert packed["num_samples"] + packed["dropped"].get("source_longer_than_row", 0) + packed["dropped"].get(
+        "target_longer_than_row", 0) + packed["dropped"].get("both_longer_than_row", 0) == drawn
+    assert packed["packed"]["pairs_per_row"] > 1 and len(set(packed["num_batches_per_rank"])) == 1
+    assert packed["unpacked_padding_fraction"] == unpacked["padding_fraction"]

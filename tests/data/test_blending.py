@@ -152,10 +152,10 @@ def test_a_blend_that_oversamples_a_dataset_is_a_config_error(tmp_path):
 def test_a_blend_without_size_uses_every_counted_sample_once_and_caches(tmp_path):
     datasets = [gpt_dataset(tmp_path / "a", 1000, 50), gpt_dataset(tmp_path / "b", 5000, 50)]
     counts = [len(datasets[0]) // 2, len(datasets[1])]
-    blend = BlendedDataset(datasets, counts, cache_dir=str(tmp_path / "cache"))
-    again = BlendedDataset(datasets, counts, cache_dir=str(tmp_path / "cache"))
+    blend = BlendedDataset(datasets, counts, cache=str(tmp_path / "cache"))
+    again = BlendedDataset(datasets, counts, cache=str(tmp_path / "cache"))
     assert np.bincount(blend.dataset_index).tolist() == counts
-    assert isinstance(again.dataset_index, np.memmap)
+    assert isinstance(again.dataset_index.base, np.memmap)
     np.testing.assert_array_equal(blend.dataset_sample_index, again.dataset_sample_index)
     with pytest.raises(ConfigError, match="integers"):
         BlendedDataset(datasets, [0.5, 0.5])

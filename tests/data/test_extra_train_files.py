@@ -109,7 +109,7 @@ def test_the_batch_iterator_and_pickling(data):
     dataset = PairDataset.from_dir(root, upsample_primary=2)
     again = pickle.loads(pickle.dumps(dataset))
     assert items(again) == items(dataset) and again.fingerprint() == dataset.fingerprint()
-    iterator = BatchIterator(dataset, BatchConfig(max_tokens=40), collate=None, cache_dir=False)
+    iterator = BatchIterator(dataset, BatchConfig(max_tokens=40), collate=None, cache=False)
     seen = sorted(int(i) for batch in iterator for i in batch)
     assert seen == list(range(len(dataset)))
     # the plan depends on the parts and the repeat: another upsampling is another dataset

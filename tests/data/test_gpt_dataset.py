@@ -147,27 +147,27 @@ def test_batch_rows_equal_single_samples(corpus):
 def test_cached_index_is_built_once_and_memory_mapped(corpus, tmp_path):
     store, _ = corpus
     config = GPTDatasetConfig(seq_length=32, seed=6, num_samples=1000)
-    first = GPTDataset(store, config, cache_dir=tmp_path)
-    again = GPTDataset(store, config, cache_dir=tmp_path)
+    first = GPTDataset(store, config, cache=tmp_path)
+    again = GPTDataset(store, config, cache=tmp_path)
     assert first.cache_path == again.cache_path
-    assert isinstance(again.sample_index, np.memmap)
+    assert isinstance(again.sample_index.base, np.memmap)
     np.testing.assert_array_equal(first.get_batch(range(50))["tokens"], again.get_batch(range(50))["tokens"])
     in_memory = GPTDataset(store, config)
     np.testing.assert_array_equal(in_memory.shuffle_index, again.shuffle_index)
     # any index setting, the document selection or the data itself gives another entry
     others = [
-        GPTDataset(store, GPTDatasetConfig(seq_length=32, seed=7, num_samples=1000), cache_dir=tmp_path),
-        GPTDataset(store, GPTDatasetConfig(seq_length=32, seed=6, num_samples=1001), cache_dir=tmp_path),
+        GPTDataset(store, GPTDatasetConfig(seq_length=32, seed=7, num_samples=1000), cache=tmp_path),
+        GPTDataset(store, GPTDatasetConfig(seq_length=32, seed=6, num_samples=1001), cache=tmp_path),
         GPTDataset(
-            store, GPTDatasetConfig(seq_length=32, seed=6, num_samples=1000, add_extra_token=False), cache_dir=tmp_path
+            store, GPTDatasetConfig(seq_length=32, seed=6, num_samples=1000, add_extra_token=False), cache=tmp_path
         ),
-        GPTDataset(store, config, documents=(0, 200), cache_dir=tmp_path),
-        GPTDataset(write_store(tmp_path / "other", make_documents(300, seed=2)), config, cache_dir=tmp_path),
+        GPTDataset(store, config, documents=(0, 200), cache=tmp_path),
+        GPTDataset(write_store(tmp_path / "other", make_documents(300, seed=2)), config, cache=tmp_path),
     ]
     assert len({first.cache_path, *(other.cache_path for other in others)}) == 6
     # settings that only shape the outputs share the index entry
     masked = GPTDatasetConfig(seq_length=32, seed=6, num_samples=1000, eod_id=EOD, eod_mask_loss=True)
-    assert GPTDataset(store, masked, cache_dir=tmp_path).cache_path == first.cache_path
+    assert GPTDataset(store, masked, cache=tmp_path).cache_path == first.cache_path
 
 
 def test_split_strings_select_document_ranges(corpus):

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.batching.corpus import VOCAB, pair_lengths, write_side
+from tests.batching.corpus import VOCAB
+from tests.data.multi_corpus import SHARDS, TAG, VALID, make_data_bin, write_direction
 from tokenmill.batching.collate import collate_fairseq, collate_opennmt, pad_rows
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.multi_collate import MultiCollate
@@ -30,49 +31,8 @@ from tokenmill.data.sampling import SamplingConfig, temperature_probabilities
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.loader import multilingual_batches
 
-LANGS = ["eng_Latn", "tur_Latn", "hin_Deva", "fra_Latn"]
-SHARDS = {  # direction -> pairs in each shard it is in (shard000 first)
-    "eng_Latn-tur_Latn": [160, 140, 150],
-    "eng_Latn-hin_Deva": [60, 50],
-    "fra_Latn-eng_Latn": [12],
-}
-VALID = {"eng_Latn-tur_Latn": 20, "eng_Latn-hin_Deva": 10, "fra_Latn-eng_Latn": 5}
-TAG = {lang: VOCAB + i for i, lang in enumerate(LANGS)}  # ids of __lang__ in the dictionary below
 BATCHES = BatchConfig(max_tokens=200, required_batch_size_multiple=2)
 SAMPLING = SamplingConfig(temperature=5.0, seed=3)  # upsamples the 12-pair direction
-
-
-def write_dictionary(folder: Path, langs: list[str]) -> None:
-    """fairseq dict.txt: words w4..w199 (ids 4..199), then the language tags (ids 200..)."""
-    text = "".join(f"w{i} {1000 - i}\n" for i in range(4, VOCAB)) + "".join(f"__{lang}__ 1\n" for lang in langs)
-    for name in ["dict.txt"] + [f"dict.{lang}.txt" for lang in langs]:
-        (folder / name).write_text(text, encoding="utf-8")
-
-
-def write_direction(folder: Path, split: str, direction: str, n: int, seed: int, sides: str = "both") -> None:
-    src, tgt = direction.split("-")
-    src_len, tgt_len = pair_lengths(n, seed)
-    base = folder / f"{split}.{direction}"
-    if sides in ("both", "src"):
-        write_side(Path(f"{base}.{src}"), src_len, seed + 1)
-    if sides in ("both", "tgt"):
-        write_side(Path(f"{base}.{tgt}"), tgt_len, seed + 2)
-
-
-def make_data_bin(root: Path, shards: dict[str, list[int]] = SHARDS, langs: list[str] = LANGS) -> Path:
-    """``root/shardNNN/`` folders in the Open-NLLB layout; returns ``root``."""
-    root.mkdir(parents=True)
-    write_dictionary(root, langs)
-    for k in range(max(len(s) for s in shards.values())):
-        folder = root / f"shard{k:03d}"
-        folder.mkdir()
-        write_dictionary(folder, langs)
-        for d, (direction, sizes) in enumerate(shards.items()):
-            if k < len(sizes):
-                write_direction(folder, "train", direction, sizes[k], seed=100 * d + 10 * k)
-    for d, (direction, n) in enumerate(VALID.items()):
-        write_direction(root / "shard000", "valid", direction, n, seed=7000 + d)
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +126,7 @@ def test_reads_what_tokenmill_prepare_writes(tmp_path):
         assert item["source"][0] == tags[src] and item["target"][0] == tags[tgt]
     valid = MultiPairDataset.from_dir(out, "valid")
     assert [[len(p) for p in s] for s in valid.shards] == [[5], [5], [5]]
-    batch = next(iter(multilingual_batches(out, BATCHES, SAMPLING, cache_dir=False)))
+    batch = next(iter(multilingual_batches(out, BATCHES, SAMPLING, cache=False)))
     assert set(batch["direction"].tolist()) <= {0, 1, 2} and batch["net_input"]["src_tokens"].shape[0] > 0
 
 
@@ -302,7 +262,7 @@ def test_every_rank_runs_the_same_number_of_steps(dataset, world_size):
         assert all(len(plan.indices(t, r)) > 0 for t in range(plan.num_steps) for r in range(world_size))
         assert Counter(all_ids(plan, world_size).tolist()) == Counter(planner.epoch_ids(epoch).tolist())
         iterators = [
-            multilingual_batches(dataset, BATCHES, SAMPLING, rank=r, world_size=world_size, cache_dir=False)
+            multilingual_batches(dataset, BATCHES, SAMPLING, rank=r, world_size=world_size, cache=False)
             for r in range(world_size)
         ]
         assert {it.num_steps(epoch) for it in iterators} == {plan.num_steps}
@@ -355,7 +315,7 @@ def stream(iterator, count: int) -> list[list[int]]:
 
 def test_resume_from_every_step_gives_the_same_stream(dataset, tmp_path):
     def make():
-        return multilingual_batches(dataset, BATCHES, SAMPLING, rank=1, world_size=2, infinite=True, cache_dir=tmp_path)
+        return multilingual_batches(dataset, BATCHES, SAMPLING, rank=1, world_size=2, infinite=True, cache=tmp_path)
 
     total = make().num_steps(1) + make().num_steps(2) + 2  # into epoch 3
     running = make()
@@ -371,8 +331,8 @@ def test_resume_from_every_step_gives_the_same_stream(dataset, tmp_path):
 
 
 def test_resume_refuses_other_sampling(dataset, tmp_path):
-    state = multilingual_batches(dataset, BATCHES, SAMPLING, cache_dir=tmp_path).state_dict()
-    other = multilingual_batches(dataset, BATCHES, SamplingConfig(temperature=2.0), cache_dir=tmp_path)
+    state = multilingual_batches(dataset, BATCHES, SAMPLING, cache=tmp_path).state_dict()
+    other = multilingual_batches(dataset, BATCHES, SamplingConfig(temperature=2.0), cache=tmp_path)
     with pytest.raises(TokenmillError, match="plan fingerprint differs"):
         other.load_state_dict(state)
 
@@ -382,7 +342,7 @@ def test_dataloader_workers_give_the_single_process_stream(data_bin, tmp_path):
     from tokenmill.loader.torch import StatefulLoader
 
     def make():
-        return multilingual_batches(data_bin, BATCHES, SAMPLING, world_size=2, infinite=True, cache_dir=tmp_path)
+        return multilingual_batches(data_bin, BATCHES, SAMPLING, world_size=2, infinite=True, cache=tmp_path)
 
     total = make().num_steps(1) + 3
     expected = stream(make(), total)
@@ -399,7 +359,7 @@ def test_dataloader_workers_give_the_single_process_stream(data_bin, tmp_path):
 
 
 def test_iterator_survives_pickling_as_spawned_workers_receive_it(dataset, tmp_path):
-    iterator = multilingual_batches(dataset, BATCHES, SAMPLING, world_size=2, rank=1, cache_dir=tmp_path, epoch=2)
+    iterator = multilingual_batches(dataset, BATCHES, SAMPLING, world_size=2, rank=1, cache=tmp_path, epoch=2)
     copy = pickle.loads(pickle.dumps(iterator))
     assert copy.planner.fingerprint == iterator.planner.fingerprint
     assert stream(copy, 5) == stream(iterator, 5)
@@ -496,7 +456,7 @@ def test_the_open_file_limit_is_raised_for_many_shards_or_named(data_bin, hard, 
 def test_a_sampled_mix_resumes_at_another_world_size_serving_the_rest_once(dataset, old, new):
     def ranks(world):
         return [multilingual_batches(dataset, BATCHES, SAMPLING, rank=r, world_size=world, collate=None,
-                                     cache_dir=False) for r in range(world)]
+                                     cache=False) for r in range(world)]
 
     def drawn(iterators, steps=None):
         out = Counter()

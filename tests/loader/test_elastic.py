@@ -27,7 +27,7 @@ def dataset(tmp_path_factory):
 
 
 def ranks(dataset, world, **kwargs):
-    return [BatchIterator(dataset, CONFIG, rank=r, world_size=world, collate=None, cache_dir=False, **kwargs)
+    return [BatchIterator(dataset, CONFIG, rank=r, world_size=world, collate=None, cache=False, **kwargs)
             for r in range(world)]
 
 
@@ -116,6 +116,6 @@ def test_other_data_or_settings_are_still_refused(dataset):
     old = ranks(dataset, 2)
     served(old, 1)
     state = old[0].state_dict()
-    other = BatchIterator(dataset, BatchConfig(max_tokens=200), rank=0, world_size=3, collate=None, cache_dir=False)
+    other = BatchIterator(dataset, BatchConfig(max_tokens=200), rank=0, world_size=3, collate=None, cache=False)
     with pytest.raises(TokenmillError, match=r"max_tokens: 160 -> 200"):
         other.load_state_dict(state)

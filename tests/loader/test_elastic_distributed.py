@@ -34,7 +34,7 @@ def worker(rank: int, world: int, port: int, data: str, out: str, resume: str | 
     """One rank: join the group, serve batches (all of the epoch, or STEPS_BEFORE then checkpoint)."""
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        loader = make_loader(PairDataset.from_dir(data), CONFIG, collate=None, cache_dir=False)
+        loader = make_loader(PairDataset.from_dir(data), CONFIG, collate=None, cache=False)
         assert loader.batches.world_size == world and loader.batches.rank == rank, "rank from torch.distributed"
         if resume:
             loader.load_state_dict(json.loads(Path(resume).read_text()))
@@ -63,7 +63,7 @@ def run_job(world: int, data: Path, out: Path, resume: Path | None = None) -> li
 def test_checkpoint_at_two_ranks_resumes_at_one_and_at_three(tmp_path):
     data = make_pair_dir(tmp_path / "data", 157, seed=11)
     everything = Counter(i for batch in make_loader(PairDataset.from_dir(data), CONFIG, rank=0, world_size=1,
-                                                     collate=None, cache_dir=False) for i in batch.tolist())
+                                                     collate=None, cache=False) for i in batch.tolist())
     before = run_job(2, data, tmp_path / "w2")
     assert all(len(r["served"]) == STEPS_BEFORE for r in before)
     state = tmp_path / "state.json"

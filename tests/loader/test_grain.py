@@ -14,7 +14,6 @@ import pytest
 grain = pytest.importorskip("grain.python")
 
 from tests.batching.corpus import make_pair_dir  # noqa: E402
-from tokenmill.batching.cache import PlanCache  # noqa: E402
 from tokenmill.batching.config import BatchConfig  # noqa: E402
 from tokenmill.batching.packed_collate import collate_packed  # noqa: E402
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner  # noqa: E402
@@ -32,7 +31,7 @@ def data(tmp_path_factory):
 
 
 def iterator(data, **kwargs) -> BatchIterator:
-    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache_dir=False, **kwargs)
+    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache=False, **kwargs)
 
 
 def leaves(batch) -> list[np.ndarray]:
@@ -85,7 +84,7 @@ def test_resume_through_grains_state_gives_the_same_rest(data):
 def test_grain_refuses_a_state_from_another_plan(data):
     stream = iter(GrainBatches(iterator(data)).loader())
     next(stream)
-    other = BatchIterator(PairDataset.from_dir(data), CONFIG.replace(seed=2), cache_dir=False)
+    other = BatchIterator(PairDataset.from_dir(data), CONFIG.replace(seed=2), cache=False)
     with pytest.raises(ValueError, match="DataSource in checkpoint does not match"):
         iter(GrainBatches(other).loader()).set_state(stream.get_state())
 
@@ -107,9 +106,9 @@ def test_worker_processes_serve_the_same_stream_and_resume(data):
 def test_packed_rows_with_static_rows_have_one_shape(data):
     dataset = PairDataset.from_dir(data)
     planner = PackedPairPlanner(dataset, PackConfig(max_length=24, rows_per_batch=5, max_tokens=None),
-                                world_size=2, cache=PlanCache(None))
+                                world_size=2, cache=False)
     make = functools.partial(BatchIterator, dataset, planner=planner, collate=collate_packed, world_size=2,
-                             cache_dir=False)
+                             cache=False)
     expected = list(make())
     got = list(GrainBatches(make(), static_rows=5).loader())
     assert len(got) == len(expected)
@@ -126,9 +125,9 @@ def test_packed_rows_with_static_rows_have_one_shape(data):
 
 def test_static_rows_pads_fairseq_batches_and_refuses_bigger_ones(data):
     config = CONFIG.replace(max_sentences=16)
-    numpy_iterator = BatchIterator(PairDataset.from_dir(data), config, cache_dir=False)
+    numpy_iterator = BatchIterator(PairDataset.from_dir(data), config, cache=False)
     expected = list(numpy_iterator)
-    got = list(GrainBatches(BatchIterator(PairDataset.from_dir(data), config, cache_dir=False),
+    got = list(GrainBatches(BatchIterator(PairDataset.from_dir(data), config, cache=False),
                             static_rows=16).loader())
     for a, b in zip(got, expected, strict=True):
         rows = len(b["id"])

@@ -22,7 +22,6 @@ except RuntimeError:  # the runtime was started by an earlier test module
     pass
 
 from tests.batching.corpus import make_pair_dir  # noqa: E402
-from tokenmill.batching.cache import PlanCache  # noqa: E402
 from tokenmill.batching.collate import CollateOptions  # noqa: E402
 from tokenmill.batching.config import BatchConfig  # noqa: E402
 from tokenmill.batching.packed_collate import collate_packed  # noqa: E402
@@ -42,7 +41,7 @@ def data(tmp_path_factory):
 
 
 def iterator(data, **kwargs) -> BatchIterator:
-    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache_dir=False, **kwargs)
+    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache=False, **kwargs)
 
 
 def numpy_leaves(batch) -> list[np.ndarray]:
@@ -77,7 +76,7 @@ def test_element_specs_are_exact_for_each_layout(data):
     assert spec[0] == {"length": length32, "ids": tf.TensorSpec([None, None], tf.int32), "tokens": strings}
     assert spec[1]["tokens"] == strings and spec[1]["ids_out"].dtype == tf.int32
     source_only = PairDataset.from_dir(data, target=False)
-    spec = TFBatches(BatchIterator(source_only, CONFIG, cache_dir=False), "opennmt").element_spec
+    spec = TFBatches(BatchIterator(source_only, CONFIG, cache=False), "opennmt").element_spec
     assert spec == {"length": length32, "ids": tokens}  # no labels without a target side
 
 
@@ -111,8 +110,8 @@ def test_string_tokens_take_the_general_path_with_the_same_batches(tmp_path, par
 def test_packed_rows_get_an_inferred_spec_and_the_same_batches(data, tmp_path):
     dataset = PairDataset.from_dir(data)
     planner = PackedPairPlanner(dataset, PackConfig(max_length=32, rows_per_batch=4, max_tokens=None),
-                                cache=PlanCache(None))
-    made = functools.partial(BatchIterator, dataset, planner=planner, collate=collate_packed, cache_dir=False)
+                                cache=False)
+    made = functools.partial(BatchIterator, dataset, planner=planner, collate=collate_packed, cache=False)
     adapter = TFBatches(made())
     assert adapter.element_spec["inputs_segmentation"] == V([None, None])
     assert adapter.element_spec["nsentences"] == V([])

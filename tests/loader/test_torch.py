@@ -29,7 +29,7 @@ def data(tmp_path_factory):
 
 
 def batches(data, cache, **kwargs) -> BatchIterator:
-    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache_dir=cache, **kwargs)
+    return BatchIterator(PairDataset.from_dir(data), CONFIG, cache=cache, **kwargs)
 
 
 def reference_ids(data, cache, count: int) -> list[list[int]]:
@@ -86,7 +86,7 @@ def test_pinned_memory(data, tmp_path):
 
 def _rank_main(rank: int, world: int, port: int, data: str, cache: str, out: str) -> None:
     torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    loader = make_loader(PairDataset.from_dir(data), CONFIG, cache_dir=cache)  # rank and world from torch.distributed
+    loader = make_loader(PairDataset.from_dir(data), CONFIG, cache=cache)  # rank and world from torch.distributed
     ids = [b["id"].numpy() for b in loader]
     np.save(os.path.join(out, f"rank{rank}.npy"), np.concatenate(ids))
     np.save(os.path.join(out, f"count{rank}.npy"), np.array([len(ids), loader.batches.rank, loader.batches.world_size]))

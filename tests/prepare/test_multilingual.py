@@ -176,7 +176,7 @@ def test_training_reads_the_language_token_format_prepare_recorded(raw, tmp_path
     out = prepare(build_config(settings(raw, tmp_path, ["eng_Latn-deu_Latn"], lang_token_format="<{lang}>")),
                   progress=False).destdir
     shared = Dictionary.load(out / "dict.txt")
-    batches = multilingual_batches(out, collate="fairseq", cache_dir=False)
+    batches = multilingual_batches(out, collate="fairseq", cache=False)
     batch = next(iter(batches))
     assert set(batch["target"][:, 0].tolist()) == {shared.index("<deu_Latn>")}
     with pytest.raises(ConfigError, match=r"direction '\.\./x-y'"):

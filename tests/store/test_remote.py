@@ -69,7 +69,7 @@ def cached(cache: Path, pattern: str) -> list[Path]:
 def all_batches(data, world_size: int = 2) -> list[dict]:
     config = tokenmill.BatchConfig(max_tokens=300, seed=3)
     return [batch for rank in range(world_size)
-            for batch in tokenmill.batches(data, config, rank=rank, world_size=world_size, cache_dir=False)]
+            for batch in tokenmill.batches(data, config, rank=rank, world_size=world_size, cache=False)]
 
 
 def assert_same_batches(left: list[dict], right: list[dict]) -> None:
@@ -224,8 +224,8 @@ def test_many_directions_from_s3(tmp_path, s3_server):  # noqa: F811
     local = tokenmill.open(tmp_path / "data_bin")
     sampling = tokenmill.SamplingConfig(temperature=5.0)
     config = tokenmill.BatchConfig(max_tokens=200)
-    left = list(tokenmill.batches(local, config, sampling=sampling, cache_dir=False))
-    right = list(tokenmill.batches(remote, config, sampling=sampling, cache_dir=False))
+    left = list(tokenmill.batches(local, config, sampling=sampling, cache=False))
+    right = list(tokenmill.batches(remote, config, sampling=sampling, cache=False))
     assert_same_batches(left, right)
 
 

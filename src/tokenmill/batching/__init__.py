@@ -7,7 +7,6 @@ batches to ranks (equal counts, balanced tokens, no dummy batches) and is cached
 """
 
 from tokenmill.batching.align import dense_matrix, parse_pharaoh
-from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.collate import CollateOptions, collate_fairseq, collate_opennmt, pad_rows
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.costs import Sizes
@@ -22,14 +21,12 @@ __all__ = [
     "CollateOptions",
     "EpochPlan",
     "MultiCollate",
-    "PlanCache",
     "PlanStats",
     "Planner",
     "SampledPlanner",
     "Sizes",
     "collate_fairseq",
     "collate_opennmt",
-    "default_cache_dir",
     "dense_matrix",
     "pack_greedy",
     "pad_rows",

@@ -25,8 +25,8 @@ FIRST_EPOCH = 1
 """fairseq's first epoch number: its order is drawn with ``numpy_seed(seed + 1)``."""
 
 
-def cut(sizes: Sizes, config: BatchConfig) -> Cut:
-    """fairseq's batches (epoch-independent; the batch order is shuffled per epoch elsewhere)."""
+def cut(sizes: Sizes, config: BatchConfig, epoch: int = 1) -> Cut:
+    """fairseq's batches (the same every ``epoch``; the batch order is shuffled per epoch elsewhere)."""
     order = fairseq_order(sizes.src, sizes.tgt, config.seed + FIRST_EPOCH)
     order = order.astype(index_dtype(len(sizes)), copy=False)
     dropped: dict[str, int] = {}

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tokenmill.batching.cache import fingerprint
 from tokenmill.batching.config import settings_from_dict
+from tokenmill.cache import fingerprint
 from tokenmill.errors import ConfigError
 
 GPT_PLAN_VERSION = 1

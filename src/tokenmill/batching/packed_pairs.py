@@ -28,13 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.batching.cache import PlanCache, fingerprint
 from tokenmill.batching.config import settings_from_dict
 from tokenmill.batching.costs import round_up
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
 from tokenmill.batching.plan import PlanStats, remember
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
+from tokenmill.batching.select import AllKept, EpochSample, Selection
+from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError
 
@@ -201,7 +202,7 @@ class PackedEpochPlan:
 
 
 def _drop_long(
-    ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, dataset: PairDataset, dropped: dict[str, int]
+    ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, where: str, dropped: dict[str, int]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     long_src = src > config.src_length
     long_tgt = tgt > config.tgt_length
@@ -211,7 +212,7 @@ def _drop_long(
     if config.strict:
         first = int(np.flatnonzero(too_long)[0])
         raise ConfigError(
-            f"pair {int(ids[first])} of {dataset.describe()} does not fit a packed row (source {int(src[first])} "
+            f"pair {int(ids[first])} of {where} does not fit a packed row (source {int(src[first])} "
             f"tokens, target {int(tgt[first])}; rows hold {config.src_length} / {config.tgt_length}); "
             f"{int(too_long.sum())} pairs in all — raise max_length or turn strict off to drop and count them"
         )
@@ -227,32 +228,25 @@ def _drop_long(
     return ids[keep], src[keep], tgt[keep]
 
 
-def _side_sizes(dataset: PairDataset) -> tuple[np.ndarray, np.ndarray]:
-    """Source and target lengths (a missing side: zeros)."""
-    zeros = np.zeros(len(dataset), dtype=np.int32)
-    src = dataset.src_sizes if dataset.src_sizes is not None else zeros
-    tgt = dataset.tgt_sizes if dataset.tgt_sizes is not None else zeros
-    return src, tgt
-
-
-def pack_epoch(dataset: PairDataset, config: PackConfig, epoch: int) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """Rows of one epoch before batching: (pair ids row by row, int64 row ends, dropped by reason)."""
-    src_all, tgt_all = _side_sizes(dataset)
-    n = len(dataset)
-    ids = (
-        np.arange(n, dtype=index_dtype(n))
-        if dataset.keep is None
-        else np.flatnonzero(dataset.keep).astype(index_dtype(n), copy=False)
-    )
+def pack_epoch(
+    sample: EpochSample, config: PackConfig, epoch: int, where: str = "the dataset"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Rows of one epoch before batching: (dataset ids row by row, their source and target lengths,
+    int64 row ends, dropped by reason). ``sample`` is the epoch's selection (every kept pair, or a
+    sampled mix: an id drawn twice is packed twice)."""
+    ids = sample.item_ids()
+    src, tgt = sample.item_sizes()
+    dropped = dict(sample.dropped)
     if config.shuffle:
-        ids = ids[generator(config.seed, epoch, SAMPLE_SHUFFLE).permutation(len(ids))]
-    dropped: dict[str, int] = {}
-    ids, src, tgt = _drop_long(ids, src_all[ids], tgt_all[ids], config, dataset, dropped)
+        permutation = generator(config.seed, epoch, SAMPLE_SHUFFLE).permutation(len(ids))
+        ids, src, tgt = ids[permutation], src[permutation], tgt[permutation]
+    ids, src, tgt = _drop_long(ids, src, tgt, config, where, dropped)
     if config.strategy == "greedy":
         ends = next_fit(src, tgt, config.src_length, config.tgt_length, config.max_segments)
-        return ids, ends, dropped
-    order, ends = first_fit_decreasing(ids, src, tgt, config.src_length, config.tgt_length, config.max_segments)
-    return order, ends, dropped
+        return ids, src, tgt, ends, dropped
+    positions = np.arange(len(ids), dtype=index_dtype(len(ids)))
+    order, ends = first_fit_decreasing(positions, src, tgt, config.src_length, config.tgt_length, config.max_segments)
+    return ids[order], src[order], tgt[order], ends, dropped
 
 
 def _rows_in_order(order: np.ndarray, row_ends: np.ndarray, row_order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -265,12 +259,12 @@ def _rows_in_order(order: np.ndarray, row_ends: np.ndarray, row_order: np.ndarra
     return order[gather], new_ends
 
 
-def row_sums(sizes: np.ndarray, order: np.ndarray, row_ends: np.ndarray) -> np.ndarray:
-    """Tokens of each row on one side (int64)."""
+def row_sums(sizes_in_order: np.ndarray, row_ends: np.ndarray) -> np.ndarray:
+    """Tokens of each row on one side (int64), from the lengths of the packed items in row order."""
     if not len(row_ends):
         return np.zeros(0, dtype=np.int64)
     starts = np.concatenate([[0], row_ends[:-1]])
-    return np.add.reduceat(sizes[order], starts, dtype=np.int64)
+    return np.add.reduceat(sizes_in_order, starts, dtype=np.int64)
 
 
 def batch_pairs(row_ends: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> int:
@@ -280,19 +274,18 @@ def batch_pairs(row_ends: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> 
 
 
 def compute_packed(
-    dataset: PairDataset, config: PackConfig, epoch: int, world_size: int
+    sample: EpochSample, config: PackConfig, epoch: int, world_size: int, where: str = "the dataset"
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Pack, batch and equalize one epoch (the cacheable part of a packed plan)."""
+    """Pack, batch and equalize one epoch's selection (the cacheable part of a packed plan)."""
     began = time.perf_counter()
-    order, row_ends, dropped = pack_epoch(dataset, config, epoch)
+    order, src, tgt, row_ends, dropped = pack_epoch(sample, config, epoch, where)
     num_rows = len(row_ends)
+    row_src = row_sums(src, row_ends)
+    row_tgt = row_sums(tgt, row_ends)
     if config.shuffle and num_rows:
-        order, row_ends = _rows_in_order(
-            order, row_ends, generator(config.seed, epoch, _ROW_SHUFFLE).permutation(num_rows)
-        )
-    src_all, tgt_all = _side_sizes(dataset)
-    row_src = row_sums(src_all, order, row_ends)
-    row_tgt = row_sums(tgt_all, order, row_ends)
+        row_order = generator(config.seed, epoch, _ROW_SHUFFLE).permutation(num_rows)
+        order, row_ends = _rows_in_order(order, row_ends, row_order)
+        row_src, row_tgt = row_src[row_order], row_tgt[row_order]
     per_batch = config.batch_rows
     ends = np.append(np.arange(per_batch, num_rows, per_batch, dtype=np.int64), num_rows)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
@@ -331,23 +324,25 @@ class PackedPairPlanner:
         dataset: PairDataset,
         config: PackConfig | None = None,
         *,
+        selection: Selection | None = None,
         world_size: int = 1,
-        cache: PlanCache | None = None,
+        cache: CacheLike = True,
         keep_epochs: int = 2,
     ) -> None:
         if world_size < 1:
             raise ConfigError(f"world_size must be >= 1, got {world_size}")
         self.dataset = dataset
+        self.selection: Selection = selection or AllKept.over(dataset)
         self.config = config or PackConfig()
         self.world_size = world_size
-        self.cache = cache or PlanCache(None)
+        self.cache: ArrayCache = array_cache(cache)
         self.keep_epochs = keep_epochs
         self._memo: dict[int, PackedEpochPlan] = {}
         self._fingerprint = fingerprint(
             {
                 "v": PACK_VERSION,
                 "kind": "packed_pairs",
-                "data": dataset.fingerprint(),
+                "data": self.selection.fingerprint(),
                 "config": self.config.to_dict(),
                 "world": world_size,
             }
@@ -364,11 +359,14 @@ class PackedPairPlanner:
             raise ValueError(f"epochs count from 1, got {epoch}")
         if epoch in self._memo:
             return self._memo[epoch]
-        key_epoch = epoch if self.config.shuffle else 0
-        (arrays, meta), cached = self.cache.epoch_arrays(
-            self._fingerprint, key_epoch, lambda: compute_packed(self.dataset, self.config, epoch, self.world_size),
-            self.keep_epochs,
+        key_epoch = epoch if self.config.shuffle or self.selection.varies_by_epoch else 0
+        entry = self.cache.get_or_build(
+            "packed-plan", {"plan": self._fingerprint},
+            lambda: compute_packed(self.selection.sample(epoch), self.config, epoch, self.world_size,
+                                   self.dataset.describe()),
+            epoch=key_epoch, keep_epochs=self.keep_epochs,
         )
+        arrays, meta, cached = entry.arrays, entry.info, not entry.built
         table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
         padded = self._padded(table)
         permute = (
@@ -400,7 +398,7 @@ class PackedPairPlanner:
         meta: dict[str, Any],
         cached: bool,
     ) -> PlanStats:
-        dropped = dict(self.dataset.filter_report.dropped)
+        dropped: dict[str, int] = {}
         for reason, count in meta["dropped"].items():
             dropped[reason] = dropped.get(reason, 0) + int(count)
         dropped = {k: v for k, v in dropped.items() if v}
@@ -438,9 +436,10 @@ class PackedPairPlanner:
     def __getstate__(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
+            "selection": None if isinstance(self.selection, AllKept) else self.selection,
             "config": self.config.to_dict(),
             "world_size": self.world_size,
-            "cache": None if self.cache.directory is None else str(self.cache.directory),
+            "cache": self.cache.state(),
             "keep_epochs": self.keep_epochs,
         }
 
@@ -448,7 +447,8 @@ class PackedPairPlanner:
         self.__init__(  # type: ignore[misc]
             state["dataset"],
             PackConfig.from_dict(state["config"]),
+            selection=state.get("selection"),
             world_size=state["world_size"],
-            cache=PlanCache(state["cache"]),
+            cache=array_cache(state["cache"]),
             keep_epochs=state["keep_epochs"],
         )

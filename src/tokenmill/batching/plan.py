@@ -1,7 +1,7 @@
 """The batch plan of an epoch: which samples form each batch and which rank runs it at each step.
 
 A plan is computed once per (data, settings, world size, epoch) — vectorized, seconds for tens of
-millions of pairs — and cached on disk as memory-mapped arrays (:mod:`tokenmill.batching.cache`),
+millions of pairs — and cached on disk as memory-mapped arrays (:mod:`tokenmill.cache`),
 so a second start maps it instead of recomputing. In fairseq mode the batches do not depend on the
 epoch and one entry serves every epoch. The step schedule (which batch each rank runs at step t)
 is derived from the cached batches in milliseconds and is never stored.
@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from tokenmill.batching import fairseq_mode, lowpad, opennmt_mode
-from tokenmill.batching.cache import PlanCache, fingerprint
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, ordered
 from tokenmill.batching.order import STEP_SHUFFLE, generator
 from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
+from tokenmill.batching.select import AllKept, EpochSample, Selection
+from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
 from tokenmill.errors import ConfigError
 
 PLAN_VERSION = 1
@@ -99,28 +100,11 @@ class EpochPlan:
         return [self.indices(t, rank) for t in range(self.num_steps)]
 
 
-@dataclass
-class EpochSample:
-    """The items one epoch plans instead of the whole dataset (a sampled mixture of datasets).
+CutFunction = Callable[[Sizes, BatchConfig, int], Cut]
+"""A batching mode: (item lengths, settings, epoch) -> items in batch order and batch ends."""
 
-    The plan batches ``len(ids)`` items by ``sizes`` and maps its order back through ``ids``, so
-    batches hold dataset ids (an id drawn twice appears twice, as two items).
-    """
-
-    ids: np.ndarray
-    """int64 dataset ids of the epoch's items, repeats allowed."""
-    sizes: Sizes
-    """Lengths of those items, aligned with ``ids`` (``keep`` None: filter before sampling)."""
-    dropped: dict[str, int] = field(default_factory=dict)
-    """Pairs left out before sampling, by reason (reported in the plan's stats)."""
-
-
-def _cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
-    if config.mode == "fairseq":
-        return fairseq_mode.cut(sizes, config)
-    if config.mode == "opennmt":
-        return opennmt_mode.cut(sizes, config, epoch)
-    return lowpad.cut(sizes, config, epoch)
+CUTS: dict[str, CutFunction] = {"lowpad": lowpad.cut, "fairseq": fairseq_mode.cut, "opennmt": opennmt_mode.cut}
+"""The token-budget cut of each ``BatchConfig.mode``; a new mode is a new module and one entry here."""
 
 
 def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
@@ -141,7 +125,8 @@ def compute_sampled_batches(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """:func:`compute_batches` over an epoch's sample, its order mapped back to dataset ids."""
     arrays, meta = compute_batches(sample.sizes, config, epoch, world_size)
-    arrays["order"] = np.asarray(sample.ids, dtype=np.int64)[arrays["order"]]
+    if sample.ids is not None:
+        arrays["order"] = np.asarray(sample.ids, dtype=np.int64)[arrays["order"]]
     dropped = dict(sample.dropped)
     for reason, count in meta["dropped"].items():
         dropped[reason] = dropped.get(reason, 0) + int(count)
@@ -154,7 +139,7 @@ def compute_batches(
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Cut, equalize for ranks and measure an epoch's batches (the cacheable part of a plan)."""
     began = time.perf_counter()
-    cut = _cut(sizes, config, epoch)
+    cut = CUTS[config.mode](sizes, config, epoch)
     ends = cut.ends
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     src_in_order, tgt_in_order = cut.src_in_order, cut.tgt_in_order
@@ -210,47 +195,43 @@ def step_permutation(config: BatchConfig, epoch: int, world_size: int) -> Callab
 
 
 class Planner:
-    """Computes (or maps from the cache) the plan of any epoch for one dataset and setting.
+    """Computes (or maps from the cache) the plan of any epoch: a selection, a cut, a deal to ranks.
 
-    ``sampler`` (optional) gives each epoch's :class:`EpochSample`: the plan then batches that
-    sample (every epoch its own cache entry) and ``sizes`` may be None. The sampler must be a pure
-    function of the epoch; what it depends on belongs in ``data_fingerprint``.
+    ``selection`` says which items each epoch trains on (:mod:`tokenmill.batching.select`: every
+    kept item, or a sampled mix of directions); plain ``Sizes`` (with ``data_fingerprint``) mean
+    every kept item of one dataset. ``config.mode`` picks the cut (:data:`CUTS`); the batches are
+    dealt to ranks in equal counts and cached per epoch (:mod:`tokenmill.cache`).
     """
 
     def __init__(
         self,
-        sizes: Sizes | None,
+        selection: Selection | Sizes,
         config: BatchConfig,
         *,
         world_size: int = 1,
-        data_fingerprint: str,
+        data_fingerprint: str | None = None,
         pre_dropped: dict[str, int] | None = None,
-        cache: PlanCache | None = None,
+        cache: CacheLike = True,
         keep_epochs: int = 2,
-        sampler: Callable[[int], EpochSample] | None = None,
     ) -> None:
         if world_size < 1:
             raise ValueError("world_size must be >= 1")
-        if sizes is None and sampler is None:
-            raise ValueError("a Planner needs sizes or a sampler")
-        self.sizes = sizes
+        if isinstance(selection, Sizes):
+            if data_fingerprint is None:
+                raise ValueError("a Planner over plain sizes needs the data_fingerprint they come from")
+            selection = AllKept(selection, data_fingerprint, pre_dropped)
+        self.selection: Selection = selection
         self.config = config
         self.world_size = world_size
-        self.data_fingerprint = data_fingerprint
-        self.pre_dropped = dict(pre_dropped or {})
-        self.cache = cache or PlanCache(None)
+        self.cache: ArrayCache = array_cache(cache)
         self.keep_epochs = keep_epochs
-        self.sampler = sampler
         self._memo: dict[int, EpochPlan] = {}
-        identity: dict[str, Any] = {"v": PLAN_VERSION, "data": data_fingerprint, "config": config.to_dict()}
-        identity["world"] = world_size
-        if sampler is not None:
-            identity["sampled"] = True
+        identity = {"v": PLAN_VERSION, "data": selection.fingerprint(), "config": config.to_dict(), "world": world_size}
         self.base_key = fingerprint(identity)
 
     @property
     def fingerprint(self) -> str:
-        """Identifies data + settings + world size: what a resumed state must match."""
+        """Identifies data + selection + settings + world size: what a resumed state must match."""
         return self.base_key
 
     def plan(self, epoch: int) -> EpochPlan:
@@ -259,36 +240,36 @@ class Planner:
             raise ValueError(f"epochs count from 1, got {epoch}")
         if epoch in self._memo:
             return self._memo[epoch]
-        key_epoch = epoch if self.sampler is not None else epoch_key(self.config, epoch)
-        if self.sampler is not None:
-            sampler = self.sampler
+        key_epoch = epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)
 
-            def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-                return compute_sampled_batches(sampler(epoch), self.config, epoch, self.world_size)
-        else:
-            sizes = self.sizes
-            assert sizes is not None
+        def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+            return compute_sampled_batches(self.selection.sample(epoch), self.config, epoch, self.world_size)
 
-            def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-                return compute_batches(sizes, self.config, epoch, self.world_size)
+        entry = self.cache.get_or_build("plan", {"plan": self.base_key}, build, epoch=key_epoch,
+                                        keep_epochs=self.keep_epochs)
+        plan = self._assemble(entry.arrays, entry.info, not entry.built, epoch, self.world_size)
+        return remember(self._memo, epoch, plan)
 
-        (arrays, meta), cached = self.cache.epoch_arrays(self.base_key, key_epoch, build, self.keep_epochs)
+    def _assemble(
+        self, arrays: dict[str, np.ndarray], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
+    ) -> EpochPlan:
+        """An epoch plan from its cached arrays: the batch table and the step schedule of ``world_size`` ranks."""
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
         padded = padded_tokens(table, self.config.pad_to_multiple)
-        steps = schedule(padded, self.world_size, step_permutation(self.config, epoch, self.world_size))
-        plan = EpochPlan(
-            epoch, self.world_size, arrays["order"], table, steps, self._stats(table, padded, steps, meta, cached)
-        )
-        return remember(self._memo, epoch, plan)
+        if len(table):
+            steps = schedule(padded, world_size, step_permutation(self.config, epoch, world_size))
+        else:
+            steps = np.zeros((0, world_size), dtype=np.int64)
+        stats = self._stats(table, padded, steps, meta, cached, world_size)
+        return EpochPlan(epoch, world_size, arrays["order"], table, steps, stats)
 
     # ---------------------------------------------------------------- elastic resume
     def for_world(self, world_size: int) -> Planner:
-        """The same planner for another number of ranks (same data, settings, sampler and cache)."""
+        """The same planner for another number of ranks (same selection, settings and cache)."""
         if world_size == self.world_size:
             return self
-        return Planner(self.sizes, self.config, world_size=world_size, data_fingerprint=self.data_fingerprint,
-                       pre_dropped=self.pre_dropped, cache=self.cache, keep_epochs=self.keep_epochs,
-                       sampler=self.sampler)
+        return Planner(self.selection, self.config, world_size=world_size, cache=self.cache,
+                       keep_epochs=self.keep_epochs)
 
     def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> EpochPlan:
         """The plan of the rest of ``epoch`` for this planner's ranks, after ``segments``: (world size,
@@ -333,24 +314,19 @@ class Planner:
                 arrays = dict.fromkeys(_BATCH_ARRAYS, empty)
                 dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
                 return arrays, {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
-            return compute_sampled_batches(EpochSample(ids, self.item_sizes(ids, epoch)), self.config, epoch,
-                                           world_size)
+            before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
+            return compute_sampled_batches(EpochSample(ids, self.item_sizes(ids, epoch), dict(before)), self.config,
+                                           epoch, world_size)
 
-        (arrays, meta), cached = self.cache.epoch_arrays(key, epoch, build, self.keep_epochs)
-        table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
-        padded = padded_tokens(table, self.config.pad_to_multiple)
-        steps_table = schedule(padded, world_size, step_permutation(self.config, epoch, world_size)) if len(
-            table) else np.zeros((0, world_size), dtype=np.int64)
-        stats = self._stats(table, padded, steps_table, meta, cached, world_size)
-        return EpochPlan(epoch, world_size, arrays["order"], table, steps_table, stats)
+        entry = self.cache.get_or_build("plan", {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs)
+        return self._assemble(entry.arrays, entry.info, not entry.built, epoch, world_size)
 
     def item_sizes(self, ids: np.ndarray, epoch: int) -> Sizes:
-        """The lengths of items ``ids`` (dataset ids; from the epoch's sample when there is a sampler)."""
-        if self.sampler is None:
-            assert self.sizes is not None
-            tgt = None if self.sizes.tgt is None else self.sizes.tgt[ids]
-            return Sizes(src=self.sizes.src[ids], tgt=tgt)
-        sample = self.sampler(epoch)
+        """The lengths of items ``ids`` (dataset ids), from the epoch's selection."""
+        sample = self.selection.sample(epoch)
+        if sample.ids is None:
+            tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
+            return Sizes(src=sample.sizes.src[ids], tgt=tgt)
         top = int(max(int(sample.ids.max(initial=0)), int(ids.max(initial=0)))) + 1
         src = np.zeros(top, dtype=np.int32)
         src[sample.ids] = sample.sizes.src
@@ -364,7 +340,7 @@ class Planner:
         self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool,
         world_size: int | None = None,
     ) -> PlanStats:
-        dropped = {**self.pre_dropped}
+        dropped: dict[str, int] = {}
         for reason, count in meta["dropped"].items():
             dropped[reason] = dropped.get(reason, 0) + int(count)
         dropped = {k: v for k, v in dropped.items() if v}

@@ -1,16 +1,17 @@
 """Epoch plans over a sampled mix of translation directions, batched by length across the mix.
 
-For training epoch ``e`` :class:`SampledPlanner`
+For training epoch ``e`` the selection :class:`SampledMix`
 
 1. picks each direction's shard for ``e`` (:meth:`MultiPairDataset.active_parts`, fairseq's
    ``(e - 1) mod k_d``);
 2. builds the :class:`~tokenmill.data.sampling.SamplingPlan` over those shards' *kept* pairs
    (after the length filter: only pairs that can be trained on are drawn) and draws the epoch's
    items (``SamplingPlan.sample``), deterministic from the sampling seed and ``e``;
-3. batches the drawn items by length across all directions with the ordinary planner machinery
-   (:class:`~tokenmill.batching.plan.Planner` with a per-epoch sampler: the batching mode's cut,
-   equal batch counts on every rank, balanced steps, step shuffle), caching the result like
-   any plan (one cache entry per epoch, batches hold global pair ids).
+3. and any planner cuts the drawn items: :class:`SampledPlanner` (a
+   :class:`~tokenmill.batching.plan.Planner` over the mix: the batching mode's cut by length
+   across all directions, equal batch counts on every rank, balanced steps, step shuffle) or
+   packed rows (:class:`~tokenmill.batching.packed_pairs.PackedPairPlanner` with
+   ``selection=SampledMix(...)``), each cached per epoch; batches hold global pair ids.
 
 Everything is a pure function of (sampling seed, batching seed, epoch, pair lengths, settings),
 so any rank, DataLoader worker or resumed run computes the same plan. Without a sampling config
@@ -30,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.batching.cache import PlanCache, fingerprint
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
-from tokenmill.batching.plan import EpochPlan, EpochSample, Planner
+from tokenmill.batching.plan import Planner
+from tokenmill.batching.select import EpochSample
+from tokenmill.cache import CacheLike, fingerprint
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig, SamplingPlan
 
@@ -62,84 +64,36 @@ class EpochMix:
     """The sampling plan over ``kept`` (None: every kept pair once)."""
 
 
-class SampledPlanner:
-    """The ``planner=`` of a :class:`~tokenmill.loader.BatchIterator` over a :class:`MultiPairDataset`.
+class SampledMix:
+    """A :class:`~tokenmill.batching.select.Selection`: per epoch, each direction's shard, sampled.
 
-    ``sampling`` None uses every kept pair of each epoch's shards once (no sampling).
-    ``.plan(epoch)`` is an :class:`~tokenmill.batching.plan.EpochPlan` whose batches hold global
-    pair ids; ``.fingerprint`` identifies data, sampling, batching and world size.
+    ``sampling`` None uses every kept pair of each epoch's shards once (no sampling). Any cut
+    takes it: token-budget batches (:class:`SampledPlanner`) or packed rows
+    (``PackedPairPlanner(dataset, pack, selection=SampledMix(dataset, sampling))``).
     """
 
-    def __init__(
-        self,
-        dataset: MultiPairDataset,
-        config: BatchConfig | None = None,
-        sampling: SamplingConfig | None = None,
-        *,
-        world_size: int = 1,
-        cache: PlanCache | None = None,
-        keep_epochs: int = 2,
-    ) -> None:
+    varies_by_epoch = True
+
+    def __init__(self, dataset: MultiPairDataset, sampling: SamplingConfig | None = None) -> None:
         self.dataset = dataset
-        self.config = config or BatchConfig()
         self.sampling = sampling
-        self.world_size = world_size
-        self.cache = cache or PlanCache(None)
-        self.keep_epochs = keep_epochs
         self._kept_ids: dict[int, np.ndarray | None] = {}
         self._mixes: dict[tuple[int, ...], tuple[np.ndarray, SamplingPlan | None]] = {}
         self._num_slices: dict[tuple[int, ...], int] = {}
-        identity = {
-            "data": dataset.fingerprint(),
-            "sampling": None if sampling is None else sampling.to_dict(),
-            "multi": 1,
-        }
-        self.planner = Planner(
-            None,
-            self.config,
-            world_size=world_size,
-            data_fingerprint=fingerprint(identity),
-            cache=self.cache,
-            keep_epochs=keep_epochs,
-            sampler=self.epoch_sample,
+        self._last: tuple[int, EpochSample] | None = None
+        self._fingerprint = fingerprint(
+            {"data": dataset.fingerprint(), "sampling": None if sampling is None else sampling.to_dict(), "multi": 1}
         )
 
-    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: settings travel, plans are re-mapped
-        return {
-            "dataset": self.dataset,
-            "config": self.config.to_dict(),
-            "sampling": self.sampling,
-            "world_size": self.world_size,
-            "cache": None if self.cache.directory is None else str(self.cache.directory),
-            "keep_epochs": self.keep_epochs,
-        }
+    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: the dataset pickles by path
+        return {"dataset": self.dataset, "sampling": self.sampling}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["dataset"],
-            BatchConfig.from_dict(state["config"]),
-            state["sampling"],
-            world_size=state["world_size"],
-            cache=PlanCache(state["cache"]),
-            keep_epochs=state["keep_epochs"],
-        )
+        self.__init__(state["dataset"], state["sampling"])  # type: ignore[misc]
 
-    @property
     def fingerprint(self) -> str:
-        """Data + sampling + batching settings + world size: what a resumed state must match."""
-        return self.planner.fingerprint
-
-    def plan(self, epoch: int) -> EpochPlan:
-        """The batches of training epoch ``epoch`` and their steps on every rank."""
-        return self.planner.plan(epoch)
-
-    def for_world(self, world_size: int) -> Planner:
-        """The planner of the same mix for another number of ranks (elastic resume)."""
-        return self.planner.for_world(world_size)
-
-    def plan_after(self, epoch: int, segments: list[tuple[int, int]]) -> EpochPlan:
-        """The rest of ``epoch``'s mix after parts run at other world sizes (see ``Planner.plan_after``)."""
-        return self.planner.plan_after(epoch, segments)
+        """The data and the sampling settings."""
+        return self._fingerprint
 
     # ---------------------------------------------------------------- the epoch's mix
     def position(self, epoch: int) -> tuple[int, int]:
@@ -232,8 +186,10 @@ class SampledPlanner:
         )
         return kept_global[drawn]
 
-    def epoch_sample(self, epoch: int) -> EpochSample:
-        """The items of ``epoch`` with their lengths (what the Planner batches)."""
+    def sample(self, epoch: int) -> EpochSample:
+        """The items of ``epoch`` with their lengths (what a planner cuts); the last epoch's is kept."""
+        if self._last is not None and self._last[0] == epoch:
+            return self._last[1]
         ids = self.epoch_ids(epoch)
         src = self.dataset.src_sizes[ids] if self.dataset.src_sizes is not None else np.zeros(len(ids), np.int32)
         tgt = self.dataset.tgt_sizes[ids] if self.dataset.tgt_sizes is not None else None
@@ -241,7 +197,9 @@ class SampledPlanner:
         for part in self.mix(epoch).parts:
             for reason, count in self.dataset.parts[part].filter_report.dropped.items():
                 dropped[reason] = dropped.get(reason, 0) + count
-        return EpochSample(ids, Sizes(src=src, tgt=tgt), dropped)
+        sample = EpochSample(ids, Sizes(src=src, tgt=tgt), dropped)
+        self._last = (epoch, sample)
+        return sample
 
     # ---------------------------------------------------------------- report
     def describe_epoch(self, epoch: int) -> str:
@@ -290,6 +248,79 @@ class SampledPlanner:
         }
 
 
+
+
+class SampledPlanner(Planner):
+    """The ``planner=`` of a :class:`~tokenmill.loader.BatchIterator` over a :class:`MultiPairDataset`:
+    a :class:`~tokenmill.batching.plan.Planner` whose selection is a :class:`SampledMix`.
+
+    ``sampling`` None uses every kept pair of each epoch's shards once (no sampling).
+    ``.plan(epoch)`` is an :class:`~tokenmill.batching.plan.EpochPlan` whose batches hold global
+    pair ids; ``.fingerprint`` identifies data, sampling, batching and world size. The mix of an
+    epoch (``mix``, ``counts``, ``describe_epoch``, ``report``) comes from ``self.mix_selection``.
+    """
+
+    def __init__(
+        self,
+        dataset: MultiPairDataset,
+        config: BatchConfig | None = None,
+        sampling: SamplingConfig | None = None,
+        *,
+        world_size: int = 1,
+        cache: CacheLike = True,
+        keep_epochs: int = 2,
+    ) -> None:
+        self.dataset = dataset
+        self.sampling = sampling
+        self.mix_selection = SampledMix(dataset, sampling)
+        super().__init__(self.mix_selection, config or BatchConfig(), world_size=world_size, cache=cache,
+                         keep_epochs=keep_epochs)
+
+    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: settings travel, plans are re-mapped
+        return {
+            "dataset": self.dataset,
+            "config": self.config.to_dict(),
+            "sampling": self.sampling,
+            "world_size": self.world_size,
+            "cache": self.cache.state(),
+            "keep_epochs": self.keep_epochs,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(  # type: ignore[misc]
+            state["dataset"],
+            BatchConfig.from_dict(state["config"]),
+            state["sampling"],
+            world_size=state["world_size"],
+            cache=state["cache"],
+            keep_epochs=state["keep_epochs"],
+        )
+
+    def position(self, epoch: int) -> tuple[int, int]:
+        """(data pass, slice) of training epoch ``epoch`` (:meth:`SampledMix.position`)."""
+        return self.mix_selection.position(epoch)
+
+    def mix(self, epoch: int) -> EpochMix:
+        """Shards and sampling plan of training epoch ``epoch``."""
+        return self.mix_selection.mix(epoch)
+
+    def counts(self, epoch: int) -> np.ndarray:
+        """Items each direction gives to training epoch ``epoch``."""
+        return self.mix_selection.counts(epoch)
+
+    def epoch_ids(self, epoch: int) -> np.ndarray:
+        """Global pair ids of the items epoch ``epoch`` trains on, in draw order."""
+        return self.mix_selection.epoch_ids(epoch)
+
+    def describe_epoch(self, epoch: int) -> str:
+        """The epoch's mix as a table for people."""
+        return self.mix_selection.describe_epoch(epoch)
+
+    def report(self, epoch: int) -> dict[str, Any]:
+        """The epoch's mix as JSON-able data."""
+        return self.mix_selection.report(epoch)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return value.tolist()
@@ -298,4 +329,4 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"not JSON-able: {type(value).__name__}")
 
 
-__all__ = ["EpochMix", "SampledPlanner"]
+__all__ = ["EpochMix", "SampledMix", "SampledPlanner"]

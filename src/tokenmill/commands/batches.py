@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.data.multi_langtok import LangTokConfig
@@ -185,7 +184,7 @@ def batches(
         iterator = multilingual_batches(
             directory, config, sampling if split == "train" else None, langtok, split=split, options=options,
             directions=directions.split(",") if directions else None, world_size=world_size, collate=None,
-            cache_dir=cache,
+            cache=cache,
         )
         dataset = iterator.dataset
         mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
@@ -194,13 +193,11 @@ def batches(
         dataset = PairDataset.from_dir(
             directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
         )
-        iterator = BatchIterator(dataset, config, world_size=world_size, cache_dir=cache, collate=None)
+        iterator = BatchIterator(dataset, config, world_size=world_size, cache=cache, collate=None)
     plan = iterator.plan(epoch)
     stats = plan.stats
     unpacked_padding = None
     if pack_length is not None:
-        if multilingual:
-            raise ConfigError("--pack-length is for one direction; give --src and --tgt to look at one")
         unpacked_padding = stats.padding_fraction
         pack = PackConfig(
             max_length=pack_length,
@@ -210,8 +207,9 @@ def batches(
             seed=seed,
             drop_last=drop_last,
         )
-        store = PlanCache(None if no_cache else (cache_dir if cache_dir is not None else default_cache_dir()))
-        stats = PackedPairPlanner(dataset, pack, world_size=world_size, cache=store).plan(epoch).stats
+        selection = iterator.planner.mix_selection if multilingual else None  # type: ignore[attr-defined]
+        packed = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size, cache=cache)
+        stats = packed.plan(epoch).stats
     elapsed = time.perf_counter() - began
     report = {
         "directory": directory,

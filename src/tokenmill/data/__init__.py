@@ -4,7 +4,6 @@ GPT samples, weighted blends."""
 from tokenmill.data.blending import BlendedDataset, build_blending_indices, normalize_weights, split_document_ranges
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.data.gpt_index import GPTIndexConfig, build_gpt_index
-from tokenmill.data.index_cache import IndexCache
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig, SamplingPlan
@@ -14,7 +13,6 @@ __all__ = [
     "GPTDataset",
     "GPTDatasetConfig",
     "GPTIndexConfig",
-    "IndexCache",
     "LangTokConfig",
     "MultiPairDataset",
     "SamplingConfig",

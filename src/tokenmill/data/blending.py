@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import xxhash
 
+from tokenmill.cache import CacheLike, array_cache
 from tokenmill.errors import ConfigError
 
 # Blending sizes up to this run the plain scalar loop (no numpy overhead per step).
@@ -340,7 +341,7 @@ class BlendedDataset:
     counts and every one of them is used exactly once (megatron-core's exhaustive blend). Asking a
     dataset for more samples than it has is a ConfigError that says by how much (give it more
     ``num_samples``: megatron-core requests ``samples_per_dataset(..., surplus=0.005)``).
-    ``cache_dir`` caches the two index arrays like the GPT index.
+    ``cache`` caches the two index arrays like the GPT index (:mod:`tokenmill.cache`; on by default).
     """
 
     def __init__(
@@ -349,7 +350,7 @@ class BlendedDataset:
         weights: Sequence[float],
         size: int | None = None,
         *,
-        cache_dir: str | None = None,
+        cache: CacheLike = True,
     ) -> None:
         if len(datasets) != len(weights) or not datasets:
             raise ConfigError(f"give one weight per dataset: {len(datasets)} datasets, {len(weights)} weights")
@@ -371,18 +372,14 @@ class BlendedDataset:
                 return build_blending_indices(normalized, int(size))
 
         self.settings = settings
-        if cache_dir is None:
-            self.dataset_index, self.dataset_sample_index = build()
-        else:
-            from tokenmill.data.index_cache import IndexCache
 
-            def build_arrays() -> dict[str, np.ndarray]:
-                dataset_index, dataset_sample_index = build()
-                return {"dataset_index": dataset_index, "dataset_sample_index": dataset_sample_index}
+        def build_arrays() -> dict[str, np.ndarray]:
+            dataset_index, dataset_sample_index = build()
+            return {"dataset_index": dataset_index, "dataset_sample_index": dataset_sample_index}
 
-            entry = IndexCache(cache_dir).get_or_build("blend", settings, build_arrays)
-            self.dataset_index = entry.arrays["dataset_index"]
-            self.dataset_sample_index = entry.arrays["dataset_sample_index"]
+        entry = array_cache(cache).get_or_build("blend", settings, build_arrays)
+        self.dataset_index = entry.arrays["dataset_index"]
+        self.dataset_sample_index = entry.arrays["dataset_sample_index"]
         wanted = np.bincount(np.asarray(self.dataset_index), minlength=len(self.datasets))
         for d, dataset in enumerate(self.datasets):
             if wanted[d] > len(dataset):

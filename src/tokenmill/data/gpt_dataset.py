@@ -22,7 +22,6 @@ which starts a segment of its own. Batches are gathered in one vectorized read.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,9 +30,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import xxhash
 
+from tokenmill.cache import CacheLike, array_cache, fingerprint_array
 from tokenmill.data.blending import SPLIT_NAMES, split_document_ranges
 from tokenmill.data.gpt_index import GPTIndex, GPTIndexConfig, build_gpt_index
-from tokenmill.data.index_cache import IndexCache, fingerprint_array
 from tokenmill.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -107,8 +106,9 @@ class GPTDataset:
     """Packed LM samples over ``dataset`` (a ``tokenmill.store.IndexedDataset``).
 
     ``documents``: the items to draw from — None (all), a ``(begin, end)`` range or an id array
-    (see ``for_split``). ``cache_dir``: where the index arrays are cached and shared between
-    processes (built once, then memory-mapped); None builds them in memory.
+    (see ``for_split``). ``cache``: where the index arrays are cached and shared between
+    processes (built once, then memory-mapped): True (the default) for the default folder, a folder,
+    or False to build them in memory (:mod:`tokenmill.cache`).
     """
 
     def __init__(
@@ -117,7 +117,7 @@ class GPTDataset:
         config: GPTDatasetConfig,
         *,
         documents: tuple[int, int] | Sequence[int] | np.ndarray | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
+        cache: CacheLike = True,
     ) -> None:
         self.dataset = dataset
         self.config = config
@@ -126,30 +126,22 @@ class GPTDataset:
         self._described = described
         self._fingerprint: str | None = None
         index_config = config.index_config()
-        if cache_dir is None:
-            index = build_gpt_index(sizes, index_config, selected)
-            self.document_index = index.document_index
-            self.sample_index = index.sample_index
-            self.shuffle_index = index.shuffle_index
-            self.cache_path: Path | None = None
-        else:
-            settings = {**index_config.settings(), "sizes": fingerprint_array(sizes), "documents": described}
+        store = array_cache(cache)
+        settings = {**index_config.settings(), "sizes": fingerprint_array(sizes), "documents": described}
 
-            def build() -> dict[str, np.ndarray]:
-                index: GPTIndex = build_gpt_index(sizes, index_config, selected)
-                return {
-                    "document_index": index.document_index,
-                    "sample_index": index.sample_index,
-                    "shuffle_index": index.shuffle_index,
-                }
+        def build() -> dict[str, np.ndarray]:
+            index: GPTIndex = build_gpt_index(sizes, index_config, selected)
+            return {
+                "document_index": index.document_index,
+                "sample_index": index.sample_index,
+                "shuffle_index": index.shuffle_index,
+            }
 
-            entry = IndexCache(cache_dir).get_or_build(
-                "gpt", settings, build, description={"store": str(getattr(dataset, "prefix", ""))}
-            )
-            self.document_index = entry.arrays["document_index"]
-            self.sample_index = entry.arrays["sample_index"]
-            self.shuffle_index = entry.arrays["shuffle_index"]
-            self.cache_path = entry.path
+        entry = store.get_or_build("gpt", settings, build, description={"store": str(getattr(dataset, "prefix", ""))})
+        self.document_index = entry.arrays["document_index"]
+        self.sample_index = entry.arrays["sample_index"]
+        self.shuffle_index = entry.arrays["shuffle_index"]
+        self.cache_path: Path | None = entry.path
         self._tokens = self._map_tokens(dataset)
         self._itemsize = np.dtype(dataset.dtype).itemsize
 
@@ -161,7 +153,7 @@ class GPTDataset:
         split: str,
         name: str = "train",
         *,
-        cache_dir: str | os.PathLike[str] | None = None,
+        cache: CacheLike = True,
     ) -> GPTDataset | None:
         """The dataset over one split of a Megatron split string such as ``"969,30,1"``; None if empty."""
         if name not in SPLIT_NAMES:
@@ -169,7 +161,7 @@ class GPTDataset:
         document_range = split_document_ranges(split, len(dataset.sizes))[SPLIT_NAMES.index(name)]
         if document_range is None or document_range[0] >= document_range[1]:
             return None
-        return cls(dataset, config, documents=document_range, cache_dir=cache_dir)
+        return cls(dataset, config, documents=document_range, cache=cache)
 
     @staticmethod
     def _map_tokens(dataset: IndexedDataset) -> np.ndarray:

@@ -8,6 +8,7 @@ first use.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from tokenmill.loader.iterator import BatchIterator, plan_sizes
@@ -16,22 +17,15 @@ from tokenmill.loader.multilingual import multilingual_batches
 __all__ = ["BatchIterator", "GrainBatches", "StatefulLoader", "TFBatches", "TorchBatches", "grain_loader",
            "make_loader", "multilingual_batches", "plan_sizes"]
 
-_TORCH_NAMES = {"StatefulLoader", "TorchBatches", "make_loader", "to_tensors"}
-_TF_NAMES = {"TFBatches"}  # tokenmill.loader.tf: TensorFlow (pip install tokenmill[tf])
-_GRAIN_NAMES = {"GrainBatches", "grain_loader"}  # tokenmill.loader.grain: Grain (pip install tokenmill[grain])
+_ADAPTERS = {  # name -> module; each needs its framework (an optional extra), so it is imported on first use
+    **dict.fromkeys(("StatefulLoader", "TorchBatches", "make_loader", "to_tensors"), "tokenmill.loader.torch"),
+    "TFBatches": "tokenmill.loader.tf",  # pip install tokenmill[tf]
+    **dict.fromkeys(("GrainBatches", "grain_loader"), "tokenmill.loader.grain"),  # pip install tokenmill[grain]
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _TORCH_NAMES:
-        from tokenmill.loader import torch as torch_adapter
-
-        return getattr(torch_adapter, name)
-    if name in _TF_NAMES:
-        from tokenmill.loader import tf as tf_adapter
-
-        return getattr(tf_adapter, name)
-    if name in _GRAIN_NAMES:
-        from tokenmill.loader import grain as grain_adapter
-
-        return getattr(grain_adapter, name)
+    """PEP 562: the framework adapters load when first named, so importing this package needs none of them."""
+    if name in _ADAPTERS:
+        return getattr(importlib.import_module(_ADAPTERS[name]), name)
     raise AttributeError(f"module 'tokenmill.loader' has no attribute {name!r}")

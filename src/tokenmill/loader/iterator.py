@@ -9,19 +9,18 @@ saved with other data, settings or world size is refused with a message naming t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from tokenmill.batching.cache import PlanCache, default_cache_dir
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.costs import Sizes
 from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTPlanner, GPTSource, collate_gpt
 from tokenmill.batching.plan import Planner
+from tokenmill.batching.select import AllKept
+from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
+from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 
@@ -53,22 +52,6 @@ class PlannerLike(Protocol):
     def plan(self, epoch: int) -> PlanLike: ...
 
 
-def plan_sizes(dataset: PairDataset) -> Sizes:
-    """The lengths a plan needs from a dataset (a missing side costs nothing)."""
-    src = dataset.src_sizes
-    if src is None:
-        src = np.broadcast_to(np.int32(0), (len(dataset),))
-    return Sizes(src=src, tgt=dataset.tgt_sizes, keep=dataset.keep)
-
-
-def _cache(cache_dir: str | os.PathLike[str] | bool) -> PlanCache:
-    if cache_dir is True:
-        return PlanCache(default_cache_dir())
-    if cache_dir is False:
-        return PlanCache(None)
-    return PlanCache(Path(cache_dir))
-
-
 class BatchIterator:
     """Collated batches of rank ``rank`` of ``world_size``, epoch after epoch, resumable exactly.
 
@@ -78,8 +61,9 @@ class BatchIterator:
     ``planner``: another planner (packed rows, a sampled mix of datasets) instead of the default
     one over ``dataset``'s lengths; its fingerprint is what a resumed state must match.
     ``infinite`` runs epoch after epoch; otherwise one ``for`` loop covers the rest of the current
-    epoch and the next loop starts the next epoch. ``cache_dir``: True for the default plan cache
-    (``$TOKENMILL_CACHE_DIR`` or ``~/.cache/tokenmill/plans``), False for none, or a folder.
+    epoch and the next loop starts the next epoch. ``cache``: True for the default array cache
+    (``$TOKENMILL_CACHE_DIR/arrays`` or ``~/.cache/tokenmill/arrays``), False for none, or a folder
+    (:mod:`tokenmill.cache`).
     """
 
     def __init__(
@@ -93,7 +77,7 @@ class BatchIterator:
         collate_options: CollateOptions | None = None,
         update_freq: int = 1,
         infinite: bool = False,
-        cache_dir: str | os.PathLike[str] | bool = True,
+        cache: CacheLike = True,
         epoch: int = 1,
         planner: PlannerLike | None = None,
     ) -> None:
@@ -113,7 +97,7 @@ class BatchIterator:
         )
         self.update_freq = update_freq
         self.infinite = infinite
-        self.cache_dir = cache_dir
+        self.cache = array_cache(cache)
         planned_for = getattr(planner, "world_size", world_size)
         if planned_for != world_size:
             raise ConfigError(
@@ -121,12 +105,7 @@ class BatchIterator:
                 "make both with the same number of ranks"
             )
         self.planner: PlannerLike = planner or Planner(
-            plan_sizes(dataset),
-            self.config,
-            world_size=world_size,
-            data_fingerprint=dataset.fingerprint(),
-            pre_dropped=dataset.filter_report.dropped,
-            cache=_cache(cache_dir),
+            AllKept.over(dataset), self.config, world_size=world_size, cache=self.cache
         )
         self.epoch = epoch
         self.step = 0
@@ -312,8 +291,8 @@ class BatchIterator:
             "collate_options": self.collate_options,
             "update_freq": self.update_freq,
             "infinite": self.infinite,
-            "cache_dir": self.cache_dir,
-            "planner": None if isinstance(self.planner, Planner) else self.planner,
+            "cache": self.cache.state(),
+            "planner": None if type(self.planner) is Planner else self.planner,  # the default one is rebuilt
             "position": (self.epoch, self.step, self.consumed),
             "segments": (self.segments_epoch, self.segments),
         }
@@ -328,7 +307,7 @@ class BatchIterator:
             collate_options=state["collate_options"],
             update_freq=state["update_freq"],
             infinite=state["infinite"],
-            cache_dir=state["cache_dir"],
+            cache=state["cache"],
             planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
@@ -365,7 +344,7 @@ def gpt_batches(
         world_size=world_size,
         collate=collate_gpt,  # type: ignore[arg-type]
         infinite=infinite,
-        cache_dir=False,
+        cache=False,
         planner=planner,
     )
     if consumed_samples:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.multi_collate import MultiCollate
 from tokenmill.batching.sampled import SampledPlanner
+from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import DataPaths
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig
-from tokenmill.loader.iterator import BatchIterator, _cache
+from tokenmill.errors import ConfigError
+from tokenmill.loader.iterator import BatchIterator
 
 
 def multilingual_batches(
@@ -32,7 +33,7 @@ def multilingual_batches(
     collate_options: CollateOptions | None = None,
     update_freq: int = 1,
     infinite: bool = False,
-    cache_dir: str | os.PathLike[str] | bool = True,
+    cache: CacheLike = True,
     epoch: int = 1,
 ) -> BatchIterator:
     """A ready :class:`~tokenmill.loader.BatchIterator` over a sampled multilingual mix.
@@ -43,11 +44,14 @@ def multilingual_batches(
     iterator's ``state_dict``/``load_state_dict`` resume exactly, on any rank and worker count.
     """
     if isinstance(data, MultiPairDataset):
+        if langtok is not None or options is not None or directions is not None:
+            raise ConfigError("langtok, options and directions apply when a data_bin is opened: give its path, or "
+                              "open the dataset with them (MultiPairDataset.from_dir)")
         dataset = data
     else:
         dataset = MultiPairDataset.from_dir(data, split, directions, langtok=langtok, options=options)
     config = config or BatchConfig()
-    planner = SampledPlanner(dataset, config, sampling, world_size=world_size, cache=_cache(cache_dir))
+    planner = SampledPlanner(dataset, config, sampling, world_size=world_size, cache=array_cache(cache))
     if isinstance(collate, str):
         collate = MultiCollate(collate, collate_options or CollateOptions(pad_to_multiple=config.pad_to_multiple))
     return BatchIterator(
@@ -58,7 +62,7 @@ def multilingual_batches(
         collate=collate,
         update_freq=update_freq,
         infinite=infinite,
-        cache_dir=cache_dir,
+        cache=cache,
         epoch=epoch,
         planner=planner,
     )

@@ -13,7 +13,6 @@ Importing this module imports torch; the rest of tokenmill never does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +22,7 @@ import torch.utils.data
 
 from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
+from tokenmill.cache import CacheLike
 from tokenmill.data.pairs import PairDataset
 from tokenmill.loader.iterator import BatchIterator, Collate
 
@@ -157,7 +157,7 @@ def make_loader(
     collate: str | Collate | None = "fairseq",
     collate_options: CollateOptions | None = None,
     infinite: bool = False,
-    cache_dir: str | os.PathLike[str] | bool = True,
+    cache: CacheLike = True,
     num_workers: int = 0,
     pin_memory: bool = False,
     prefetch_factor: int | None = None,
@@ -176,7 +176,7 @@ def make_loader(
         collate=collate,
         collate_options=collate_options,
         infinite=infinite,
-        cache_dir=cache_dir,
+        cache=cache,
     )
     return StatefulLoader(
         batches,

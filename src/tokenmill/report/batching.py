@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.batching.cache import PlanCache
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.plan import EpochPlan, PlanStats
@@ -103,10 +102,10 @@ def _plan(dataset: PairDataset | MultiPairDataset, config: BatchConfig, options:
     if isinstance(dataset, MultiPairDataset):
         sampling = SamplingConfig(temperature=float(options.temperatures[0]), seed=options.seed)
         iterator = multilingual_batches(
-            dataset, config, sampling, world_size=options.world_size, collate=None, cache_dir=False
+            dataset, config, sampling, world_size=options.world_size, collate=None, cache=False
         )
     else:
-        iterator = BatchIterator(dataset, config, world_size=options.world_size, cache_dir=False, collate=None)
+        iterator = BatchIterator(dataset, config, world_size=options.world_size, cache=False, collate=None)
     return iterator.plan(1)
 
 
@@ -130,7 +129,7 @@ def preview(dataset: PairDataset | MultiPairDataset, options: ReportOptions, wha
         pack_length = pack_length or auto_pack_length(dataset)
         pack = PackConfig(max_length=pack_length, max_tokens=max(options.max_tokens, pack_length), seed=options.seed)
         try:
-            stats = PackedPairPlanner(dataset, pack, world_size=options.world_size, cache=PlanCache(None)).plan(1).stats
+            stats = PackedPairPlanner(dataset, pack, world_size=options.world_size, cache=False).plan(1).stats
             packed = stats_numbers(stats, options.world_size)
         except TokenmillError as error:
             packed = {"error": str(error)}

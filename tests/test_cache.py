@@ -1,4 +1,4 @@
-"""The index cache: keys, memory-mapped loads, and real processes racing on an empty cache."""
+"""The array cache: keys, memory-mapped loads, epochs, and real processes racing on an empty cache."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmill.data.index_cache import IndexCache, cache_key, fingerprint_array
+from tokenmill.cache import ArrayCache, array_cache, default_cache_dir, fingerprint_array
 from tokenmill.errors import FormatError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 # A rank: waits for the start signal, then asks the cache for a real GPT index (the build is slowed
 # down so the others certainly arrive while it runs) and prints what it got.
@@ -24,7 +24,7 @@ import hashlib, json, os, sys, time
 from pathlib import Path
 import numpy as np
 from tokenmill.data.gpt_index import GPTIndexConfig, build_gpt_index
-from tokenmill.data.index_cache import IndexCache, fingerprint_array
+from tokenmill.cache import ArrayCache, fingerprint_array
 
 cache_dir, start_file, log_file = sys.argv[1:4]
 sizes = (np.arange(20_000) * 7919 % 997).astype(np.int32)
@@ -41,26 +41,26 @@ def build():
 while not os.path.exists(start_file):
     time.sleep(0.001)
 settings = {**config.settings(), "sizes": fingerprint_array(sizes)}
-entry = IndexCache(cache_dir).get_or_build("gpt", settings, build)
+entry = ArrayCache(cache_dir).get_or_build("gpt", settings, build)
 digest = hashlib.sha256()
 for name in sorted(entry.arrays):
     digest.update(np.ascontiguousarray(entry.arrays[name]).tobytes())
 print(json.dumps({"built": entry.built, "digest": digest.hexdigest(),
-                  "mmap": all(isinstance(a, np.memmap) for a in entry.arrays.values())}))
+                  "mmap": all(isinstance(a.base, np.memmap) for a in entry.arrays.values())}))
 """
 
 # A builder that is killed (SIGKILL) after writing its first array into its temporary folder.
 KILLED_BUILDER = r"""
 import os, signal, sys
 import numpy as np
-from tokenmill.data import index_cache
+from tokenmill import cache
 
-real_write = index_cache._write_npy
+real_write = cache._write_npy
 def write_then_die(path, array):
     real_write(path, array)
     os.kill(os.getpid(), signal.SIGKILL)
-index_cache._write_npy = write_then_die
-index_cache.IndexCache(sys.argv[1]).get_or_build(
+cache._write_npy = write_then_die
+cache.ArrayCache(sys.argv[1]).get_or_build(
     "demo", {"n": 3}, lambda: {"a": np.arange(3), "b": np.ones(3)})
 """
 
@@ -93,7 +93,7 @@ def test_a_killed_builder_leaves_no_entry_and_blocks_nobody(tmp_path):
     killed = run_python(KILLED_BUILDER, str(tmp_path))
     killed.communicate(timeout=60)
     assert killed.returncode == -9
-    cache = IndexCache(tmp_path)
+    cache = ArrayCache(tmp_path)
     assert cache.load("demo", {"n": 3}) is None  # its half-written folder is not an entry
     assert any(".tmp-" in p.name for p in tmp_path.iterdir())
     started = time.perf_counter()
@@ -104,7 +104,7 @@ def test_a_killed_builder_leaves_no_entry_and_blocks_nobody(tmp_path):
 
 
 def test_second_call_loads_read_only_memory_maps_without_building(tmp_path):
-    cache = IndexCache(tmp_path)
+    cache = ArrayCache(tmp_path)
     calls = []
 
     def build():
@@ -114,17 +114,18 @@ def test_second_call_loads_read_only_memory_maps_without_building(tmp_path):
     first = cache.get_or_build("demo", {"seed": 1}, build, description={"note": "not hashed"})
     second = cache.get_or_build("demo", {"seed": 1}, build)
     assert first.built and not second.built and len(calls) == 1
-    assert isinstance(second.arrays["x"], np.memmap) and not second.arrays["x"].flags.writeable
+    assert isinstance(second.arrays["x"].base, np.memmap) and not second.arrays["x"].flags.writeable
     assert second.arrays["y"].shape == (3, 2) and second.arrays["y"].dtype == np.int32
-    assert second.meta["description"] == {"note": "not hashed"}
+    assert json.loads((second.path / "meta.json").read_text())["description"] == {"note": "not hashed"}
 
 
 def test_keys_depend_on_every_setting_but_not_on_their_order():
     base = {"seq_length": 8, "seed": 1, "sizes": "abc"}
-    assert cache_key("gpt", base) == cache_key("gpt", dict(reversed(list(base.items()))))
+    key = ArrayCache.key
+    assert key("gpt", base) == key("gpt", dict(reversed(list(base.items()))))
     for name, other in [("seq_length", 9), ("seed", 2), ("sizes", "abd")]:
-        assert cache_key("gpt", {**base, name: other}) != cache_key("gpt", base)
-    assert cache_key("blend", base) != cache_key("gpt", base)
+        assert key("gpt", {**base, name: other}) != key("gpt", base)
+    assert key("blend", base) != key("gpt", base)
 
 
 def test_fingerprint_sees_content_dtype_and_shape():
@@ -138,7 +139,7 @@ def test_fingerprint_sees_content_dtype_and_shape():
 
 
 def test_a_tampered_entry_is_a_format_error_naming_the_folder(tmp_path):
-    cache = IndexCache(tmp_path)
+    cache = ArrayCache(tmp_path)
     entry = cache.get_or_build("demo", {"seed": 1}, lambda: {"x": np.arange(4)})
     meta_file = entry.path / "meta.json"
     meta = json.loads(meta_file.read_text())
@@ -151,3 +152,27 @@ def test_a_tampered_entry_is_a_format_error_naming_the_folder(tmp_path):
     (entry.path / "x.npy").write_bytes(b"\x93NUMPY garbage")
     with pytest.raises(FormatError, match="delete"):
         cache.load("demo", {"seed": 1})
+
+
+def test_build_info_is_kept_and_epochs_older_than_kept_are_pruned(tmp_path):
+    cache = ArrayCache(tmp_path)
+    for epoch in range(1, 6):
+        entry = cache.get_or_build("plan", {"plan": "p"}, lambda e=epoch: ({"order": np.arange(e)}, {"epoch": e}),
+                                   epoch=epoch, keep_epochs=2)
+        assert entry.built and entry.info == {"epoch": epoch}
+    assert sorted(p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir() if p.is_dir()) == ["e4", "e5"]
+    again = cache.get_or_build("plan", {"plan": "p"}, lambda: pytest.fail("built again"), epoch=5)
+    assert not again.built and again.info == {"epoch": 5} and again.arrays["order"].tolist() == list(range(5))
+
+
+def test_cache_arguments_name_one_place_or_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path / "root"))
+    assert array_cache(True).directory == default_cache_dir() == tmp_path / "root" / "arrays"
+    assert array_cache(tmp_path / "x").directory == tmp_path / "x"
+    assert array_cache(str(tmp_path / "x")).directory == tmp_path / "x"
+    assert array_cache(False).directory is None and array_cache(None).directory is None
+    mine = ArrayCache(tmp_path)
+    assert array_cache(mine) is mine and array_cache(mine.state()).directory == tmp_path
+    built = array_cache(False).get_or_build("demo", {"n": 1}, lambda: {"a": np.arange(2)})
+    assert built.built and built.path is None and built.arrays["a"].tolist() == [0, 1]
+    assert not (tmp_path / "root").exists()  # keeping nothing writes nothing

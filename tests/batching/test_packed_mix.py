@@ -1,0 +1,98 @@
+"""Any selection with any cut: packed rows of a temperature-sampled mix of many directions.
+
+The selection (:class:`SampledMix`: each direction's shard for the epoch, drawn by temperature) is
+the one token-budget batches use; the cut packs the drawn items into rows of fixed width. Every
+drawn item lands in exactly one row (an item drawn twice, twice), rows stay within their caps,
+ranks run the same number of steps and a resumed run goes on with exactly the same batches.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import tokenmill
+from tests.data.multi_corpus import make_data_bin
+from tokenmill.batching.packed_pairs import PackConfig, PackedBatch, PackedPairPlanner
+from tokenmill.batching.sampled import SampledMix, SampledPlanner
+from tokenmill.data.multi_pairs import MultiPairDataset
+from tokenmill.data.sampling import SamplingConfig
+from tokenmill.errors import ConfigError
+
+PACK = PackConfig(max_length=64, max_tokens=64 * 4)
+SAMPLING = SamplingConfig(temperature=5.0, seed=3)  # upsamples the 12-pair direction past its size
+
+
+@pytest.fixture(scope="module")
+def data_bin(tmp_path_factory):
+    return make_data_bin(tmp_path_factory.mktemp("packed-mix") / "data_bin")
+
+
+@pytest.fixture(scope="module")
+def dataset(data_bin):
+    return MultiPairDataset.from_dir(data_bin)
+
+
+def packed_items(plan) -> list[int]:
+    """Every item id of every batch of every rank, in step order."""
+    return [int(i) for rank in range(plan.world_size) for batch in plan.rank_batches(rank) for i in batch.ids]
+
+
+def fits(dataset: MultiPairDataset, batch: PackedBatch) -> bool:
+    for row in batch.rows():
+        if dataset.src_sizes[row].sum() > PACK.src_length or dataset.tgt_sizes[row].sum() > PACK.tgt_length:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_every_drawn_item_is_packed_once_within_the_rows(dataset, world):
+    mix = SampledMix(dataset, SAMPLING)
+    for epoch in (1, 2, 3):  # shards rotate: shard000, shard001, shard002 of the big direction
+        plan = PackedPairPlanner(dataset, PACK, selection=mix, world_size=world, cache=False).plan(epoch)
+        drawn = Counter(mix.epoch_ids(epoch).tolist())
+        assert Counter(packed_items(plan)) == drawn  # an item drawn twice is packed twice
+        assert plan.stats.num_samples == sum(drawn.values())
+        assert len({len(plan.rank_batches(r)) for r in range(world)}) == 1
+        assert all(fits(dataset, plan.batch(b)) for b in range(len(plan.table)))
+
+
+def test_the_packed_mix_has_the_sampled_proportions_of_the_token_budget_mix(dataset):
+    by_budget = SampledPlanner(dataset, None, SAMPLING, cache=False).plan(1)
+    packed = PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SAMPLING), cache=False).plan(1)
+    budget_items = np.concatenate([by_budget.batch(b) for b in range(len(by_budget.table))])
+    assert Counter(packed_items(packed)) == Counter(budget_items.tolist())
+    small = dataset.direction_of(np.asarray(packed_items(packed)))
+    assert np.bincount(small, minlength=3)[2] > 12  # the 12-pair direction, upsampled
+
+
+def test_the_front_door_packs_a_sampled_mix_resumes_exactly_and_pickles(data_bin, tmp_path):
+    def run(**kwargs):
+        return tokenmill.batches(data_bin, sampling=SAMPLING, pack=PACK, rank=1, world_size=2, infinite=True,
+                                 cache=tmp_path, **kwargs)
+
+    straight = run()
+    stream = iter(straight)
+    first = [next(stream) for _ in range(5)]
+    assert set(first[0]) >= {"inputs", "targets", "inputs_segmentation", "targets_position"}
+    state = straight.state_dict()
+    after = [next(stream) for _ in range(4)]
+    resumed = run()
+    resumed.load_state_dict(state)
+    again = list(zip(range(4), resumed, strict=False))
+    for (_, mine), theirs in zip(again, after, strict=True):
+        assert all(np.array_equal(mine[k], theirs[k]) for k in theirs)
+    copy = pickle.loads(pickle.dumps(straight))  # DataLoader workers: settings travel, plans are re-mapped
+    assert isinstance(copy.planner.selection, SampledMix) and copy.planner.fingerprint == straight.planner.fingerprint
+
+
+def test_packing_and_sampling_settings_are_checked(data_bin, dataset):
+    other = PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SamplingConfig(temperature=1.0)))
+    assert other.fingerprint != PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SAMPLING)).fingerprint
+    with pytest.raises(ConfigError, match="config= or pack="):
+        tokenmill.batches(data_bin, tokenmill.BatchConfig(), pack=PACK, cache=False)
+    with pytest.raises(ConfigError, match="langtok applies when a path is opened"):
+        tokenmill.batches(dataset, langtok=tokenmill.LangTokConfig(), pack=PACK, cache=False)
