@@ -185,19 +185,23 @@ class ArrayCache:
         epoch: int | None = None,
         keep_epochs: int | None = None,
         description: Mapping[str, object] | None = None,
+        scratch: bool = False,
     ) -> CacheEntry:
         """The entry for ``settings`` (and ``epoch``); if missing, exactly one of the processes asking builds it.
 
         ``settings`` must name every input that changes the arrays (including a data fingerprint);
         ``description`` is human-readable context kept in ``meta.json`` (not hashed). With ``epoch``
         and ``keep_epochs``, building epoch e removes this kind/settings' entries of epochs before
-        ``e - keep_epochs + 1`` (a long run keeps a bounded cache).
+        ``e - keep_epochs + 1`` (a long run keeps a bounded cache). With ``scratch``, ``build`` is
+        called with the entry's private temporary folder (None when nothing is cached) and may return
+        arrays it wrote there itself (``.npy`` memory maps named ``<name>.npy``), so arrays larger
+        than memory go to disk as they are built.
         """
         found = self.load(kind, settings, epoch)
         if found is not None:
             return found
         if self.directory is None:
-            arrays, info = _split(build())
+            arrays, info = _split(build(None) if scratch else build())  # type: ignore[call-arg]
             return CacheEntry({k: np.asarray(v) for k, v in arrays.items()}, dict(info), True, None)
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -218,9 +222,15 @@ class ArrayCache:
             for stale in self.directory.glob(f"{final.name}{_TMP_MARKER}*"):  # an interrupted builder's
                 shutil.rmtree(stale, ignore_errors=True)
             started = time.perf_counter()
-            arrays, info = _split(build())
-            self._publish(final, kind, settings, arrays, info, time.perf_counter() - started, description)
-            del arrays
+            tmp = final.with_name(f"{final.name}{_TMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+            tmp.mkdir()
+            try:
+                arrays, info = _split(build(tmp) if scratch else build())  # type: ignore[call-arg]
+                self._publish(tmp, final, kind, settings, arrays, info, time.perf_counter() - started, description)
+                del arrays
+            finally:
+                with contextlib.suppress(OSError):
+                    shutil.rmtree(tmp)
         finally:
             lock.release()
         release_heap()
@@ -243,6 +253,7 @@ class ArrayCache:
 
     def _publish(
         self,
+        tmp: Path,
         final: Path,
         kind: str,
         settings: Mapping[str, object],
@@ -252,35 +263,34 @@ class ArrayCache:
         description: Mapping[str, object] | None,
     ) -> None:
         assert self.directory is not None
-        tmp = final.with_name(f"{final.name}{_TMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        tmp.mkdir()
-        try:
-            specs = {}
-            for name, array in arrays.items():
-                _write_npy(tmp / f"{name}.npy", array)
-                specs[name] = {"shape": list(np.shape(array)), "dtype": np.asarray(array).dtype.str}
-            meta = {
-                "kind": kind,
-                "format": CACHE_FORMAT,
-                "settings": dict(settings),
-                "arrays": specs,
-                "info": dict(info),
-                "build_seconds": round(seconds, 3),
-                "description": dict(description or {}),
-            }
-            with open(tmp / META, "w", encoding="utf-8") as handle:
-                json.dump(meta, handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            fsync_dir(tmp)
-            if final.exists():  # a folder without meta.json is never a finished entry (we hold its lock)
-                shutil.rmtree(final)
-            os.rename(tmp, final)
-            fsync_dir(self.directory)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(tmp)
-            raise
+        specs = {}
+        for name, array in arrays.items():
+            path = tmp / f"{name}.npy"
+            if isinstance(array, np.memmap) and array.filename is not None and Path(array.filename) == path:
+                array.flush()  # written in place by the build
+                with open(path, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            else:
+                _write_npy(path, array)
+            specs[name] = {"shape": list(np.shape(array)), "dtype": np.asarray(array).dtype.str}
+        meta = {
+            "kind": kind,
+            "format": CACHE_FORMAT,
+            "settings": dict(settings),
+            "arrays": specs,
+            "info": dict(info),
+            "build_seconds": round(seconds, 3),
+            "description": dict(description or {}),
+        }
+        with open(tmp / META, "w", encoding="utf-8") as handle:
+            json.dump(meta, handle, indent=1, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        fsync_dir(tmp)
+        if final.exists():  # a folder without meta.json is never a finished entry (we hold its lock)
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        fsync_dir(self.directory)
 
 
 def _split(built: Built) -> tuple[Arrays, Mapping[str, Any]]:

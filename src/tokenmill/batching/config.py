@@ -58,6 +58,11 @@ class BatchConfig:
     """``opennmt`` mode: OpenNMT-tf's ``sample_buffer_size``: -1 (or >= corpus size) shuffles the
     whole corpus, 0 keeps file order, k > 0 uses ``random_shard``: blocks of k consecutive samples
     in random order, shuffled inside each block."""
+    block_size: int | None = 1 << 24
+    """``lowpad`` mode: an epoch of more items than this is planned block by block (each block a
+    random set of 1/64-block pieces of the items, new every epoch), so building a plan needs memory
+    for one block, not the corpus (:mod:`tokenmill.batching.blocks`); None: always one block. Epochs
+    of at most ``block_size`` items are planned whole, exactly as without blocks."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -74,6 +79,8 @@ class BatchConfig:
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32 - 1024:
             raise ConfigError(f"seed must be an integer in [0, 2**32 - 1024), got {self.seed!r}")
+        if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 64):
+            raise ConfigError(f"block_size must be an integer >= 64 or None, got {self.block_size!r}")
         if not isinstance(self.sample_buffer_size, int) or self.sample_buffer_size < -1:
             raise ConfigError(
                 f"sample_buffer_size must be -1, 0 or a positive integer, got {self.sample_buffer_size!r}"

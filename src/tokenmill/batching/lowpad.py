@@ -13,6 +13,8 @@ is shuffled every epoch as well.
 
 from __future__ import annotations
 
+import numpy as np
+
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
 from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
@@ -21,8 +23,12 @@ from tokenmill.batching.pack import pack_greedy
 
 def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
     """This epoch's batches."""
+    return cut_with(sizes, config, generator(config.seed, epoch, SAMPLE_SHUFFLE))
+
+
+def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut:
+    """Batches of ``sizes`` with ties ordered by ``rng`` (one block of a block-wise plan has its own)."""
     dropped: dict[str, int] = {}
-    rng = generator(config.seed, epoch, SAMPLE_SHUFFLE)
     ids = None if sizes.keep is None else sizes.kept_ids()
     order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng)
     costs = row_costs(src, tgt, config.pad_to_multiple)

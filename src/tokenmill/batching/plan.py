@@ -12,11 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tokenmill.batching import fairseq_mode, lowpad, opennmt_mode
+from tokenmill.batching.blocks import compute_blocked, is_blocked
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, ordered
 from tokenmill.batching.order import STEP_SHUFFLE, generator
@@ -121,9 +123,13 @@ def epoch_key(config: BatchConfig, epoch: int) -> int:
 
 
 def compute_sampled_batches(
-    sample: EpochSample, config: BatchConfig, epoch: int, world_size: int
+    sample: EpochSample, config: BatchConfig, epoch: int, world_size: int, scratch: Path | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """:func:`compute_batches` over an epoch's sample, its order mapped back to dataset ids."""
+    """:func:`compute_batches` over an epoch's sample, its order mapped back to dataset ids; block by
+    block when the epoch has more than ``config.block_size`` items (:mod:`tokenmill.batching.blocks`;
+    the order then goes to ``scratch`` as it is built)."""
+    if is_blocked(sample, config):
+        return compute_blocked(sample, config, epoch, world_size, scratch, compute_batches)
     arrays, meta = compute_batches(sample.sizes, config, epoch, world_size)
     if sample.ids is not None:
         arrays["order"] = np.asarray(sample.ids, dtype=np.int64)[arrays["order"]]
@@ -135,11 +141,12 @@ def compute_sampled_batches(
 
 
 def compute_batches(
-    sizes: Sizes, config: BatchConfig, epoch: int, world_size: int
+    sizes: Sizes, config: BatchConfig, epoch: int, world_size: int, *, cut: Cut | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Cut, equalize for ranks and measure an epoch's batches (the cacheable part of a plan)."""
+    """Cut (with the mode's cut unless ``cut`` is given), equalize for ranks and measure an epoch's
+    batches (the cacheable part of a plan)."""
     began = time.perf_counter()
-    cut = CUTS[config.mode](sizes, config, epoch)
+    cut = cut if cut is not None else CUTS[config.mode](sizes, config, epoch)
     ends = cut.ends
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     src_in_order, tgt_in_order = cut.src_in_order, cut.tgt_in_order
@@ -242,11 +249,11 @@ class Planner:
             return self._memo[epoch]
         key_epoch = epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)
 
-        def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-            return compute_sampled_batches(self.selection.sample(epoch), self.config, epoch, self.world_size)
+        def build(scratch: Path | None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+            return compute_sampled_batches(self.selection.sample(epoch), self.config, epoch, self.world_size, scratch)
 
         entry = self.cache.get_or_build("plan", {"plan": self.base_key}, build, epoch=key_epoch,
-                                        keep_epochs=self.keep_epochs)
+                                        keep_epochs=self.keep_epochs, scratch=True)
         plan = self._assemble(entry.arrays, entry.info, not entry.built, epoch, self.world_size)
         return remember(self._memo, epoch, plan)
 
@@ -302,7 +309,7 @@ class Planner:
     def _remainder(self, plan: EpochPlan, steps: int, epoch: int, world_size: int, key: str) -> EpochPlan:
         """The plan of what ``plan`` had not served after ``steps`` steps, for ``world_size`` ranks."""
 
-        def build() -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        def build(scratch: Path | None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             served = plan.schedule[:steps].ravel()
             marks = np.zeros(len(plan.order) + 1, dtype=np.int64)  # +1 at a served batch's start, -1 at its stop
             np.add.at(marks, plan.table.starts[served], 1)
@@ -316,9 +323,10 @@ class Planner:
                 return arrays, {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
             before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
             return compute_sampled_batches(EpochSample(ids, self.item_sizes(ids, epoch), dict(before)), self.config,
-                                           epoch, world_size)
+                                           epoch, world_size, scratch)
 
-        entry = self.cache.get_or_build("plan", {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs)
+        entry = self.cache.get_or_build("plan", {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs,
+                                        scratch=True)
         return self._assemble(entry.arrays, entry.info, not entry.built, epoch, world_size)
 
     def item_sizes(self, ids: np.ndarray, epoch: int) -> Sizes:
@@ -365,4 +373,5 @@ class Planner:
             merges=int(meta["merges"]),
             seconds=float(meta["seconds"]),
             cached=cached,
+            extra={"blocks": int(meta["blocks"])} if "blocks" in meta else {},
         )
