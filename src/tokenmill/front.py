@@ -34,7 +34,7 @@ from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
 from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset
-from tokenmill.store.layout import SHARD_GLOB
+from tokenmill.store.layout import parse_megatron_name, parse_store_name, shard_dirs
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 from tokenmill.store.remote import RemoteOptions, is_url, open_remote
 
@@ -93,15 +93,21 @@ def open(
         raise ConfigError(f"{root}: no such directory or token store (give a prepared directory or a store prefix)")
     manifest = read_manifest(root) if (root / MANIFEST_NAME).exists() else None
     settings = manifest.settings if manifest is not None else {}
-    if settings.get("directions") or (not (root / MANIFEST_NAME).exists() and any(root.glob(SHARD_GLOB))):
+    if settings.get("directions") or (not (root / MANIFEST_NAME).exists() and shard_dirs(root)):
         return MultiPairDataset.from_dir(root, split, **options)
     if manifest is not None and not settings.get("target_lang"):
         stores = sorted(manifest.stores)
-        chosen = [s for s in stores if s == split or s.endswith(f"/{split}") or s.endswith("_document")]
+        chosen = [s for s in stores if parse_megatron_name(s) is not None or _monolingual_split(s) == split]
         if len(chosen) == 1:
             return IndexedDataset(root / chosen[0])
         raise ConfigError(f"{root} holds monolingual stores {stores}: open one of them by its prefix")
     return PairDataset.from_dir(root, split, **options)
+
+
+def _monolingual_split(store: str) -> str | None:
+    """The split a monolingual store (``train``, ``shard000/train``) is named for, else None."""
+    name = parse_store_name(store)
+    return name.split if name is not None and name.src is None and name.lang is None else None
 
 
 def _fetched(

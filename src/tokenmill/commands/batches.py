@@ -23,6 +23,7 @@ from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.settings import Range, number
+from tokenmill.store.manifest import read_manifest_hints
 
 POSITIVE = number(int, Range(1))
 NON_NEGATIVE = number(int, Range(0))
@@ -31,12 +32,7 @@ ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 def is_multilingual(directory: str) -> bool:
     """Whether ``directory`` was written by ``prepare --directions`` (its manifest lists directions)."""
-    try:
-        manifest = json.loads((Path(directory) / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    summary = manifest.get("summary") if isinstance(manifest, dict) else None
-    return isinstance(summary, dict) and isinstance(summary.get("directions"), dict)
+    return read_manifest_hints(directory).multilingual
 
 
 def _weights(text: str | None) -> dict[str, float] | None:

@@ -14,12 +14,13 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError, opening
 from tokenmill.store import IndexedDataset
+from tokenmill.store.layout import SHARED_DICT, StoreName, dict_name, is_shard_name, parse_store_name
 from tokenmill.store.reader import split_prefix
 from tokenmill.vocab.dictionary import Dictionary
-from tokenmill.vocab.tokenizer import Tokenizer, load_saved, manifest_path
+from tokenmill.vocab.tokenizer import Tokenizer, load_saved, manifest_path, stable_name
 
-_PAIR_NAME = re.compile(r"^[^.]+\.[^.]+-[^.]+\.(?P<lang>[^.]+)$")  # fairseq's {split}.{src}-{tgt}.{lang}
-_SHARD = re.compile(r"shard\d+")
+_SPM_MODEL = "spm.model"
+_T2T_VOCAB = "vocab.subwords"
 _SPECIALS = ("</s>", "<s>", "<pad>")
 _DICT_FIX = "give a fairseq dict.txt (one '<token> <count>' per line) with --dict"
 _SPM_FIX = "give the SentencePiece .model the store was encoded with, with --spm"
@@ -37,7 +38,7 @@ def _parse_range(text: str, size: int) -> range:
 def _beside(prefix: str, names: list[str]) -> Path | None:
     """The first of ``names`` in the store's folder (or, for a store in shardNNN/, the folder above)."""
     folder = Path(prefix).parent
-    folders = [folder, folder.parent] if _SHARD.fullmatch(folder.name) else [folder]
+    folders = [folder, folder.parent] if is_shard_name(folder) else [folder]
     for where in folders:
         for name in names:
             if (where / name).is_file():
@@ -45,30 +46,34 @@ def _beside(prefix: str, names: list[str]) -> Path | None:
     return None
 
 
+def _side(prefix: str) -> StoreName | None:
+    """The store's name read back (:mod:`tokenmill.store.layout`): a side of a pair, a plain split, or None."""
+    return parse_store_name(Path(prefix).name)
+
+
 def _auto_dictionary(prefix: str) -> Path | None:
     """``dict.{lang}.txt`` beside a store ``{split}.{src}-{tgt}.{lang}``; ``dict.txt`` beside a plain
     ``{split}`` store (fairseq's language-model layout)."""
-    name = Path(prefix).name
-    match = _PAIR_NAME.match(name)
-    if match:
-        return _beside(prefix, [f"dict.{match.group('lang')}.txt"])
-    return _beside(prefix, ["dict.txt"]) if "." not in name else None
+    name = _side(prefix)
+    if name is None:
+        return None
+    return _beside(prefix, [dict_name(name.lang)] if name.paired else [SHARED_DICT])
 
 
 def _auto_model(prefix: str) -> Path | None:
     """``spm.{lang}.model`` or ``spm.model`` beside a ``{split}.{src}-{tgt}.{lang}`` store; ``spm.model``
     beside a plain ``{split}`` store."""
-    name = Path(prefix).name
-    match = _PAIR_NAME.match(name)
-    if match:
-        return _beside(prefix, [f"spm.{match.group('lang')}.model", "spm.model"])
-    return _beside(prefix, ["spm.model"]) if "." not in name else None
+    name = _side(prefix)
+    if name is None:
+        return None
+    return _beside(prefix, ([stable_name(_SPM_MODEL, name.lang)] if name.paired else []) + [_SPM_MODEL])
 
 
 def _auto_t2t_vocab(prefix: str) -> Path | None:
     """``vocab.{lang}.subwords`` or ``vocab.subwords`` (what ``--tokenizer t2t-subword`` writes) beside a store."""
-    match = _PAIR_NAME.match(Path(prefix).name)
-    return _beside(prefix, ([f"vocab.{match.group('lang')}.subwords"] if match else []) + ["vocab.subwords"])
+    name = _side(prefix)
+    own = [stable_name(_T2T_VOCAB, name.lang)] if name is not None and name.paired else []
+    return _beside(prefix, [*own, _T2T_VOCAB])
 
 
 def _load_t2t_vocab(path: Path | str, label: str) -> Any:
@@ -148,7 +153,7 @@ class _Decoder:
 def _auto_saved_tokenizer(prefix: str) -> Tokenizer | None:
     """The tokenizer prepare saved beside a store (``tokenmill-tokenizer.json``; also above a shard folder)."""
     folder = Path(prefix).parent
-    for place in (folder, folder.parent) if folder.name.startswith("shard") else (folder,):
+    for place in (folder, folder.parent) if is_shard_name(folder) else (folder,):
         if manifest_path(place).exists():
             return load_saved(place)
     return None

@@ -13,7 +13,7 @@ from tokenmill.errors import ConfigError, opening
 from tokenmill.report import ReportOptions, default_output, gather, render_html, to_json
 from tokenmill.report.options import DEFAULT_TEMPERATURES
 from tokenmill.settings import Range, number
-from tokenmill.store.manifest import read_manifest
+from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 
 POSITIVE = number(int, Range(1))
 ABOVE_ZERO = number(float, Range(0, open_low=True))
@@ -82,7 +82,7 @@ def report(
     """
     began = time.perf_counter()
     fix = "report reads a directory written by tokenmill prepare (its manifest.json lists the files)"
-    with opening(Path(directory) / "manifest.json", "a tokenmill manifest", fix):
+    with opening(Path(directory) / MANIFEST_NAME, "a tokenmill manifest", fix):
         read_manifest(directory)
     options = ReportOptions(
         max_tokens=max_tokens, world_size=world_size, mode=mode, pack_length=pack_length,

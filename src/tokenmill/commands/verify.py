@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from tokenmill.errors import opening
-from tokenmill.store.manifest import read_manifest, verify_directory
+from tokenmill.store.manifest import MANIFEST_NAME, read_manifest, verify_directory
 from tokenmill.store.remote import fetch_all, is_url
 
 
@@ -36,7 +36,7 @@ def verify(directory: str) -> None:
     if is_url(directory):
         directory = str(fetch_all(directory))
     fix = "verify checks a directory written by tokenmill prepare (its manifest.json lists the files)"
-    with opening(Path(directory) / "manifest.json", "a tokenmill manifest", fix):
+    with opening(Path(directory) / MANIFEST_NAME, "a tokenmill manifest", fix):
         read_manifest(directory)
     problems = verify_directory(directory)
     for problem in problems:

@@ -3,8 +3,9 @@
 A data directory ``data_bin/`` holds ``shard000/``, ``shard001/``, ... (or is itself the only
 shard), or the data are given as several directories (fairseq's ``a:b:c``, or a list). Each shard
 folder has ``{split}.{src}-{tgt}.{src}.bin/.idx`` and ``{split}.{src}-{tgt}.{tgt}.bin/.idx`` for the
-directions it holds. Directions and shards are found from the file names (``manifest.json`` is
-optional: when it lists directions, a listed one without files is an error).
+directions it holds. Directions and shards are found from the file names, read back with
+:mod:`tokenmill.store.layout` (``manifest.json`` is optional: when it lists directions, a listed one
+without files is an error).
 
 Shard rotation follows fairseq (``MultilingualDatasetManager``): direction ``d`` found in ``k_d``
 shard folders reads, in data epoch ``e``, the ``((e - 1) mod k_d)``-th of them (fairseq indexes the
@@ -16,19 +17,14 @@ sides swapped (fairseq's tradition).
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
-
-_SHARD_DIR = re.compile(r"^shard(\d+)$")
-_PAIR_FILE = re.compile(r"^(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.\-]+)\.idx$")
-_DIRECTION = re.compile(r"^(?P<src>\w+)-(?P<tgt>\w+)$")
+from tokenmill.store.layout import SHARED_DICT, dict_name, pair_prefix, parse_direction, shard_dirs, stores_in
+from tokenmill.store.manifest import read_manifest_hints
 
 DataPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """One data directory (with or without ``shardNNN/`` folders), fairseq's ``a:b:c``, or a list of folders."""
@@ -66,7 +62,7 @@ class Layout:
     def dictionary_file(self, lang: str) -> Path | None:
         """``dict.{lang}.txt`` (else ``dict.txt``) from the first shard folder, else the root."""
         places = [self.folders[0]] + ([self.root] if self.root is not None else [])
-        for name in (f"dict.{lang}.txt", "dict.txt"):
+        for name in (dict_name(lang), SHARED_DICT):
             for place in places:
                 if (place / name).is_file():
                     return place / name
@@ -84,12 +80,7 @@ def shard_folders(paths: DataPaths) -> tuple[list[Path], Path | None]:
             root = Path(text)
             if not root.is_dir():
                 raise TokenmillError(f"{root} is not a directory (expected a prepared multilingual data directory)")
-            numbered = sorted(
-                (int(m.group(1)), p)
-                for p in root.iterdir()
-                if p.is_dir() and (m := _SHARD_DIR.match(p.name)) is not None
-            )
-            return ([p for _, p in numbered] or [root]), root
+            return (shard_dirs(root) or [root]), root
     else:
         listed = [Path(p) for p in paths]
         root = None
@@ -102,73 +93,21 @@ def shard_folders(paths: DataPaths) -> tuple[list[Path], Path | None]:
 
 
 def _scan(folder: Path, split: str) -> dict[tuple[str, str], set[str]]:
-    """``{(a, b): {languages with an .idx}}`` for the ``{split}.a-b.lang.idx`` files in ``folder``."""
+    """``{(a, b): {languages with an .idx}}`` for the ``{split}.a-b.lang.idx`` stores in ``folder``.
+
+    Pairs whose codes hold ``-`` (``zh-Hans``) are not directions (``src-tgt`` names split at the one
+    ``-``): they are left out, as fairseq's multilingual task cannot name them either."""
     found: dict[tuple[str, str], set[str]] = {}
-    head = split + "."
-    for entry in os.scandir(folder):
-        if not entry.name.startswith(head):
+    for store in stores_in(folder, split):
+        if store.src is None or store.tgt is None or "-" in f"{store.src}{store.tgt}{store.lang}":
             continue
-        match = _PAIR_FILE.match(entry.name[len(head) :])
-        if match is not None:
-            found.setdefault((match["a"], match["b"]), set()).add(match["lang"])
+        found.setdefault((store.src, store.tgt), set()).add(store.lang or "")
     return found
-
-
-def parse_direction(name: str) -> tuple[str, str]:
-    """``"eng_Latn-tur_Latn"`` -> ``("eng_Latn", "tur_Latn")``; codes may hold ``_`` but not ``-`` or ``.``."""
-    match = _DIRECTION.match(name)
-    if match is None:
-        raise ConfigError(
-            f"direction {name!r} is not 'src-tgt' (language codes of letters, digits and '_'), "
-            "e.g. 'eng_Latn-tur_Latn'"
-        )
-    return match["src"], match["tgt"]
-
-
-def _read_manifest(root: Path | None) -> dict[str, Any] | None:
-    """``root/manifest.json`` as a mapping, or None when there is none (or it cannot be read)."""
-    if root is None or not (root / "manifest.json").is_file():
-        return None
-    try:
-        obj = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
 
 
 def manifest_lang_token_format(root: Path | None) -> str | None:
     """The language-token format ``prepare --directions`` recorded (``vocab.lang_token_format``)."""
-    obj = _read_manifest(root)
-    vocab = obj.get("vocab") if obj else None
-    value = vocab.get("lang_token_format") if isinstance(vocab, dict) else None
-    return value if isinstance(value, str) and "{lang}" in value else None
-
-
-def _manifest_directions(root: Path | None, split: str) -> list[str] | None:
-    """Direction names a ``manifest.json`` lists for ``split``, when it has a readable ``directions``
-    entry (top level or under ``summary``/``settings``).
-
-    Entries given as ``{name: {"splits": {...}}}`` count for the splits they name; a bare list of
-    names counts for the training split only.
-    """
-    obj = _read_manifest(root)
-    if obj is None:
-        return None
-    listed = None
-    for scope in (obj, obj.get("summary"), obj.get("settings")):
-        if isinstance(scope, dict) and isinstance(scope.get("directions"), (dict, list)):
-            listed = scope["directions"]
-            break
-    names: list[str] = []
-    if isinstance(listed, dict):
-        for name, entry in listed.items():
-            splits = entry.get("splits") if isinstance(entry, dict) else None
-            if (split in splits) if isinstance(splits, dict) else split == "train":
-                names.append(name)
-    elif isinstance(listed, list) and split == "train":
-        names = [item for item in listed if isinstance(item, str)]
-    names = [n for n in names if isinstance(n, str) and _DIRECTION.match(n)]
-    return names or None
+    return read_manifest_hints(root).lang_token_format
 
 
 def discover(
@@ -202,7 +141,7 @@ def discover(
                     )
     on_disk = sorted({pair for found in scans for pair in found})
     available = ", ".join(f"{a}-{b}" for a, b in on_disk) or "none"
-    listed = _manifest_directions(root, split) if directions is None else None
+    listed = read_manifest_hints(root).directions_for(split) if directions is None else None
     from_manifest = listed is not None
     wanted = list(directions) if directions is not None else listed
     if wanted is None:
@@ -220,7 +159,7 @@ def discover(
         for index, (folder, found) in enumerate(zip(folders, scans, strict=True)):
             if pair in found:
                 files.shards.append(index)
-                files.prefixes.append(folder / f"{split}.{pair[0]}-{pair[1]}")
+                files.prefixes.append(folder / pair_prefix(split, *pair))
         if not files.shards:
             where = "manifest.json lists it but it" if from_manifest else "it"
             raise ConfigError(

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,10 +42,19 @@ from tokenmill._core.ragged import pad_rows
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import cache_root
 from tokenmill.store import IndexedDataset
-from tokenmill.store.layout import store_name
+from tokenmill.store.layout import (
+    AlignName,
+    align_name,
+    dict_name,
+    pair_prefix,
+    shard_dir,
+    shard_dirs,
+    split_part,
+    store_name,
+    stores_in,
+)
+from tokenmill.store.manifest import read_manifest_hints
 from tokenmill.vocab.dictionary import Dictionary
-
-_STORE_NAME = re.compile(r"^(?P<split>.+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)\.idx$")
 
 
 @dataclass(frozen=True)
@@ -338,11 +346,9 @@ class PairDataset:
             raise TokenmillError(f"{root} is not a directory (expected a prepared data directory)")
         folder = root
         if shard is not None:
-            folder = root / f"shard{shard:03d}"
+            folder = root / shard_dir(shard)
             if not folder.is_dir():
-                raise ConfigError(
-                    f"{folder} does not exist; shards here: {sorted(p.name for p in root.glob('shard*'))}"
-                )
+                raise ConfigError(f"{folder} does not exist; shards here: {[p.name for p in shard_dirs(root)]}")
         src_lang, tgt_lang = _languages(root, folder, split, src_lang, tgt_lang)
         splits = [split]
         if combine if combine is not None else split == "train":
@@ -597,7 +603,7 @@ class PairDataset:
             lang = self.src_lang if which == "source" else self.tgt_lang
             if self.directory is None or lang is None:
                 raise ConfigError("token strings need the dataset's dictionary: open it with PairDataset.from_dir")
-            path = self.directory / f"dict.{lang}.txt"
+            path = self.directory / dict_name(lang)
             if not path.exists():
                 raise ConfigError(f"{path} does not exist; token strings need the dictionary of {lang}")
             self._symbols[which] = np.asarray(Dictionary.load(path).symbols, dtype=object)
@@ -680,44 +686,22 @@ def open_store(prefix: str | os.PathLike[str], check_pointers: bool | None = Non
     return store
 
 
-def _manifest_languages(root: Path) -> tuple[str | None, str | None]:
-    path = root / "manifest.json"
-    if not path.exists():
-        return None, None
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, None
-    if not isinstance(obj, dict):
-        return None, None
-    for scope in (obj, obj.get("settings"), obj.get("summary")):
-        if isinstance(scope, dict):
-            src, tgt = scope.get("source_lang"), scope.get("target_lang")
-            if isinstance(src, str) and isinstance(tgt, str):
-                return src, tgt
-    return None, None
-
-
 def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str | None) -> tuple[str, str]:
     if src is not None and tgt is not None:
         return src, tgt
-    m_src, m_tgt = _manifest_languages(root)
+    m_src, m_tgt = read_manifest_hints(root).language_pair or (None, None)
     if m_src and m_tgt and src in (None, m_src) and tgt in (None, m_tgt):
         return m_src, m_tgt
-    if Path(f"{folder / store_name(split, '', None, '')}.idx").exists() and not (src and tgt):
+    if Path(f"{folder / store_name(split, None, None, None)}.idx").exists() and not (src and tgt):
         raise ConfigError(
             f"{folder} holds monolingual data ({split}.bin/.idx, no target language): translation pairs need "
             "parallel data (prepare with --target-lang); language-model data is read by tokenmill.data.gpt_dataset"
         )
-    found = set()
-    for path in folder.glob(f"{split}.*.idx"):
-        match = _STORE_NAME.match(path.name)
-        if match and match["split"] == split:
-            found.add((match["a"], match["b"]))
+    found = {(s.src, s.tgt) for s in stores_in(folder, split) if s.src is not None and s.tgt is not None}
     found = {(a, b) for a, b in found if (src in (None, a) and tgt in (None, b))}
     if len(found) == 1:
         return next(iter(found))
-    shards = sorted(p.name for p in folder.glob("shard[0-9]*") if p.is_dir())
+    shards = [p.name for p in shard_dirs(folder)]
     hint = f"; the split lives in shard folders {shards[:3]}...: pass shard=" if shards and not found else ""
     listing = ", ".join(f"{a}-{b}" for a, b in sorted(found)) or "none"
     raise ConfigError(
@@ -728,9 +712,8 @@ def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str |
 
 def _pair_prefix(folder: Path, split: str, src: str, tgt: str) -> str:
     for a, b in ((src, tgt), (tgt, src)):
-        base = folder / f"{split}.{a}-{b}"
-        if Path(f"{base}.{src}.idx").exists() or Path(f"{base}.{tgt}.idx").exists():
-            return str(base)
+        if any(Path(f"{folder / store_name(split, a, b, lang)}.idx").exists() for lang in (src, tgt)):
+            return str(folder / pair_prefix(split, a, b))
     raise ConfigError(
         f"no {split} data for {src}-{tgt} in {folder}: expected {split}.{src}-{tgt}.{src}.bin/.idx and "
         f"{split}.{src}-{tgt}.{tgt}.bin/.idx"
@@ -739,15 +722,15 @@ def _pair_prefix(folder: Path, split: str, src: str, tgt: str) -> str:
 
 def _split_exists(folder: Path, split: str, src: str, tgt: str) -> bool:
     """fairseq's ``split_exists`` test for a training part: its source store, in either direction's name."""
-    return any(Path(f"{folder / f'{split}.{a}-{b}'}.{src}.idx").exists() for a, b in ((src, tgt), (tgt, src)))
+    return any(Path(f"{folder / store_name(split, a, b, src)}.idx").exists() for a, b in ((src, tgt), (tgt, src)))
 
 
 def _extra_splits(folder: Path, split: str, src: str, tgt: str) -> list[str]:
     """``{split}1``, ``{split}2``, ... up to the first one missing (fairseq's ``itertools.count`` loop)."""
     extra = []
     k = 1
-    while _split_exists(folder, f"{split}{k}", src, tgt):
-        extra.append(f"{split}{k}")
+    while _split_exists(folder, split_part(split, k), src, tgt):
+        extra.append(split_part(split, k))
         k += 1
     return extra
 
@@ -755,7 +738,7 @@ def _extra_splits(folder: Path, split: str, src: str, tgt: str) -> list[str]:
 def _alignment_store(
     folder: Path, split: str, src: str, tgt: str, check_pointers: bool | None
 ) -> IndexedDataset | None:
-    for candidate in (folder / f"{split}.align.{src}-{tgt}", folder / f"{split}.align"):
+    for candidate in (folder / align_name(split, src, tgt), folder / AlignName(split).name):
         if Path(f"{candidate}.idx").exists():
             return open_store(candidate, check_pointers)
     return None

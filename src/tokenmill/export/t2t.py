@@ -21,12 +21,13 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from tokenmill.data.pairs import ConcatStore, open_store
 from tokenmill.errors import ConfigError
+from tokenmill.store.layout import is_shard_name, shard_index, store_name
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 
 T2T_SEED = 429459
@@ -142,10 +143,10 @@ def plan_export(
         if count < 1:
             continue
         if tgt:
-            found = {lang: _prefixes(manifest.stores, split, f"{src}-{tgt}.{lang}") for lang in (src, tgt)}
+            found = {lang: _prefixes(manifest.stores, store_name(split, src, tgt, lang)) for lang in (src, tgt)}
             inputs_prefixes, target_prefixes = found[src], found[tgt]
         else:
-            inputs_prefixes, target_prefixes = [], _prefixes(manifest.stores, split, None)
+            inputs_prefixes, target_prefixes = [], _prefixes(manifest.stores, store_name(split, None, None, None))
         if not target_prefixes:
             if split == "train":
                 raise ConfigError(f"{root} has no train split in its manifest; nothing to export")
@@ -163,10 +164,15 @@ def plan_export(
     return ExportPlan(problem, splits, _vocab_files(root, vocab, settings, problem, vocab_name))
 
 
-def _prefixes(stores: dict[str, object], split: str, suffix: str | None) -> list[str]:
-    """Store prefixes of ``split`` in the manifest, shard folders in order (``shardNNN/{split}...``)."""
-    name = f"{split}.{suffix}" if suffix else split
-    return sorted(p for p in stores if p == name or re.fullmatch(rf"shard\d+/{re.escape(name)}", p))
+def _prefixes(stores: dict[str, object], name: str) -> list[str]:
+    """The manifest's stores named ``name``: the directory's own, else one per shard folder in shard order
+    (``shardNNN/{name}``)."""
+    found = []
+    for prefix in stores:
+        path = PurePosixPath(prefix)
+        if path.name == name and (len(path.parts) == 1 or (len(path.parts) == 2 and is_shard_name(path.parts[0]))):
+            found.append((shard_index(path.parts[0]) if len(path.parts) == 2 else -1, prefix))
+    return [prefix for _, prefix in sorted(found)]
 
 
 def _vocab_files(

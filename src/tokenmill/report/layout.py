@@ -8,17 +8,15 @@ the monolingual corpus) whose sides list the store of each shard in shard order.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from tokenmill.store.layout import parse_store_name
 from tokenmill.store.manifest import Manifest, read_manifest
 
 Kind = Literal["pairs", "multilingual", "monolingual"]
 SPLIT_ORDER = ("train", "valid", "test")
-_PAIR = re.compile(r"^(?P<split>[^.]+)\.(?P<a>[^.\-]+)-(?P<b>[^.\-]+)\.(?P<lang>[^.]+)$")
-_MONO = re.compile(r"^(?P<split>[^.]+)$")
 
 
 @dataclass
@@ -85,20 +83,18 @@ def open_data_dir(directory: str | Path) -> DataDir:
     for prefix in sorted(manifest.stores):
         path = PurePosixPath(prefix)
         folder = str(path.parent) if str(path.parent) != "." else ""
-        name = path.name
-        pair, mono = _PAIR.match(name), _MONO.match(name)
-        if pair:
-            direction = f"{pair['a']}-{pair['b']}"
-            key = (direction, pair["split"])
-            part = parts.setdefault(key, Part(pair["split"], direction, [pair["a"], pair["b"]]))
-            lang = pair["lang"]
-        elif mono:
-            monolingual = True
-            key = (None, mono["split"])
-            lang = _monolingual_lang(manifest)
-            part = parts.setdefault(key, Part(mono["split"], None, [lang]))
-        else:
+        name = parse_store_name(path.name)
+        if name is None:
             continue  # alignments and anything else that is not a token store of a side
+        if name.src is not None and name.tgt is not None:
+            key = (name.direction, name.split)
+            part = parts.setdefault(key, Part(name.split, name.direction, [name.src, name.tgt]))
+            lang = name.lang or ""
+        else:
+            monolingual = True
+            key = (None, name.split)
+            lang = _monolingual_lang(manifest)
+            part = parts.setdefault(key, Part(name.split, None, [lang]))
         part.stores.setdefault(lang, []).append(prefix)
         if folder not in part.shards:
             part.shards.append(folder)

@@ -62,7 +62,7 @@ from filelock import FileLock
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, atomic_write, cache_root, fsync_dir
-from tokenmill.store.layout import shard_dir
+from tokenmill.store.layout import in_split, parse_align_name, parse_megatron_name, parse_store_name, shard_dir
 from tokenmill.store.manifest import (
     CHECKSUM_ALGORITHM,
     MANIFEST_NAME,
@@ -447,7 +447,6 @@ def split_stores(
     """The stores an open of ``split`` reads: ``{split}``, ``{split}N`` (fairseq's extra parts), their
     alignments, in every shard folder under ``folder`` (or shard ``shard``), of the given directions or
     language pair; and Megatron's ``*_document`` stores, which carry no split in their names."""
-    pattern = re.compile(rf"{re.escape(split)}\d*")
     pairs = set(directions or ())
     if langs is not None:
         pairs |= {f"{langs[0]}-{langs[1]}", f"{langs[1]}-{langs[0]}"}
@@ -458,16 +457,14 @@ def split_stores(
             continue
         if shard is not None and path.parent.name != shard_dir(shard):
             continue
-        pieces = path.name.split(".")
-        if path.name.endswith("_document"):
+        if parse_megatron_name(path.name) is not None:
             chosen.append(prefix)
             continue
-        if not pattern.fullmatch(pieces[0]):
+        name = parse_store_name(path.name) or parse_align_name(path.name)
+        if name is None or not in_split(name.split, split):
             continue
-        if pairs and len(pieces) > 1:
-            pair = pieces[2] if pieces[1] == "align" and len(pieces) > 2 else pieces[1]
-            if pair not in pairs:
-                continue
+        if pairs and name.direction is not None and name.direction not in pairs:
+            continue
         chosen.append(prefix)
     return chosen
 
