@@ -8,6 +8,7 @@ ranks run the same number of steps and a resumed run goes on with exactly the sa
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections import Counter
 
@@ -96,3 +97,33 @@ def test_packing_and_sampling_settings_are_checked(data_bin, dataset):
         tokenmill.batches(data_bin, tokenmill.BatchConfig(), pack=PACK, cache=False)
     with pytest.raises(ConfigError, match="langtok applies when a path is opened"):
         tokenmill.batches(dataset, langtok=tokenmill.LangTokConfig(), pack=PACK, cache=False)
+
+
+@pytest.mark.parametrize("old", [1, 2, 3, 4])
+def test_packed_rows_of_the_mix_resume_elastically_at_every_step(dataset, old):
+    """A packed plan is an epoch planner like any other: a state saved at W loads at W' and the rest of
+    the epoch's drawn items is packed again for W' ranks, each served once, equal steps everywhere."""
+    mix = SampledMix(dataset, SAMPLING)
+    drawn = Counter(mix.epoch_ids(1).tolist())
+
+    def iterators(world):
+        planner = PackedPairPlanner(dataset, PACK, selection=mix, world_size=world, cache=False)
+        return [tokenmill.batches(dataset, pack=PACK, sampling=SAMPLING, rank=r, world_size=world, cache=False,
+                                  collate=None) for r in range(world)], planner
+
+    before_its, planner = iterators(old)
+    steps = planner.plan(1).num_steps
+    for step in range(0, steps, max(1, steps // 4)):
+        before_its, _ = iterators(old)
+        head = [int(i) for it in before_its for batch in itertools.islice(it, step) for i in batch.ids]
+        state = before_its[0].state_dict()
+        for new in (1, 2, 3, 5):
+            after_its, _ = iterators(new)
+            for it in after_its:
+                it.load_state_dict(state)
+            runs = [list(it) for it in after_its]
+            assert len({len(run) for run in runs}) == 1, f"{old}->{new} at {step}: unequal steps"
+            rest = [int(i) for run in runs for batch in run for i in batch.ids]
+            left_out = after_its[0].plan().stats.dropped.get("left_fewer_than_ranks", 0) if step else 0
+            assert sum((Counter(head) + Counter(rest)).values()) + left_out == sum(drawn.values())
+            assert Counter(head) + Counter(rest) <= drawn  # nothing served twice

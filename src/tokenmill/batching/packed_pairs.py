@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tokenmill.batching.config import settings_from_dict
 from tokenmill.batching.costs import round_up
+from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
-from tokenmill.batching.plan import PlanStats, remember
+from tokenmill.batching.plan import PlanStats
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
-from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
+from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError
 
@@ -200,6 +202,12 @@ class PackedEpochPlan:
         """Every batch of one rank, in step order (for inspection and tests)."""
         return [self.indices(t, rank) for t in range(self.num_steps)]
 
+    def left_after(self, steps: int) -> np.ndarray:
+        """Pair ids the first ``steps`` steps (all ranks) did not serve, in plan order."""
+        served = self.schedule[:steps].ravel()
+        row_starts = np.concatenate([[0], self.row_ends]).astype(np.int64)
+        return left_of_ranges(self.order, row_starts[self.table.starts[served]], row_starts[self.table.stops[served]])
+
 
 def _drop_long(
     ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, where: str, dropped: dict[str, int]
@@ -312,12 +320,16 @@ def compute_packed(
     return arrays, meta
 
 
-class PackedPairPlanner:
-    """Plans of packed epochs for one dataset, config and world size (a ``PlannerLike`` for BatchIterator).
+class PackedPairPlanner(EpochPlanner):
+    """Plans of packed epochs for one dataset (or a ``selection`` of it, e.g. a sampled mix), config and
+    world size (a ``PlannerLike`` for BatchIterator, elastic like any :class:`EpochPlanner`).
 
     Picklable without arrays (the dataset pickles by path; plans are recomputed or mapped from the
     cache in each process), so DataLoader workers can take it along.
     """
+
+    kind = "packed-plan"
+    version = PACK_VERSION
 
     def __init__(
         self,
@@ -329,57 +341,39 @@ class PackedPairPlanner:
         cache: CacheLike = True,
         keep_epochs: int = 2,
     ) -> None:
-        if world_size < 1:
-            raise ConfigError(f"world_size must be >= 1, got {world_size}")
         self.dataset = dataset
-        self.selection: Selection = selection or AllKept.over(dataset)
         self.config = config or PackConfig()
-        self.world_size = world_size
-        self.cache: ArrayCache = array_cache(cache)
-        self.keep_epochs = keep_epochs
-        self._memo: dict[int, PackedEpochPlan] = {}
-        self._fingerprint = fingerprint(
-            {
-                "v": PACK_VERSION,
-                "kind": "packed_pairs",
-                "data": self.selection.fingerprint(),
-                "config": self.config.to_dict(),
-                "world": world_size,
-            }
-        )
+        super().__init__(selection or AllKept.over(dataset), self.config.to_dict(), world_size=world_size,
+                         cache=cache, keep_epochs=keep_epochs)
 
-    @property
-    def fingerprint(self) -> str:
-        """Identifies data + packing settings + world size: what a resumed state must match."""
-        return self._fingerprint
+    def _key_epoch(self, epoch: int) -> int:
+        return epoch if self.config.shuffle or self.selection.varies_by_epoch else 0
 
-    def plan(self, epoch: int) -> PackedEpochPlan:
-        """The packed plan of ``epoch`` (1-based)."""
-        if epoch < 1:
-            raise ValueError(f"epochs count from 1, got {epoch}")
-        if epoch in self._memo:
-            return self._memo[epoch]
-        key_epoch = epoch if self.config.shuffle or self.selection.varies_by_epoch else 0
-        entry = self.cache.get_or_build(
-            "packed-plan", {"plan": self._fingerprint},
-            lambda: compute_packed(self.selection.sample(epoch), self.config, epoch, self.world_size,
-                                   self.dataset.describe()),
-            epoch=key_epoch, keep_epochs=self.keep_epochs,
-        )
-        arrays, meta, cached = entry.arrays, entry.info, not entry.built
+    def _compute(
+        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return compute_packed(sample, self.config, epoch, world_size, self.dataset.describe())
+
+    def _empty(self) -> dict[str, np.ndarray]:
+        return dict.fromkeys(_ARRAYS, np.zeros(0, dtype=np.int64))
+
+    def _with_world(self, world_size: int) -> PackedPairPlanner:
+        return PackedPairPlanner(self.dataset, self.config, selection=self.selection, world_size=world_size,
+                                 cache=self.cache, keep_epochs=self.keep_epochs)
+
+    def _assemble(
+        self, arrays: dict[str, Any], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
+    ) -> PackedEpochPlan:
         table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
         padded = self._padded(table)
         permute = (
             (lambda steps: generator(self.config.seed, epoch, STEP_SHUFFLE).permutation(steps))
-            if (self.config.shuffle)
+            if self.config.shuffle
             else None
         )
-        steps = schedule(padded, self.world_size, permute)
-        stats = self._stats(arrays, table, padded, steps, meta, cached)
-        plan = PackedEpochPlan(
-            epoch, self.world_size, self.config, arrays["order"], arrays["row_ends"], table, steps, stats
-        )
-        return remember(self._memo, epoch, plan)
+        steps = schedule(padded, world_size, permute) if len(table) else np.zeros((0, world_size), dtype=np.int64)
+        stats = self._stats(arrays, table, padded, steps, meta, cached, world_size)
+        return PackedEpochPlan(epoch, world_size, self.config, arrays["order"], arrays["row_ends"], table, steps, stats)
 
     def _padded(self, table: BatchTable) -> np.ndarray:
         """Slots of each collated batch, both sides."""
@@ -397,11 +391,9 @@ class PackedPairPlanner:
         steps: np.ndarray,
         meta: dict[str, Any],
         cached: bool,
+        world_size: int,
     ) -> PlanStats:
-        dropped: dict[str, int] = {}
-        for reason, count in meta["dropped"].items():
-            dropped[reason] = dropped.get(reason, 0) + int(count)
-        dropped = {k: v for k, v in dropped.items() if v}
+        dropped = merge_dropped(meta["dropped"])
         rows_used = int(table.rows.sum())
         pairs_used = batch_pairs(arrays["row_ends"], table.starts, table.stops)
         src_tokens, tgt_tokens = int(table.sum_src.sum()), int(table.sum_tgt.sum())
@@ -412,12 +404,12 @@ class PackedPairPlanner:
             num_dropped=int(sum(dropped.values())),
             dropped=dropped,
             num_batches=len(table),
-            num_batches_per_rank=[len(steps)] * self.world_size,
+            num_batches_per_rank=[len(steps)] * world_size,
             src_tokens=src_tokens,
             tgt_tokens=tgt_tokens,
             padded_tokens=slots,
             padding_fraction=(1.0 - (src_tokens + tgt_tokens) / slots) if slots else 0.0,
-            tokens_per_rank=[int(real[steps[:, r]].sum()) for r in range(self.world_size)],
+            tokens_per_rank=[int(real[steps[:, r]].sum()) for r in range(world_size)],
             splits=int(meta["splits"]),
             merges=int(meta["merges"]),
             seconds=float(meta["seconds"]),

@@ -10,7 +10,7 @@ is derived from the cached batches in milliseconds and is never stored.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,12 @@ from tokenmill.batching import fairseq_mode, lowpad, opennmt_mode
 from tokenmill.batching.blocks import compute_blocked, is_blocked
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, ordered
+from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
+from tokenmill.batching.epochs import remember as remember  # re-exported
 from tokenmill.batching.order import STEP_SHUFFLE, generator
 from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
-from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
-from tokenmill.errors import ConfigError
+from tokenmill.cache import CacheLike
 
 PLAN_VERSION = 1
 """Bumped whenever a plan for the same inputs would come out different (invalidates caches)."""
@@ -101,20 +102,17 @@ class EpochPlan:
         """Every batch of one rank, in step order (for inspection and tests)."""
         return [self.indices(t, rank) for t in range(self.num_steps)]
 
+    def left_after(self, steps: int) -> np.ndarray:
+        """Sample ids the first ``steps`` steps (all ranks) did not serve, in plan order."""
+        served = self.schedule[:steps].ravel()
+        return left_of_ranges(self.order, self.table.starts[served], self.table.stops[served])
+
 
 CutFunction = Callable[[Sizes, BatchConfig, int], Cut]
 """A batching mode: (item lengths, settings, epoch) -> items in batch order and batch ends."""
 
 CUTS: dict[str, CutFunction] = {"lowpad": lowpad.cut, "fairseq": fairseq_mode.cut, "opennmt": opennmt_mode.cut}
 """The token-budget cut of each ``BatchConfig.mode``; a new mode is a new module and one entry here."""
-
-
-def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
-    """Keep ``plan`` as ``memo[epoch]`` with at most ``keep`` epochs held (the current and the next)."""
-    if len(memo) >= keep:
-        memo.pop(min(memo))
-    memo[epoch] = plan
-    return plan
 
 
 def epoch_key(config: BatchConfig, epoch: int) -> int:
@@ -201,14 +199,18 @@ def step_permutation(config: BatchConfig, epoch: int, world_size: int) -> Callab
     return lambda steps: generator(config.seed, epoch, STEP_SHUFFLE).permutation(steps)
 
 
-class Planner:
+class Planner(EpochPlanner):
     """Computes (or maps from the cache) the plan of any epoch: a selection, a cut, a deal to ranks.
 
     ``selection`` says which items each epoch trains on (:mod:`tokenmill.batching.select`: every
     kept item, or a sampled mix of directions); plain ``Sizes`` (with ``data_fingerprint``) mean
     every kept item of one dataset. ``config.mode`` picks the cut (:data:`CUTS`); the batches are
-    dealt to ranks in equal counts and cached per epoch (:mod:`tokenmill.cache`).
+    dealt to ranks in equal counts and cached per epoch (:mod:`tokenmill.cache`); the rest is
+    :class:`~tokenmill.batching.epochs.EpochPlanner`'s (elastic resume included).
     """
+
+    kind = "plan"
+    version = PLAN_VERSION
 
     def __init__(
         self,
@@ -221,41 +223,27 @@ class Planner:
         cache: CacheLike = True,
         keep_epochs: int = 2,
     ) -> None:
-        if world_size < 1:
-            raise ValueError("world_size must be >= 1")
         if isinstance(selection, Sizes):
             if data_fingerprint is None:
                 raise ValueError("a Planner over plain sizes needs the data_fingerprint they come from")
             selection = AllKept(selection, data_fingerprint, pre_dropped)
-        self.selection: Selection = selection
         self.config = config
-        self.world_size = world_size
-        self.cache: ArrayCache = array_cache(cache)
-        self.keep_epochs = keep_epochs
-        self._memo: dict[int, EpochPlan] = {}
-        identity = {"v": PLAN_VERSION, "data": selection.fingerprint(), "config": config.to_dict(), "world": world_size}
-        self.base_key = fingerprint(identity)
+        super().__init__(selection, config.to_dict(), world_size=world_size, cache=cache, keep_epochs=keep_epochs)
 
-    @property
-    def fingerprint(self) -> str:
-        """Identifies data + selection + settings + world size: what a resumed state must match."""
-        return self.base_key
+    def _key_epoch(self, epoch: int) -> int:
+        return epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)
 
-    def plan(self, epoch: int) -> EpochPlan:
-        """The plan of ``epoch`` (1-based, like fairseq)."""
-        if epoch < 1:
-            raise ValueError(f"epochs count from 1, got {epoch}")
-        if epoch in self._memo:
-            return self._memo[epoch]
-        key_epoch = epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)
+    def _compute(
+        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return compute_sampled_batches(sample, self.config, epoch, world_size, scratch)
 
-        def build(scratch: Path | None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-            return compute_sampled_batches(self.selection.sample(epoch), self.config, epoch, self.world_size, scratch)
+    def _empty(self) -> dict[str, np.ndarray]:
+        return dict.fromkeys(_BATCH_ARRAYS, np.zeros(0, dtype=np.int64))
 
-        entry = self.cache.get_or_build("plan", {"plan": self.base_key}, build, epoch=key_epoch,
-                                        keep_epochs=self.keep_epochs, scratch=True)
-        plan = self._assemble(entry.arrays, entry.info, not entry.built, epoch, self.world_size)
-        return remember(self._memo, epoch, plan)
+    def _with_world(self, world_size: int) -> Planner:
+        return Planner(self.selection, self.config, world_size=world_size, cache=self.cache,
+                       keep_epochs=self.keep_epochs)
 
     def _assemble(
         self, arrays: dict[str, np.ndarray], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
@@ -270,88 +258,11 @@ class Planner:
         stats = self._stats(table, padded, steps, meta, cached, world_size)
         return EpochPlan(epoch, world_size, arrays["order"], table, steps, stats)
 
-    # ---------------------------------------------------------------- elastic resume
-    def for_world(self, world_size: int) -> Planner:
-        """The same planner for another number of ranks (same selection, settings and cache)."""
-        if world_size == self.world_size:
-            return self
-        return Planner(self.selection, self.config, world_size=world_size, cache=self.cache,
-                       keep_epochs=self.keep_epochs)
-
-    def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> EpochPlan:
-        """The plan of the rest of ``epoch`` for this planner's ranks, after ``segments``: (world size,
-        steps) pairs, the epoch's earlier parts in order, each run on another number of ranks.
-
-        The first part ran the epoch's own plan at its world size; every later part ran the plan of
-        the samples the parts before it had not served. What is left is planned again here (the same
-        cut, dealing and step shuffle as any plan, over the remaining samples), so over all parts
-        every kept sample of the epoch is served exactly once and every rank of each part runs the
-        same number of steps. A pure function of (data, settings, epoch, segments, world size),
-        cached like any plan.
-        """
-        if not segments:
-            return self.plan(epoch)
-        first = self.for_world(int(segments[0][0]))
-        plan = first.plan(epoch)
-        for index, (world, steps) in enumerate(segments):
-            world, steps = int(world), int(steps)
-            if world != plan.world_size or not 0 <= steps <= plan.num_steps:
-                raise ConfigError(
-                    f"resume segments {list(segments)} do not fit epoch {epoch}: part {index} ran {steps} steps "
-                    f"at world size {world}, but its plan has {plan.num_steps} steps at world size {plan.world_size}"
-                )
-            next_world = int(segments[index + 1][0]) if index + 1 < len(segments) else self.world_size
-            key = fingerprint({"base": first.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
-                               "world": next_world, "v": PLAN_VERSION})
-            plan = self._remainder(plan, steps, epoch, next_world, key)
-        return plan
-
-    def _remainder(self, plan: EpochPlan, steps: int, epoch: int, world_size: int, key: str) -> EpochPlan:
-        """The plan of what ``plan`` had not served after ``steps`` steps, for ``world_size`` ranks."""
-
-        def build(scratch: Path | None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-            served = plan.schedule[:steps].ravel()
-            marks = np.zeros(len(plan.order) + 1, dtype=np.int64)  # +1 at a served batch's start, -1 at its stop
-            np.add.at(marks, plan.table.starts[served], 1)
-            np.add.at(marks, plan.table.stops[served], -1)
-            left = np.cumsum(marks[:-1]) == 0
-            ids = np.asarray(plan.order)[left]
-            if len(ids) < world_size:  # cannot give every rank a sample: the epoch ends here (counted)
-                empty = np.zeros(0, dtype=np.int64)
-                arrays = dict.fromkeys(_BATCH_ARRAYS, empty)
-                dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
-                return arrays, {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
-            before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
-            return compute_sampled_batches(EpochSample(ids, self.item_sizes(ids, epoch), dict(before)), self.config,
-                                           epoch, world_size, scratch)
-
-        entry = self.cache.get_or_build("plan", {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs,
-                                        scratch=True)
-        return self._assemble(entry.arrays, entry.info, not entry.built, epoch, world_size)
-
-    def item_sizes(self, ids: np.ndarray, epoch: int) -> Sizes:
-        """The lengths of items ``ids`` (dataset ids), from the epoch's selection."""
-        sample = self.selection.sample(epoch)
-        if sample.ids is None:
-            tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
-            return Sizes(src=sample.sizes.src[ids], tgt=tgt)
-        top = int(max(int(sample.ids.max(initial=0)), int(ids.max(initial=0)))) + 1
-        src = np.zeros(top, dtype=np.int32)
-        src[sample.ids] = sample.sizes.src
-        tgt = None
-        if sample.sizes.tgt is not None:
-            tgt = np.zeros(top, dtype=np.int32)
-            tgt[sample.ids] = sample.sizes.tgt
-        return Sizes(src=src[ids], tgt=None if tgt is None else tgt[ids])
-
     def _stats(
         self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool,
         world_size: int | None = None,
     ) -> PlanStats:
-        dropped: dict[str, int] = {}
-        for reason, count in meta["dropped"].items():
-            dropped[reason] = dropped.get(reason, 0) + int(count)
-        dropped = {k: v for k, v in dropped.items() if v}
+        dropped = merge_dropped(meta["dropped"])
         src_tokens = int(table.sum_src.sum())
         tgt_tokens = int(table.sum_tgt.sum())
         padded_total = int(padded.sum())

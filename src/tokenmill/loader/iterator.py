@@ -138,8 +138,8 @@ class BatchIterator:
     def collate(self, indices: Any) -> Any:
         """Turn sample ids into a batch with this iterator's collate setting."""
         name = self.collate_name
-        if name is None:
-            return np.asarray(indices)
+        if name is None:  # the plan's own batch: sample ids, or a PackedBatch of rows
+            return np.asarray(indices) if isinstance(indices, list | tuple | np.ndarray) else indices
         if isinstance(name, str):
             return COLLATERS[name](self.dataset, indices, self.collate_options)
         return name(self.dataset, indices)
