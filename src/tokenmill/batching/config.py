@@ -58,7 +58,7 @@ class BatchConfig:
     """``opennmt`` mode: OpenNMT-tf's ``sample_buffer_size``: -1 (or >= corpus size) shuffles the
     whole corpus, 0 keeps file order, k > 0 uses ``random_shard``: blocks of k consecutive samples
     in random order, shuffled inside each block."""
-    block_size: int | None = 1 << 24
+    block_size: int | None = 1 << 25
     """``lowpad`` mode: an epoch of more items than this is planned block by block (each block a
     random set of 1/64-block pieces of the items, new every epoch), so building a plan needs memory
     for one block, not the corpus (:mod:`tokenmill.batching.blocks`); None: always one block. Epochs
