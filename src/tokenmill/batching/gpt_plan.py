@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching.config import settings_from_dict
+from tokenmill.batching.epochs import remember
 from tokenmill.cache import fingerprint
 from tokenmill.errors import ConfigError
 
@@ -129,6 +130,7 @@ class GPTPlanner:
                 f"{config.global_batch_size}; build it with more num_samples"
             )
         self._data = source.fingerprint()
+        self._plans: dict[int, GPTPlan] = {}
 
     @property
     def fingerprint(self) -> str:
@@ -156,7 +158,9 @@ class GPTPlanner:
 
     def plan(self, epoch: int) -> GPTPlan:
         """A whole pass: every whole global batch of the dataset, in sample order."""
-        return self._plan_from(epoch, 0)
+        if epoch not in self._plans:  # asked several times per micro batch by the iterator and the loader
+            remember(self._plans, epoch, self._plan_from(epoch, 0))
+        return self._plans[epoch]
 
     def consumed_after(self, segments: Sequence[tuple[int, int]]) -> int:
         """Samples of the pass consumed by ``segments`` ((world size, micro steps) each, in order)."""
