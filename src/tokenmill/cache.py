@@ -35,7 +35,7 @@ import numpy as np
 import xxhash
 from filelock import FileLock
 
-from tokenmill.errors import FormatError, TokenmillError
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import cache_root, fsync_dir
 
 CACHE_FORMAT = 2
@@ -104,7 +104,9 @@ def array_cache(cache: CacheLike = True) -> ArrayCache:
         return ArrayCache(default_cache_dir())
     if cache is False or cache is None:
         return ArrayCache(None)
-    return ArrayCache(Path(cache))
+    if not isinstance(cache, str | os.PathLike):
+        raise ConfigError(f"cache= takes True (the default folder), a folder, or False (keep nothing); got {cache!r}")
+    return ArrayCache(cache)
 
 
 def _write_npy(path: Path, array: np.ndarray) -> None:
@@ -118,7 +120,9 @@ class ArrayCache:
     """Memory-mapped ``.npy`` entries under ``directory`` (None: keep nothing, build every time)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None) -> None:
-        self.directory = Path(directory) if directory is not None else None
+        # absolute, so in-place builds compare equal to numpy's (absolute) memory-map file names and
+        # a worker that changes directory still finds the entries
+        self.directory = Path(directory).expanduser().resolve() if directory is not None else None
 
     def __repr__(self) -> str:
         return f"ArrayCache({None if self.directory is None else str(self.directory)!r})"
@@ -266,7 +270,8 @@ class ArrayCache:
         specs = {}
         for name, array in arrays.items():
             path = tmp / f"{name}.npy"
-            if isinstance(array, np.memmap) and array.filename is not None and Path(array.filename) == path:
+            in_place = isinstance(array, np.memmap) and array.filename is not None and path.exists()
+            if in_place and os.path.samefile(array.filename, path):
                 array.flush()  # written in place by the build
                 with open(path, "rb+") as handle:
                     os.fsync(handle.fileno())

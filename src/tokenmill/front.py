@@ -153,8 +153,12 @@ def batches(
     if langtok is not None and not isinstance(dataset, MultiPairDataset):
         raise ConfigError("langtok applies to many translation directions; this data is not a multilingual data_bin")
     if isinstance(dataset, GPTDataset | BlendedDataset):
-        if sampling is not None or langtok is not None:
-            raise ConfigError("sampling and langtok apply to translation directions, not GPT samples")
+        if sampling is not None or langtok is not None or pack is not None:
+            raise ConfigError("sampling, langtok and pack apply to translation pairs; GPT samples are packed already")
+        unknown = sorted(set(options) - {"consumed_samples", "infinite", "cache"})
+        if unknown:
+            raise ConfigError(f"GPT batches take consumed_samples= and infinite=, not {unknown}")
+        options.pop("cache", None)  # GPT plans are closed-form: nothing to cache (the GPTDataset caches its index)
         if not isinstance(config, GPTBatchConfig):
             raise ConfigError(
                 "GPT samples need a tokenmill.GPTBatchConfig(global_batch_size=..., micro_batch_size=...), "

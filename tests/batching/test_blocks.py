@@ -111,3 +111,14 @@ def test_a_sampled_selection_is_blocked_over_its_draws():
 def test_block_size_is_checked():
     with pytest.raises(ConfigError, match="block_size"):
         BatchConfig(block_size=10)
+
+
+def test_a_relative_cache_folder_works_and_too_small_blocks_are_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sizes = corpus()
+    on_disk = Planner(sizes, BLOCKED, world_size=2, data_fingerprint="d", cache="relative-cache").plan(1)
+    in_memory = Planner(sizes, BLOCKED, world_size=2, data_fingerprint="d", cache=False).plan(1)
+    assert served(on_disk) == served(in_memory) and (tmp_path / "relative-cache").is_dir()
+    with pytest.raises(ConfigError, match="raise block_size"):
+        Planner(corpus(130), BatchConfig(max_tokens=600, block_size=64), world_size=64, data_fingerprint="d",
+                cache=False).plan(1)

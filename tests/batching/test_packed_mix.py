@@ -18,10 +18,12 @@ import pytest
 import tokenmill
 from tests.data.multi_corpus import make_data_bin
 from tokenmill.batching.packed_pairs import PackConfig, PackedBatch, PackedPairPlanner
+from tokenmill.batching.plan import Planner
 from tokenmill.batching.sampled import SampledMix, SampledPlanner
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig
-from tokenmill.errors import ConfigError
+from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.loader import BatchIterator
 
 PACK = PackConfig(max_length=64, max_tokens=64 * 4)
 SAMPLING = SamplingConfig(temperature=5.0, seed=3)  # upsamples the 12-pair direction past its size
@@ -113,7 +115,7 @@ def test_packed_rows_of_the_mix_resume_elastically_at_every_step(dataset, old):
 
     before_its, planner = iterators(old)
     steps = planner.plan(1).num_steps
-    for step in range(0, steps, max(1, steps // 4)):
+    for step in [*range(0, steps, max(1, steps // 4)), steps - 1]:  # the last step leaves fewer rows than ranks
         before_its, _ = iterators(old)
         head = [int(i) for it in before_its for batch in itertools.islice(it, step) for i in batch.ids]
         state = before_its[0].state_dict()
@@ -121,9 +123,30 @@ def test_packed_rows_of_the_mix_resume_elastically_at_every_step(dataset, old):
             after_its, _ = iterators(new)
             for it in after_its:
                 it.load_state_dict(state)
-            runs = [list(it) for it in after_its]
+            planned = after_its[0].planner.plan_after(1, [(old, step)]) if step and old != new else None
+            left_out = planned.stats.dropped.get("left_fewer_than_ranks", 0) if planned is not None else 0
+            if planned is not None and planned.num_steps == 0:  # fewer rows left than ranks: epoch 2 is next
+                assert all((it.epoch, it.step) == (2, 0) for it in after_its) and left_out
+                runs: list[list] = [[] for _ in after_its]
+            else:
+                runs = [list(it) for it in after_its]
             assert len({len(run) for run in runs}) == 1, f"{old}->{new} at {step}: unequal steps"
             rest = [int(i) for run in runs for batch in run for i in batch.ids]
-            left_out = after_its[0].plan().stats.dropped.get("left_fewer_than_ranks", 0) if step else 0
             assert sum((Counter(head) + Counter(rest)).values()) + left_out == sum(drawn.values())
             assert Counter(head) + Counter(rest) <= drawn  # nothing served twice
+
+
+def test_a_user_planner_travels_to_workers_and_a_changed_setting_is_named(dataset, tmp_path):
+    planner = Planner(SampledMix(dataset, SAMPLING), tokenmill.BatchConfig(max_tokens=300), world_size=2, cache=False)
+    batches = BatchIterator(dataset, planner=planner, rank=1, world_size=2, collate=None, cache=False)
+    copy = pickle.loads(pickle.dumps(batches))  # what a DataLoader worker gets
+    assert copy.planner.fingerprint == planner.fingerprint
+    assert [b.tolist() for b in copy] == [b.tolist() for b in batches]
+    assert planner.plan_after(1, [(1, 3)]) is planner.plan_after(1, [(1, 3)])  # asked for on every batch
+    state = tokenmill.batches(dataset, sampling=SAMPLING, pack=PACK, cache=tmp_path).state_dict()
+    wider = PackConfig(max_length=64, max_tokens=64 * 8)
+    with pytest.raises(TokenmillError, match="max_tokens: 256 -> 512"):
+        tokenmill.batches(dataset, sampling=SAMPLING, pack=wider, cache=tmp_path).load_state_dict(state)
+    with pytest.raises(TokenmillError, match=r"selection\.sampling\.temperature: 5\.0 -> 1\.0"):
+        tokenmill.batches(dataset, sampling=SamplingConfig(temperature=1.0, seed=3), pack=PACK,
+                          cache=tmp_path).load_state_dict(state)

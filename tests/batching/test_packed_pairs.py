@@ -15,7 +15,7 @@ from tokenmill.batching.packed_collate import collate_packed
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
 from tokenmill.data.pairs import PairDataset, PairOptions
-from tokenmill.errors import ConfigError
+from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.loader import BatchIterator
 
 CONFIG = PackConfig(max_length=48, max_tokens=48 * 6)
@@ -228,7 +228,7 @@ def test_resume_at_every_step_continues_the_same_stream(dataset, tmp_path):
 def test_resume_refuses_other_packing_settings(dataset, tmp_path):
     state = iterator(dataset, tmp_path).state_dict()
     other = PackedPairPlanner(dataset, PackConfig(max_length=64, max_tokens=288))
-    with pytest.raises(Exception, match="fingerprint"):
+    with pytest.raises(TokenmillError, match="max_length: 48 -> 64"):  # the changed field is named
         BatchIterator(dataset, planner=other, collate=collate_packed, cache=tmp_path).load_state_dict(state)
 
 

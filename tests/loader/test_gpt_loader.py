@@ -200,3 +200,12 @@ def test_world_sizes_the_global_batch_does_not_divide_are_config_errors(gpt):
     assert GPTBatchConfig.from_dict(GPTBatchConfig(48, 4).to_dict()) == GPTBatchConfig(48, 4)
     with pytest.raises(ConfigError, match="seq"):
         GPTBatchConfig.from_dict({"global_batch_size": 8, "seq": 3})
+
+
+def test_the_front_door_takes_cache_for_gpt_and_names_what_does_not_apply(gpt):
+    micro = tokenmill.batches(gpt, GPTBatchConfig(global_batch_size=8, micro_batch_size=2), cache=False)
+    assert next(iter(micro))["tokens"].shape[0] == 2
+    with pytest.raises(ConfigError, match="consumed_samples= and infinite="):
+        tokenmill.batches(gpt, GPTBatchConfig(global_batch_size=8, micro_batch_size=2), collate="fairseq")
+    with pytest.raises(ConfigError, match="pack"):
+        tokenmill.batches(gpt, GPTBatchConfig(global_batch_size=8, micro_batch_size=2), pack=tokenmill.PackConfig())

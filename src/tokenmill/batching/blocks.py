@@ -29,6 +29,7 @@ from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes
 from tokenmill.batching.order import SAMPLE_SHUFFLE, generator, index_dtype
 from tokenmill.batching.select import EpochSample
+from tokenmill.errors import ConfigError
 
 PIECES_PER_BLOCK = 64
 BLOCK_SHUFFLE = 4
@@ -90,6 +91,11 @@ def compute_blocked(
             positions = _positions(pieces, piece, count)
             if keep is not None:
                 positions = positions[keep[positions]]
+            if len(positions) < world_size:
+                raise ConfigError(
+                    f"block {number + 1} of {len(blocks)} holds {len(positions)} items for {world_size} ranks: "
+                    f"raise block_size (now {config.block_size}) or use fewer ranks"
+                )
             block = Sizes(src=sizes.src[positions], tgt=None if sizes.tgt is None else sizes.tgt[positions])
             cut: Cut = lowpad.cut_with(block, config, generator(config.seed, epoch, SAMPLE_SHUFFLE, number + 1))
             arrays, meta = compute(block, config, epoch, world_size, cut=cut)

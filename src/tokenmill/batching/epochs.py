@@ -82,6 +82,10 @@ class EpochPlanner:
         self.cache: ArrayCache = array_cache(cache)
         self.keep_epochs = keep_epochs
         self._memo: dict[int, Any] = {}
+        self._after: dict[int, Any] = {}  # epoch -> (segments, plan) of the last elastic remainder asked for
+        self._worlds: dict[int, EpochPlanner] = {}
+        self.plan_settings = {**settings, "selection": getattr(selection, "settings", dict)()}
+        """Every setting of the cut and the selection, by name: what a resumed state must match."""
         self.base_key = fingerprint(
             {"v": self.version, "kind": self.kind, "data": selection.fingerprint(), "config": settings,
              "world": world_size}
@@ -92,7 +96,11 @@ class EpochPlanner:
         """The epoch a plan's cache entry is kept under (0: the same cut every epoch)."""
         return epoch
 
-    def _compute(self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None) -> tuple[Arrays, dict]:
+    def _compute(
+        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None, *, remainder: bool = False
+    ) -> tuple[Arrays, dict]:
+        """Cut and equalize ``sample`` for ``world_size`` ranks. ``remainder``: the rest of an epoch after
+        an elastic resume; too few items to give every rank a batch end the epoch there (counted)."""
         raise NotImplementedError
 
     def _assemble(self, arrays: Arrays, info: dict[str, Any], cached: bool, epoch: int, world_size: int) -> Any:
@@ -129,7 +137,11 @@ class EpochPlanner:
     # ---------------------------------------------------------------- elastic resume
     def for_world(self, world_size: int) -> EpochPlanner:
         """The same planner for another number of ranks (same selection, settings and cache)."""
-        return self if world_size == self.world_size else self._with_world(world_size)
+        if world_size == self.world_size:
+            return self
+        if world_size not in self._worlds:
+            self._worlds[world_size] = self._with_world(world_size)
+        return self._worlds[world_size]
 
     def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> Any:
         """The plan of the rest of ``epoch`` for this planner's ranks, after ``segments``: (world size,
@@ -143,6 +155,9 @@ class EpochPlanner:
         """
         if not segments:
             return self.plan(epoch)
+        asked = [(int(w), int(n)) for w, n in segments]
+        if epoch in self._after and self._after[epoch][0] == asked:  # asked for on every batch while it runs
+            return self._after[epoch][1]
         first = self.for_world(int(segments[0][0]))
         plan = first.plan(epoch)
         for index, (world, steps) in enumerate(segments):
@@ -156,6 +171,7 @@ class EpochPlanner:
             key = fingerprint({"base": first.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
                                "world": next_world, "v": self.version})
             plan = self._remainder(plan, steps, epoch, next_world, key)
+        remember(self._after, epoch, (asked, plan))
         return plan
 
     def _remainder(self, plan: RankPlan, steps: int, epoch: int, world_size: int, key: str) -> Any:
@@ -168,7 +184,7 @@ class EpochPlanner:
                 return self._empty(), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
             before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
             sample = EpochSample(np.asarray(ids, dtype=np.int64), self.item_sizes(ids, epoch), dict(before))
-            return self._compute(sample, epoch, world_size, scratch)
+            return self._compute(sample, epoch, world_size, scratch, remainder=True)
 
         entry = self.cache.get_or_build(self.kind, {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs,
                                         scratch=True)
@@ -180,14 +196,10 @@ class EpochPlanner:
         if sample.ids is None:
             tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
             return Sizes(src=sample.sizes.src[ids], tgt=tgt)
-        top = int(max(int(sample.ids.max(initial=0)), int(ids.max(initial=0)))) + 1
-        src = np.zeros(top, dtype=np.int32)
-        src[sample.ids] = sample.sizes.src
-        tgt = None
-        if sample.sizes.tgt is not None:
-            tgt = np.zeros(top, dtype=np.int32)
-            tgt[sample.ids] = sample.sizes.tgt
-        return Sizes(src=src[ids], tgt=None if tgt is None else tgt[ids])
+        by_id = np.argsort(sample.ids, kind="stable")  # memory of the sample, not of the largest id
+        where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
+        tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
+        return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt)
 
 
 __all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember"]

@@ -282,12 +282,24 @@ def batch_pairs(row_ends: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> 
 
 
 def compute_packed(
-    sample: EpochSample, config: PackConfig, epoch: int, world_size: int, where: str = "the dataset"
+    sample: EpochSample,
+    config: PackConfig,
+    epoch: int,
+    world_size: int,
+    where: str = "the dataset",
+    *,
+    short_ok: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """Pack, batch and equalize one epoch's selection (the cacheable part of a packed plan)."""
+    """Pack, batch and equalize one epoch's selection (the cacheable part of a packed plan). ``short_ok``
+    (the rest of an epoch after an elastic resume): fewer rows than ranks give no batches, counted."""
     began = time.perf_counter()
     order, src, tgt, row_ends, dropped = pack_epoch(sample, config, epoch, where)
     num_rows = len(row_ends)
+    if short_ok and num_rows < world_size:
+        if len(order):
+            dropped["left_fewer_than_ranks"] = dropped.get("left_fewer_than_ranks", 0) + len(order)
+        empty = np.zeros(0, dtype=np.int64)
+        return dict.fromkeys(_ARRAYS, empty), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
     row_src = row_sums(src, row_ends)
     row_tgt = row_sums(tgt, row_ends)
     if config.shuffle and num_rows:
@@ -350,9 +362,9 @@ class PackedPairPlanner(EpochPlanner):
         return epoch if self.config.shuffle or self.selection.varies_by_epoch else 0
 
     def _compute(
-        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None
+        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None, *, remainder: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        return compute_packed(sample, self.config, epoch, world_size, self.dataset.describe())
+        return compute_packed(sample, self.config, epoch, world_size, self.dataset.describe(), short_ok=remainder)
 
     def _empty(self) -> dict[str, np.ndarray]:
         return dict.fromkeys(_ARRAYS, np.zeros(0, dtype=np.int64))

@@ -227,6 +227,8 @@ class Planner(EpochPlanner):
             if data_fingerprint is None:
                 raise ValueError("a Planner over plain sizes needs the data_fingerprint they come from")
             selection = AllKept(selection, data_fingerprint, pre_dropped)
+        elif data_fingerprint is not None or pre_dropped is not None:
+            raise ValueError("data_fingerprint and pre_dropped go with plain sizes; a selection brings its own")
         self.config = config
         super().__init__(selection, config.to_dict(), world_size=world_size, cache=cache, keep_epochs=keep_epochs)
 
@@ -234,9 +236,17 @@ class Planner(EpochPlanner):
         return epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)
 
     def _compute(
-        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None
+        self, sample: EpochSample, epoch: int, world_size: int, scratch: Path | None, *, remainder: bool = False
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         return compute_sampled_batches(sample, self.config, epoch, world_size, scratch)
+
+    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: settings travel, plans are re-mapped
+        return {"selection": self.selection, "config": self.config.to_dict(), "world_size": self.world_size,
+                "cache": self.cache.state(), "keep_epochs": self.keep_epochs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        Planner.__init__(self, state["selection"], BatchConfig.from_dict(state["config"]),
+                         world_size=state["world_size"], cache=state["cache"], keep_epochs=state["keep_epochs"])
 
     def _empty(self) -> dict[str, np.ndarray]:
         return dict.fromkeys(_BATCH_ARRAYS, np.zeros(0, dtype=np.int64))

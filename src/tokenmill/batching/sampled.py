@@ -95,6 +95,10 @@ class SampledMix:
         """The data and the sampling settings."""
         return self._fingerprint
 
+    def settings(self) -> dict[str, Any]:
+        """The sampling settings by name (what a resumed state compares, field by field)."""
+        return {"sampling": None if self.sampling is None else self.sampling.to_dict()}
+
     # ---------------------------------------------------------------- the epoch's mix
     def position(self, epoch: int) -> tuple[int, int]:
         """(data pass, slice) of training epoch ``epoch``: the pass (1-based) decides the shards.

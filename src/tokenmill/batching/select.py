@@ -72,7 +72,7 @@ class Selection(Protocol):
 
 
 class SizedDataset(Protocol):
-    """What :meth:`AllKept.over` reads of a dataset (a ``PairDataset`` or ``MultiPairDataset``)."""
+    """What :meth:`AllKept.over` reads of a dataset (a ``PairDataset``)."""
 
     src_sizes: np.ndarray | None
     tgt_sizes: np.ndarray | None
@@ -103,11 +103,26 @@ class AllKept:
         self.sizes = sizes
         self.data_fingerprint = data_fingerprint
         self.pre_dropped = {k: int(v) for k, v in (pre_dropped or {}).items() if v}
+        self.dataset: SizedDataset | None = None
 
     @classmethod
     def over(cls, dataset: SizedDataset) -> AllKept:
-        """Every pair ``dataset`` keeps (its length filter's drops reported with the plan)."""
-        return cls(plan_sizes(dataset), dataset.fingerprint(), dataset.filter_report.dropped)
+        """Every pair ``dataset`` (a ``PairDataset``) keeps; its length filter's drops reported with the plan."""
+        selection = cls(plan_sizes(dataset), dataset.fingerprint(), dataset.filter_report.dropped)
+        selection.dataset = dataset
+        return selection
+
+    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: a dataset travels by path, not by its arrays
+        if self.dataset is not None:
+            return {"dataset": self.dataset}
+        return {"sizes": self.sizes, "data_fingerprint": self.data_fingerprint, "pre_dropped": self.pre_dropped}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "dataset" in state:
+            made = AllKept.over(state["dataset"])
+            self.__dict__.update(made.__dict__)
+        else:
+            AllKept.__init__(self, state["sizes"], state["data_fingerprint"], state["pre_dropped"])
 
     def fingerprint(self) -> str:
         return self.data_fingerprint

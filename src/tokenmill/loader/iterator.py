@@ -104,6 +104,7 @@ class BatchIterator:
                 f"the planner was made for world_size={planned_for} but the iterator is for world_size={world_size}; "
                 "make both with the same number of ranks"
             )
+        self._made_planner = planner is None
         self.planner: PlannerLike = planner or Planner(
             AllKept.over(dataset), self.config, world_size=world_size, cache=self.cache
         )
@@ -226,10 +227,15 @@ class BatchIterator:
             "world_size": self.world_size,
             "segments": [[int(w), int(n)] for w, n in segments],
             "data": self.dataset.fingerprint(),
-            "config": self.config.to_dict(),
+            "config": self.settings(),
             "fingerprint": self.planner.fingerprint,
             **extra,
         }
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting the batches depend on, by name (the planner's cut and selection when it names
+        them, else the iterator's config): a resume compares them field by field."""
+        return dict(getattr(self.planner, "plan_settings", None) or self.config.to_dict())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at a saved position, refusing a state saved for other data or settings.
@@ -249,8 +255,8 @@ class BatchIterator:
                 "the data differ from the checkpoint's (sentence lengths or per-item options of "
                 f"{self.dataset.describe()} changed)"
             )
-        saved_config = state.get("config") or {}
-        now = self.config.to_dict()
+        saved_config = _flat(state.get("config") or {})
+        now = _flat(self.settings())
         changed = [
             f"{k}: {saved_config.get(k)!r} -> {now.get(k)!r}"
             for k in sorted(set(now) | set(saved_config))
@@ -292,7 +298,7 @@ class BatchIterator:
             "update_freq": self.update_freq,
             "infinite": self.infinite,
             "cache": self.cache.state(),
-            "planner": None if type(self.planner) is Planner else self.planner,  # the default one is rebuilt
+            "planner": None if self._made_planner else self.planner,  # the iterator's own one is rebuilt
             "position": (self.epoch, self.step, self.consumed),
             "segments": (self.segments_epoch, self.segments),
         }
@@ -313,6 +319,17 @@ class BatchIterator:
         self.epoch, self.step, self.consumed = state["position"]
         self.segments_epoch, segments = state.get("segments") or (self.epoch, [])
         self.segments = list(segments)
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested settings as ``{"a.b": value}`` (so a changed field is named, not the dict holding it)."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def gpt_batches(
