@@ -2,7 +2,8 @@
 
 Joins the cluster at ``--ray-address`` (``auto`` or the head's ``HOST:PORT``; the driver must run on a
 node of it) or starts Ray on this machine. Every node needs tokenmill installed and the output folder
-on a shared file system. A worker process that dies mid-task (OOM kill, lost node) is retried by Ray
+on a shared file system. Tasks are dealt to the live nodes in turn (soft node affinity: a task whose
+node is gone runs elsewhere). A worker process that dies mid-task (OOM kill, lost node) is retried by Ray
 (``max_retries``); the task starts again from an empty folder, so the output does not change.
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare.engines import OnDone, TaskFunction, _nothing
@@ -48,10 +50,10 @@ class RayEngine:
         if not calls:
             return []
         self._connect()
-        remote = ray.remote(  # SPREAD: tasks go to every node, not packed onto the driver's
-            num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES, scheduling_strategy="SPREAD"
-        )(on_node)
-        refs = [remote.remote(function, *call) for call in calls]
+        remote = ray.remote(num_cpus=self.cpus_per_task, max_retries=MAX_RETRIES)(on_node)
+        nodes = self._nodes()
+        refs = [remote.options(scheduling_strategy=self._placement(nodes, i)).remote(function, *call)
+                for i, call in enumerate(calls)]
         which = {ref: i for i, ref in enumerate(refs)}
         results: list[dict[str, Any] | None] = [None] * len(refs)
         waiting = list(refs)
@@ -66,6 +68,21 @@ class RayEngine:
                 ray.cancel(ref, force=True)
             raise
         return results  # type: ignore[return-value]
+
+    def _nodes(self) -> list[str]:
+        """Ids of the live nodes that can run a task, in a fixed order."""
+        return sorted(
+            node["NodeID"] for node in ray.nodes()
+            if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= self.cpus_per_task
+        )
+
+    @staticmethod
+    def _placement(nodes: list[str], index: int) -> Any:
+        """Task ``index`` goes to node ``index mod len(nodes)`` (every node gets its share, unlike Ray's
+        best-effort SPREAD); ``soft``: when that node is gone, Ray runs it (or its retry) elsewhere."""
+        if not nodes:
+            return "SPREAD"
+        return NodeAffinitySchedulingStrategy(node_id=nodes[index % len(nodes)], soft=True)
 
     @staticmethod
     def _result(call: tuple[Any, ...], ref: Any) -> dict[str, Any]:
