@@ -15,18 +15,21 @@ Runs (each measured: wall, CPU of every process, RSS of every process sampled ev
 * ``plain``: ``--tasks 0``, forced onto the one-process path at every size (``LOCAL_BYTES_PER_TASK`` is
   raised in the process that runs the CLI: at 8M pairs the input is over 1 GiB and ``--tasks 0`` would
   otherwise pick 2 tasks);
-* ``local xN``: ``--tasks N --engine local`` (tasks one after another in the coordinator, each using
-  both cores: forked cleaning workers, 2 tokenizer threads);
+* ``local xN``: ``--tasks N --engine local`` (tasks one after another, each in a process of its own that
+  a helper started per tasked stage forks (``tokenmill.prepare.task_process``), each using both cores:
+  forked cleaning workers, 2 tokenizer threads);
 * ``ray xN``: ``--tasks N --engine ray --ray-address HEAD`` on a head and a second node started with
   ``ray start`` (``--cpus-per-node`` CPUs each) inside a network namespace this script makes (a veth
   pair, 10.254.0.1/24, default route on it) and removes; the driver runs in it too, so no traffic
   reaches the machine's external address. The cluster's processes are stopped by pid (those the
   namespace holds), never by name.
 
-Peak RSS is per process (the coordinator, each forked worker, each Ray worker), with its anonymous
-part (statm's resident minus shared: without file-backed pages such as memory-mapped files); the
-coordinator's is also split by stage (its ``stage X: running`` log lines). ``dist_trace_stages.py``
-shows where a stage's allocations go (tracemalloc), e.g. for the coordinator's phases of a tasked run.
+Peak RSS is per process (the coordinator, the local engine's helper, each task process and its forked
+cleaning workers, each Ray worker), with its anonymous part (statm's resident minus shared: without
+file-backed pages such as memory-mapped files); the coordinator's is also split by stage (its ``stage X:
+running`` log lines; after the last stage's recorded seconds: ``finish``, the manifest and publishing).
+``dist_trace_stages.py`` shows where a stage's allocations go (tracemalloc), e.g. for the coordinator's
+phases of a tasked run.
 
 Every output is compared file by file with the plain run of the same size (every ``.bin``, ``.idx``,
 dictionary, model and log; the manifest without its ``settings`` and ``run`` keys).
@@ -74,7 +77,13 @@ from dist_corpus import prefix_corpus, write_corpus  # noqa: E402
 
 ROOT = Path(os.environ.get("TOKENMILL_BENCH_DIR", "/tmp/bench_distributed"))
 CACHE = HERE / ".data" / "distributed"
-PLAIN = ("import importlib, sys; "
+HWM_FILE = "TOKENMILL_BENCH_HWM"
+EXIT_HWM = ("import atexit, os; "  # the coordinator writes its exact peak RSS (VmHWM) to $TOKENMILL_BENCH_HWM
+            "atexit.register(lambda: os.environ.get('TOKENMILL_BENCH_HWM') and open("
+            "os.environ['TOKENMILL_BENCH_HWM'], 'w').write("
+            "next(line for line in open('/proc/self/status') if line.startswith('VmHWM')))); ")
+TASKED = EXIT_HWM + "import sys; from tokenmill.cli import main; sys.argv[0] = 'tokenmill'; main()"
+PLAIN = (EXIT_HWM + "import importlib, sys; "
          "importlib.import_module('tokenmill.prepare.distributed').LOCAL_BYTES_PER_TASK = 1 << 62; "
          "from tokenmill.cli import main; sys.argv[0] = 'tokenmill'; main()")
 ADDRESS = "10.254.0.1"
@@ -96,21 +105,26 @@ class Watch:
         self.peak_anon: dict[int, int] = {}  # resident minus file-backed/shared pages (statm)
         self.cpu: dict[int, float] = {}
         self.names: dict[int, set[str]] = {}
+        self.depth: dict[int, int] = {}  # generations below the coordinator (1: its children)
+        self.helper_tree: set[int] = set()  # the local engine's task helper and what it forks
         self.under_coordinator: set[int] = set()
         self.series: list[tuple[float, int, int]] = []  # (time, coordinator RSS, its anonymous part)
+        self.hwm_series: list[tuple[float, int]] = []  # (time, the coordinator's VmHWM so far)
         self.events: list[tuple[float, str]] = []  # (time, stage started)
         self.tree_peak = 0
         self.stderr: list[str] = []
 
     def _walk(self, root: int) -> list[int]:
-        out, stack, seen = [], [root], set()
+        out, stack, seen = [], [(root, 0)], set()
         while stack:
-            p = stack.pop()
+            p, depth = stack.pop()
             if p in seen:
                 continue
             seen.add(p)
             out.append(p)
-            stack += _children(p)
+            if root not in self.extra_roots:
+                self.depth.setdefault(p, depth)
+            stack += [(c, depth + 1) for c in _children(p)]
         return out
 
     def _sample(self, coordinator: int, start: float) -> None:
@@ -125,19 +139,25 @@ class Watch:
                 with open(f"/proc/{p}/statm") as handle:
                     statm = handle.read().split()
                 rss, anon = int(statm[1]) * PAGE, (int(statm[1]) - int(statm[2])) * PAGE
+                with open(f"/proc/{p}/status") as handle:  # the kernel's high-water mark: no peak between samples
+                    hwm = next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmHWM")), 0)
                 with open(f"/proc/{p}/stat") as handle:
                     fields = handle.read().rpartition(")")[2].split()
                 with open(f"/proc/{p}/cmdline", "rb") as handle:
-                    name = handle.read().split(b"\0")[0].decode(errors="replace")
+                    command = handle.read()
+                    name = command.split(b"\0")[0].decode(errors="replace")
+                if b"tokenmill.prepare.task_process" in command:
+                    self.helper_tree.add(p)
             except (OSError, IndexError, ValueError):
                 continue
             total += rss
-            self.peak[p] = max(self.peak.get(p, 0), rss)
+            self.peak[p] = max(self.peak.get(p, 0), rss, hwm)
             self.peak_anon[p] = max(self.peak_anon.get(p, 0), anon)
             self.cpu[p] = max(self.cpu.get(p, 0.0), (int(fields[11]) + int(fields[12])) / TICK)
             self.names.setdefault(p, set()).add(os.path.basename(name)[:40])
             if p == coordinator:
                 self.series.append((time.perf_counter() - start, rss, anon))
+                self.hwm_series.append((self.series[-1][0], hwm))
         self.tree_peak = max(self.tree_peak, total)
 
     def run(self) -> dict[str, Any]:
@@ -174,10 +194,12 @@ class Watch:
             raise SystemExit(f"failed ({proc.returncode}): {' '.join(self.cmd)}\n{''.join(self.stderr)[-4000:]}")
         return {"seconds": seconds, "coordinator": proc.pid, "stdout": stdout}
 
-    def coordinator_by_stage(self, merge_seconds: dict[str, float], anon: bool = False) -> dict[str, float]:
+    def coordinator_by_stage(self, merge_seconds: dict[str, float], anon: bool = False,
+                             stage_seconds: dict[str, float] | None = None) -> dict[str, float]:
         """The coordinator's peak RSS (MB; ``anon``: its anonymous part, without file-backed pages such as
         memory-mapped files) in each stage (in order); a tasked stage's last ``merge_seconds`` are its
-        merge, shown apart (``STAGE merge``)."""
+        merge, shown apart (``STAGE merge``); what follows the last stage's ``stage_seconds`` is ``finish``
+        (the manifest's checksums and store checks, publishing)."""
         events = self.events
         ends = [t for t, _ in events[1:]] + [float("inf")]
         peaks: dict[str, float] = {}
@@ -189,11 +211,26 @@ class Watch:
             else:
                 k = max(i for i, (s, _) in enumerate(events) if s <= t)
                 label = events[k][1]
+                ended = events[k][0] + (stage_seconds or {}).get(label, float("inf")) + self.interval
+                if k == len(events) - 1 and t > ended:
+                    peaks["finish"] = max(peaks.get("finish", 0.0), rss / MB)
+                    continue
                 merge = merge_seconds.get(label)
                 if merge is not None and ends[k] != float("inf") and t >= ends[k] - merge - self.interval:
                     label = f"{label} merge"
             peaks[label] = max(peaks.get(label, 0.0), rss / MB)
         return peaks
+
+    def hwm_before_finish(self, stage_seconds: dict[str, float]) -> float | None:
+        """The coordinator's exact peak RSS (MB, the kernel's VmHWM) up to the end of its last stage, i.e.
+        without ``finish``; None when no sample falls after that stage's end."""
+        if not self.events:
+            return None
+        start, last = self.events[-1]
+        ended = start + stage_seconds.get(last, float("inf"))
+        before = [hwm for t, hwm in self.hwm_series if t <= ended]
+        after = [t for t, _ in self.hwm_series if t > ended]
+        return max(before) / MB if before and after else None
 
 
 # ---------------------------------------------------------------- a two-node Ray cluster in a namespace
@@ -324,7 +361,7 @@ def spm_model(corpus8: Path, train_pairs: int) -> tuple[Path, dict]:
 
 def prepare_cmd(corpus: Path, out: Path, model: Path, *, tasks: int, engine: str = "local", plain: bool = False,
                 ray_address: str | None = None) -> list[str]:
-    head = [sys.executable, "-c", PLAIN] if plain else [sys.executable, "-m", "tokenmill"]
+    head = [sys.executable, "-c", PLAIN if plain else TASKED]
     cmd = [*head, "prepare", "--source-lang", "en", "--target-lang", "zh", "--trainpref", str(corpus / "train"),
            "--validpref", str(corpus / "valid"), "--testpref", str(corpus / "test"), "--destdir", str(out),
            "--spm-model", str(model), "--joined-dictionary", "--workers", "2", "--tasks", str(tasks),
@@ -335,8 +372,13 @@ def prepare_cmd(corpus: Path, out: Path, model: Path, *, tasks: int, engine: str
 def measure_prepare(name: str, cmd: list[str], out: Path, pairs: int, tasks: int, *,
                     extra_roots: list[int] = ()) -> dict[str, Any]:
     load = os.getloadavg()[0]
-    watch = Watch(cmd, extra_roots=extra_roots)
-    result = watch.run()
+    with tempfile.TemporaryDirectory() as folder:
+        hwm_file = Path(folder) / "coordinator.hwm"
+        watch = Watch(cmd, extra_roots=extra_roots, env={**os.environ, HWM_FILE: str(hwm_file)})
+        result = watch.run()
+        if hwm_file.exists():  # the coordinator's exact peak, its last moments included
+            hwm = int(hwm_file.read_text().split()[1]) * 1024
+            watch.peak[result["coordinator"]] = max(watch.peak.get(result["coordinator"], 0), hwm)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     run = manifest["run"]
     stages = {k: v["seconds"] for k, v in run["stages"].items()}
@@ -345,8 +387,11 @@ def measure_prepare(name: str, cmd: list[str], out: Path, pairs: int, tasks: int
     procs = []
     for pid, peak in watch.peak.items():
         names = sorted(watch.names.get(pid, {"?"}))
+        depth = watch.depth.get(pid, 0)
         if pid == coordinator:
             role = "coordinator"
+        elif pid in watch.helper_tree:  # the helper, the task processes it forks, their cleaning workers
+            role = {1: "task helper", 2: "task process"}.get(depth, "task's forked cleaning worker")
         elif pid in watch.under_coordinator:
             role = "coordinator child (forked cleaning worker)"
         elif any(n.startswith("ray::") for n in names):
@@ -370,8 +415,9 @@ def measure_prepare(name: str, cmd: list[str], out: Path, pairs: int, tasks: int
         "cpu_s": sum(p["cpu_s"] for p in procs if p["role"] != "Ray system" and p["role"] != "Ray worker (idle)"),
         "tree_peak_mb": watch.tree_peak / MB, "peak_by_role_mb": by_role, "anon_peak_by_role_mb": anon_by_role,
         "largest_process_mb": max(p["peak_mb"] for p in procs if p["role"] != "Ray system"),
-        "coordinator_by_stage_mb": watch.coordinator_by_stage(merge),
-        "coordinator_anon_by_stage_mb": watch.coordinator_by_stage(merge, anon=True),
+        "coordinator_by_stage_mb": watch.coordinator_by_stage(merge, stage_seconds=stages),
+        "coordinator_hwm_before_finish_mb": watch.hwm_before_finish(stages),
+        "coordinator_anon_by_stage_mb": watch.coordinator_by_stage(merge, anon=True, stage_seconds=stages),
         "task_rows": task_rows, "processes": procs, "path": "tasked" if task_rows else "one process",
         "kept_pairs": manifest["summary"]["splits"]["train"]["clean"]["kept"]["pairs"],
         "clean_bytes": work_bytes(out, "clean/train.*"), "ids_bytes": work_bytes(out, "ids/train.*"),
@@ -651,15 +697,22 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
     rss_rows = [r for r in rows if r["name"] == "plain" or (r["tasks"] == max(1, r["pairs"] // args.pairs_per_task)
                 and r["name"].startswith("local"))]
     if rss_rows:
-        print("\n| pairs | run | coordinator peak RSS (anonymous part) | largest forked worker "
-              "| process tree peak (sum) | wall s | path | output vs plain |")
-        print("|---:|---|---:|---:|---:|---:|---|---|")
+        print("\n| pairs | run | coordinator peak RSS (anonymous part) | coordinator without finish | largest task "
+              "process | largest forked cleaning worker | task helper | process tree peak (sum) | wall s | path "
+              "| output vs plain |")
+        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
         for r in sorted(rss_rows, key=lambda r: (r["pairs"], r["tasks"])):
-            child = r["peak_by_role_mb"].get("coordinator child (forked cleaning worker)", 0)
+            peaks = r["peak_by_role_mb"]
+            child = max(peaks.get("coordinator child (forked cleaning worker)", 0),
+                        peaks.get("task's forked cleaning worker", 0))
             anon = r.get("anon_peak_by_role_mb", {}).get("coordinator")
-            print(f"| {r['pairs']:,} | {r['name']} | {r['peak_by_role_mb']['coordinator']:.0f} MB"
-                  + (f" ({anon:.0f} MB)" if anon is not None else "") + f" | {child:.0f} MB | "
-                  f"{r['tree_peak_mb']:.0f} MB | {r['seconds']:.1f} | {r['path']} | {r['same_as_plain']} |")
+            stages = {k: v for k, v in r["coordinator_by_stage_mb"].items() if k != "finish"}
+            before_finish = r.get("coordinator_hwm_before_finish_mb") or max(stages.values(), default=0)
+            print(f"| {r['pairs']:,} | {r['name']} | {peaks['coordinator']:.0f} MB"
+                  + (f" ({anon:.0f} MB)" if anon is not None else "")
+                  + f" | {before_finish:.0f} MB | {peaks.get('task process', 0):.0f} MB | "
+                  f"{child:.0f} MB | {peaks.get('task helper', 0):.0f} MB | {r['tree_peak_mb']:.0f} MB | "
+                  f"{r['seconds']:.1f} | {r['path']} | {r['same_as_plain']} |")
         print("\ncoordinator peak RSS per stage, MB (anonymous part in brackets; stages under the 0.2 s sampling "
               "interval may not show):")
         for r in sorted(rss_rows, key=lambda r: (r["name"] != "plain", r["pairs"])):

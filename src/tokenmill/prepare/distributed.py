@@ -38,6 +38,7 @@ from tokenmill.fsutil import atomic_write, write_json
 from tokenmill.prepare.config import absolute_paths
 from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.engines import get_engine
+from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.parallel import local_chunks
 from tokenmill.prepare.part_merge import append_part_ids, copy_kept_lines, renumbered_unknowns
 from tokenmill.prepare.partitioned_dedup import (
@@ -222,6 +223,8 @@ class Tasked:
                 if len(sampled):
                     sides = [[pipeline.cleaned_line(texts[k][p]) for p in sampled.tolist()] for k in range(len(texts))]
                     dropped.add("dedup", numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
+                del gone, numbers, sampled, texts
+                release_heap()  # one task's arrays at a time in the coordinator's resident memory
         dropped_file = pipeline.dropped_path("train")
         dropped.write(dropped_file)
         stats: dict[str, Any] = {"read": _summed(r["stats"]["read"] for r in records)}

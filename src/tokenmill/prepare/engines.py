@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from tokenmill.errors import ConfigError
+from tokenmill.prepare.task_process import TaskRunner
 
 TaskFunction = Callable[..., dict[str, Any]]
 OnDone = Callable[[dict[str, Any]], None]
@@ -36,18 +37,24 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """Tasks one after another in this process (each task uses every core inside: cleaning workers,
-    tokenizer threads), so a big local run is restartable task by task at no cost in speed."""
+    """Tasks one after another on this machine, each in a process of its own (each task uses every core
+    inside: cleaning workers, tokenizer threads), so a big local run is restartable task by task at no
+    cost in speed, and the coordinator's memory does not grow with the tasks it ran
+    (:mod:`~tokenmill.prepare.task_process`). A task that raises stops the run with its exception; one
+    that is killed stops it with an error naming the task: the next run starts from that task."""
 
     name = "local"
 
     def run(
         self, function: TaskFunction, calls: Sequence[tuple[Any, ...]], on_done: OnDone = _nothing
     ) -> list[dict[str, Any]]:
+        if not calls:
+            return []
         results = []
-        for call in calls:
-            results.append(function(*call))
-            on_done(results[-1])
+        with TaskRunner() as runner:
+            for call in calls:
+                results.append(runner.run(function, call))
+                on_done(results[-1])
         return results
 
 

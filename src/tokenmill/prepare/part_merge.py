@@ -16,7 +16,8 @@ from typing import BinaryIO
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.store import IndexedDataset, IndexedWriter
+from tokenmill.prepare.sequential import item_blocks
+from tokenmill.store import IndexedWriter
 
 _BLOCK_BYTES = 1 << 22
 _ITEMS_PER_BLOCK = 1 << 16
@@ -65,7 +66,7 @@ def renumbered_unknowns(
     part's order of first appearance; return the part's work id -> split work id map (None: none)."""
     if not part:
         return None
-    lookup = np.arange(vocab_size + len(part), dtype=np.int64)
+    lookup = np.arange(vocab_size + len(part), dtype=np.int32)  # work ids, as the id stores hold them
     for surface, (work_id, count) in sorted(part.items(), key=lambda item: item[1][0]):
         entry = table.setdefault(surface, [vocab_size + len(table), 0])
         entry[1] += int(count)
@@ -74,15 +75,10 @@ def renumbered_unknowns(
 
 
 def append_part_ids(writer: IndexedWriter, prefix: Path, lookup: np.ndarray | None) -> None:
-    """Append every item of the part store ``prefix`` to ``writer``, ids mapped through ``lookup``."""
-    part = IndexedDataset(prefix, check_pointers=False)
-    with open(part.bin_file, "rb") as tokens:
-        for start in range(0, len(part), _ITEMS_PER_BLOCK):
-            sizes = part.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
-            block = np.fromfile(tokens, dtype=part.dtype, count=int(sizes.sum()))
-            if lookup is not None:
-                block = lookup[block]
-            writer.add_items(block, sizes)
+    """Append every item of the part store ``prefix`` to ``writer``, ids mapped through ``lookup`` (read
+    block by block without a memory map: resident memory stays one block's)."""
+    for block, sizes in item_blocks(prefix, _ITEMS_PER_BLOCK):
+        writer.add_items(block if lookup is None else lookup[block], sizes)
 
 
 __all__ = ["append_part_ids", "copy_kept_lines", "renumbered_unknowns"]

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.fsutil import atomic_path
+from tokenmill.prepare.heap import release_heap
 
 PARTITION_ITEMS = 1 << 20
 """Items per hash partition (16 bytes each: key and position); bounds the memory of one partition."""
@@ -102,6 +103,8 @@ def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: i
         duplicates = np.sort(positions[order][later])
         _save(out / f"dups.{p:05d}.npy", duplicates)
         total += len(duplicates)
+        del keys, positions, order, sorted_keys, later, duplicates
+        release_heap()  # the partition's arrays: glibc would keep up to 2x the largest in its heap
     return total
 
 

@@ -45,6 +45,7 @@ from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, writ
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
 from tokenmill.prepare.distributed import PhaseDone, Tasked
+from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.object_storage import (
     INPUTS_DIR,
     StagedInputs,
@@ -54,7 +55,9 @@ from tokenmill.prepare.object_storage import (
 )
 from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
+from tokenmill.prepare.sequential import item_blocks, npy_blocks, save_npy_blocks, size_blocks, store_length
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
+from tokenmill.prepare.tasks import TaskKilled
 from tokenmill.prepare.tokenizing import (
     WHITESPACE,
     UnknownSurfaces,
@@ -66,7 +69,7 @@ from tokenmill.prepare.tokenizing import (
     stores_tokenizer_ids,
     train_settings,
 )
-from tokenmill.store import IndexedDataset, IndexedWriter
+from tokenmill.store import IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.layout import (
     SHARD_GLOB,
@@ -256,6 +259,7 @@ class Pipeline:
             log.info("stage %s: running", name)
             started = time.perf_counter()
             outputs, info = run()
+            release_heap()  # the stage's freed temporaries leave the coordinator's resident memory
             _crash_point(f"{name}:before-record")
             record = self.stages.finish(name, key, outputs, info, seconds=time.perf_counter() - started)
             _crash_point(name)
@@ -713,41 +717,37 @@ class Pipeline:
             self.summary.splits.setdefault(split, {}).setdefault("clean", {})["pieces"] = info["stats"]
 
     def _run_piece_filter(self, split: str, config: FilterConfig) -> tuple[list[Path], dict[str, Any]]:
-        sizes = [IndexedDataset(self.ids_prefix(split, lang), check_pointers=False).sizes for lang in self.config.langs]
+        prefixes = [self.ids_prefix(split, lang) for lang in self.config.langs]
         stats = StepStats("pieces")
-        keep = np.empty(len(sizes[0]), dtype=bool)
         check = PairFilter(config)
-        for start in range(0, len(keep), _ITEMS_PER_BLOCK):
-            block = [side[start : start + _ITEMS_PER_BLOCK].astype(np.int64) for side in sizes]
-            placeholders = [[""] * len(block[0]) for _ in block]
-            tokens = {"src_tokens": block[0], **({"tgt_tokens": block[1]} if len(block) > 1 else {})}
-            result = check(placeholders[0], placeholders[1] if len(block) > 1 else None, stats=stats, **tokens)
-            keep[start : start + len(block[0])] = result.keep
+
+        def kept() -> Iterator[np.ndarray]:
+            for block in zip(*(size_blocks(p, _ITEMS_PER_BLOCK) for p in prefixes), strict=True):
+                placeholders = [[""] * len(block[0]) for _ in block]
+                tokens = {"src_tokens": block[0], **({"tgt_tokens": block[1]} if len(block) > 1 else {})}
+                yield check(placeholders[0], placeholders[1] if len(block) > 1 else None, stats=stats, **tokens).keep
+
         path = self.keep_path(split)
-        with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-            np.save(handle, keep, allow_pickle=False)
+        save_npy_blocks(path, kept(), store_length(prefixes[0]), np.dtype(bool))
         return [path], {"stats": dict(stats.counts)}
 
-    def kept_items(self, split: str) -> np.ndarray | None:
-        """The piece filters' mask of a split (None: every encoded item is kept)."""
+    def kept_items(self, split: str) -> Iterator[np.ndarray] | None:
+        """The piece filters' mask of a split, ``_ITEMS_PER_BLOCK`` items at a time (None: every encoded item
+        is kept)."""
         path = self.keep_path(split)
         if self.piece_filter() is None or not path.exists() or f"pieces.{split}" not in self.keys:
             return None
-        return np.load(path, allow_pickle=False)
+        return npy_blocks(path, _ITEMS_PER_BLOCK)
 
     def encoded_blocks(self, split: str, lang: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(work ids, lengths) of the kept items of one split and side, block by block, read sequentially
-        (not through the map: the process's memory must not grow with the corpus)."""
-        ids = IndexedDataset(self.ids_prefix(split, lang), check_pointers=False)
+        """(work ids as stored: int32, int64 lengths) of the kept items of one split and side, block by block,
+        read with plain reads (no memory map: the process's memory must not grow with the corpus)."""
         keep = self.kept_items(split)
-        with open(ids.bin_file, "rb") as tokens:
-            for start in range(0, len(ids), _ITEMS_PER_BLOCK):
-                sizes = ids.sizes[start : start + _ITEMS_PER_BLOCK].astype(np.int64)
-                block = np.fromfile(tokens, dtype=ids.dtype, count=int(sizes.sum())).astype(np.int64)
-                if keep is not None:
-                    kept = keep[start : start + len(sizes)]
-                    block, sizes = block[np.repeat(kept, sizes)], sizes[kept]
-                yield block, sizes
+        for block, sizes in item_blocks(self.ids_prefix(split, lang), _ITEMS_PER_BLOCK):
+            if keep is not None:
+                kept = next(keep)
+                block, sizes = block[np.repeat(kept, sizes)], sizes[kept]
+            yield block, sizes
 
     # ---------------------------------------------------------------- stage 4: dictionaries
     def dictionary(self) -> dict[str, Dictionary]:
@@ -940,6 +940,7 @@ class Pipeline:
             lookup = np.concatenate([base, np.full(len(extended), dictionary.unk_index, dtype=np.int64)])
             for surface, (work_id, _) in extended.items():
                 lookup[work_id] = dictionary.indices.get(surface, dictionary.unk_index)
+            lookup = lookup.astype(np.int32)  # dictionary ids: a block of them is half the int64 size
         for block, sizes in self.encoded_blocks(split, lang):
             yield (block if lookup is None else lookup[block]), sizes
 
@@ -1093,7 +1094,8 @@ class Pipeline:
         killed run's temporaries, and refuse a folder holding files tokenmill did not write.
 
         A first run that fails with an error leaves no directory behind (a re-run that fails leaves the
-        previous output untouched: nothing is published before every stage has finished)."""
+        previous output untouched: nothing is published before every stage has finished). A run stopped
+        by a killed task keeps what it finished, as a killed run does."""
         created = not self.root.exists()
         fresh = created or not any(self.root.iterdir())
         check_owned(self.root, self.out)
@@ -1111,7 +1113,7 @@ class Pipeline:
             for directory in [self.root, *(p for p in self.root.rglob("*") if p.is_dir())]:
                 remove_stale_temps(directory)
             yield
-        except PhaseDone:
+        except (PhaseDone, TaskKilled):
             raise
         except Exception:
             failed = True

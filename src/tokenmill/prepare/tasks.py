@@ -27,6 +27,11 @@ PLAN = "plan.json"
 DONE = "done.json"
 
 
+class TaskKilled(TokenmillError):
+    """A task's process was killed (out of memory, by hand): the run stops, and what it finished stays
+    for the next run (its finished tasks are not run again), as when the whole run is killed."""
+
+
 class TaskSet:
     """The tasks of one stage under ``root`` (``.work/tasks/{stage}``), for one stage key."""
 
@@ -170,4 +175,4 @@ def _ranges(indexes: list[int]) -> str:
     return ", ".join(out)
 
 
-__all__ = ["DONE", "PLAN", "TASKS_DIR", "TaskSet", "format_status", "task_status"]
+__all__ = ["DONE", "PLAN", "TASKS_DIR", "TaskKilled", "TaskSet", "format_status", "task_status"]

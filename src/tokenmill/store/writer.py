@@ -23,7 +23,7 @@ from tokenmill.fsutil import commit, temp_name
 from tokenmill.store.format import MAGIC, VERSION, Layout, dtype_code, token_dtype
 from tokenmill.store.reader import IndexedDataset, split_prefix
 
-_POINTER_BLOCK = 1 << 20  # items per block when deriving pointers (8 MB of int64)
+_POINTER_BLOCK = 1 << 18  # items per block when writing sizes and pointers (2 MB of int64)
 _WRITE_BUFFER = 8 << 20
 SPILL_ITEMS = 1 << 20
 """Sizes (and document starts) a writer keeps in memory; more go to a temporary file, in order."""
@@ -43,9 +43,9 @@ class SpilledArray:
         self._spilled = 0
 
     def _flush(self) -> None:
-        if self._spill is None:
-            self._spill = open(self._spill_path, "wb", buffering=_WRITE_BUFFER)  # closed in remove()
-        self._spill.write(self._buffer[: self._buffered].tobytes())
+        if self._spill is None:  # a small buffer: a whole in-memory block is written past it, not copied
+            self._spill = open(self._spill_path, "wb")  # closed in remove()
+        self._spill.write(self._buffer[: self._buffered].data)
         self._spilled += self._buffered
         self._buffered = 0
 

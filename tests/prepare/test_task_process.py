@@ -1,0 +1,67 @@
+"""The local engine runs each task in a process of its own (forked from a helper), so the coordinator
+keeps none of a task's memory; results, exceptions and deaths come back as if the task ran here."""
+
+from __future__ import annotations
+
+import operator
+import os
+
+import pytest
+
+from tokenmill.errors import TokenmillError
+from tokenmill.prepare import task_process
+from tokenmill.prepare.engines import LocalEngine
+from tokenmill.prepare.task_process import TaskRunner, function_name
+from tokenmill.prepare.tasks import TaskKilled
+
+
+def test_tasks_run_in_other_processes_and_return_their_results():
+    with TaskRunner() as runner:
+        pids = [runner.run(os.getpid, ()) for _ in range(3)]
+        assert runner.run(operator.add, (2, 3)) == 5
+    assert os.getpid() not in pids and len(set(pids)) == 3  # a fresh child for every task
+
+
+def test_a_task_s_exception_is_raised_in_the_coordinator():
+    with TaskRunner() as runner:
+        with pytest.raises(ZeroDivisionError) as raised:
+            runner.run(operator.truediv, (1, 0))
+        assert any("in task process" in note for note in raised.value.__notes__)
+        assert runner.run(operator.mul, (6, 7)) == 42  # the helper goes on after a failed task
+
+
+def test_a_killed_task_stops_the_run_with_an_error_naming_it():
+    with TaskRunner() as runner, pytest.raises(TaskKilled, match=r"was killed by signal 6 \(SIGABRT\)"):
+        runner.run(os.abort, ())
+
+
+def test_a_dead_helper_stops_the_run_with_an_error():
+    with TaskRunner() as runner:
+        runner._process.kill()
+        runner._process.wait()
+        with pytest.raises(TaskKilled, match="the process running the tasks stopped"):
+            runner.run(operator.add, (1, 2))
+
+
+def test_the_local_engine_reports_each_task_as_it_finishes():
+    done = []
+    assert LocalEngine().run(operator.add, [(1, 2), (3, 4)], done.append) == [3, 7]  # type: ignore[arg-type]
+    assert done == [3, 7]
+    assert LocalEngine().run(operator.add, []) == []  # no helper started for nothing
+
+
+def test_a_task_function_that_cannot_be_imported_is_an_error_not_a_dead_helper(monkeypatch):
+    monkeypatch.setattr(task_process, "function_name", lambda function: "tokenmill.nowhere:run")
+    with TaskRunner() as runner:
+        with pytest.raises(TokenmillError, match=r"cannot run tokenmill\.nowhere:run"):
+            runner.run(operator.add, (1, 2))
+        monkeypatch.undo()
+        assert runner.run(operator.add, (1, 2)) == 3
+
+
+def test_a_task_function_must_be_importable():
+    def local() -> dict:
+        return {}
+
+    with pytest.raises(ValueError, match="top level"):
+        function_name(local)
