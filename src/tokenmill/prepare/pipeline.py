@@ -72,12 +72,12 @@ from tokenmill.prepare.tokenizing import (
 from tokenmill.store import IndexedWriter
 from tokenmill.store.format import token_dtype
 from tokenmill.store.layout import (
-    SHARD_GLOB,
     align_name,
     dict_name,
     dropped_path,
     megatron_name,
     shard_dir,
+    shard_dirs,
     store_name,
 )
 from tokenmill.store.manifest import build_manifest, file_checksum
@@ -1039,7 +1039,7 @@ class Pipeline:
     # ---------------------------------------------------------------- finishing
     def staged_shards(self) -> list[Path]:
         """The ``shardNNN/`` folders this run's stores are in (after :func:`prune_staging`)."""
-        return sorted(p for p in self.out.glob(SHARD_GLOB) if p.is_dir())
+        return shard_dirs(self.out)
 
     def stage_file(self, path: Path) -> Path:
         """Count a file written outside the stages (log, dictionary copies) as this run's output."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, fsync_dir, temp_name, write_json
-from tokenmill.store.layout import SHARD_GLOB
+from tokenmill.store.layout import shard_dirs
 from tokenmill.store.manifest import MANIFEST_NAME, Manifest, data_files, read_manifest
 
 STAGING_DIR = "out"
@@ -97,8 +97,8 @@ def publish(root: Path, staging: Path, manifest: Manifest, *, before_manifest: C
     for relative in data_files(root):
         if str(relative) not in manifest.files and TMP_MARKER not in relative.name:
             (root / relative).unlink()
-    for folder in sorted(root.glob(SHARD_GLOB)):
-        if folder.is_dir() and not any(folder.iterdir()):
+    for folder in shard_dirs(root):  # any number of digits: shard1000 and on too
+        if not any(folder.iterdir()):
             folder.rmdir()
     for folder in {(root / relative).parent for relative in manifest.files}:
         fsync_dir(folder)

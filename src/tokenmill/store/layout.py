@@ -28,7 +28,6 @@ from pathlib import Path, PurePath
 
 from tokenmill.errors import ConfigError
 
-SHARD_GLOB = "shard[0-9][0-9][0-9]"
 """The folders prepare writes (:func:`shard_dir` below 1000); readers use :func:`shard_dirs`."""
 SHARED_DICT = "dict.txt"
 STORE_SUFFIXES = (".bin", ".idx")
@@ -276,7 +275,6 @@ def stores_in(folder: str | os.PathLike[str], split: str | None = None) -> list[
 
 __all__ = [
     "INDEX_SUFFIX",
-    "SHARD_GLOB",
     "SHARED_DICT",
     "STORE_SUFFIXES",
     "AlignName",
