@@ -94,19 +94,23 @@ def lengths(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def make_corpus(root: Path, n: int) -> Path:
     """A prepared directory (fairseq names, uint16, </s> appended) with ``n`` pairs; reused when present."""
+    src, tgt = lengths(n, SEED)
+    return write_store(root / f"pairs-{n}", src + 1, tgt + 1)
+
+
+def write_store(folder: Path, src: np.ndarray, tgt: np.ndarray) -> Path:
+    """A fairseq-readable data dir with these item lengths (</s> included), random ids; reused when present."""
     from tokenmill.store import IndexedWriter
 
-    folder = root / f"pairs-{n}"
     if (folder / "done").exists():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    src, tgt = lengths(n, SEED)
     rng = np.random.default_rng(SEED + 1)
     chunk = 1_000_000
     for lang, side in (("en", src), ("de", tgt)):
         with IndexedWriter(folder / f"train.en-de.{lang}", layout="fairseq", vocab_size=VOCAB) as writer:
-            for begin in range(0, n, chunk):
-                part = side[begin : begin + chunk].astype(np.int64) + 1
+            for begin in range(0, len(side), chunk):
+                part = side[begin : begin + chunk].astype(np.int64)
                 tokens = rng.integers(4, VOCAB, int(part.sum()), dtype=np.uint16)
                 tokens[np.cumsum(part) - 1] = 2
                 writer.add_items(tokens, part)

@@ -99,7 +99,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_batching import MULTIPLE, SEED, VOCAB, fairseq_python, make_corpus, run_child
+from bench_batching import MULTIPLE, SEED, fairseq_python, make_corpus, run_child, write_store
 from bench_batching import lengths as lognormal_lengths
 
 BUDGETS = (4096, 16384)
@@ -450,28 +450,6 @@ def en_zh_corpus(workdir: Path, pairs: int = 300_000) -> tuple[np.ndarray, np.nd
     out = _filtered(np.array(src), np.array(tgt), SEED)
     np.savez(cache, src=out[0], tgt=out[1])
     return out
-
-
-def write_store(folder: Path, src: np.ndarray, tgt: np.ndarray) -> Path:
-    """A fairseq-readable data dir with these item lengths (</s> included), random ids; reused when present."""
-    from tokenmill.store import IndexedWriter
-
-    if (folder / "done").exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(SEED + 1)
-    for lang, side in (("en", src), ("de", tgt)):
-        with IndexedWriter(folder / f"train.en-de.{lang}", layout="fairseq", vocab_size=VOCAB) as writer:
-            part = side.astype(np.int64)
-            tokens = rng.integers(4, VOCAB, int(part.sum()), dtype=np.uint16)
-            tokens[np.cumsum(part) - 1] = 2
-            writer.add_items(tokens, part)
-    words = "".join(f"w{i} 1\n" for i in range(4, VOCAB))
-    for lang in ("en", "de"):
-        (folder / f"dict.{lang}.txt").write_text(words)
-    (folder / "manifest.json").write_text(json.dumps({"format": "tokenmill", "source_lang": "en", "target_lang": "de"}))
-    (folder / "done").write_text("")
-    return folder
 
 
 def load_corpora(names: list[str], workdir: Path, sample: int) -> dict[str, tuple[np.ndarray, np.ndarray, Path]]:
