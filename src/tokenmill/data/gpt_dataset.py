@@ -193,54 +193,67 @@ class GPTDataset:
 
     def _rows(self, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Raw rows (B, seq_length + extra) int64 padded with pad_id, their real lengths, and the column
-        and row of every document piece's first token."""
+        and row of every document piece's first token.
+
+        A row is the pieces of consecutive documents between its begin and end positions in the
+        sample index; every piece is whole except the first (starts at the begin offset) and the last
+        (ends at the end offset). All rows are read with one gather of every token of the batch.
+        """
         config = self.config
         extra = int(config.add_extra_token)
         width = config.seq_length + extra
         count = len(sample_ids)
         rows = self.shuffle_index[sample_ids].astype(np.int64)
-        begin = np.asarray(self.sample_index[rows], dtype=np.int64)
-        end = np.asarray(self.sample_index[rows + 1], dtype=np.int64)
+        begin = self.sample_index[rows].astype(np.int64)
+        end = self.sample_index[rows + 1].astype(np.int64)
         pieces = end[:, 0] - begin[:, 0] + 1
+        last = np.cumsum(pieces)
+        first = last - pieces
+        last -= 1
         owner = np.repeat(np.arange(count), pieces)
-        first = np.cumsum(pieces) - pieces
-        local = np.arange(len(owner), dtype=np.int64) - first[owner]
-        documents = np.asarray(self.document_index[begin[owner, 0] + local], dtype=np.int64)
-        sizes = self.dataset.sizes[documents].astype(np.int64)
-        start = np.where(local == 0, begin[owner, 1], 0)
-        stop = np.where(local == pieces[owner] - 1, end[owner, 1] + extra, sizes)
-        lengths = np.maximum(stop - start, 0)
+        # Document position of every piece: the row's first position plus the piece's rank in the row.
+        position = np.arange(len(owner), dtype=np.int64) + np.repeat(begin[:, 0] - first, pieces)
+        documents = self.document_index[position].astype(np.int64)
+        start = np.zeros(len(owner), dtype=np.int64)
+        start[first] = begin[:, 1]
+        stop = self.dataset.sizes[documents].astype(np.int64)
+        stop[last] = end[:, 1] + extra
+        lengths = np.maximum(stop - start, 0, out=stop)
         # Column of each piece inside its row: tokens before it in the same row.
         before = np.cumsum(lengths) - lengths
-        column = before - before[first][owner]
-        real = np.bincount(owner, weights=lengths, minlength=count).astype(np.int64)
+        column = before - np.repeat(before[first], pieces)
+        real = np.add.reduceat(lengths, first) if len(owner) else np.zeros(count, dtype=np.int64)
         # One gather for every token of the batch.
         source = self.dataset.pointers[documents] // self._itemsize + start
-        total = int(lengths.sum())
-        positions = np.arange(total, dtype=np.int64) + np.repeat(source - before, lengths)
-        flat = self._tokens[positions].astype(np.int64)
-        if int(real.min(initial=width)) == width:
-            text = flat.reshape(count, width)
+        total = int(before[-1] + lengths[-1]) if len(owner) else 0
+        positions = np.repeat(source - before, lengths)
+        positions += np.arange(total, dtype=np.int64)
+        if total == count * width:
+            text = np.empty((count, width), dtype=np.int64)
+            np.copyto(text.reshape(-1), self._tokens[positions], casting="unsafe")
         else:
             text = np.full((count, width), config.pad_id, dtype=np.int64)
             target_rows = np.repeat(owner, lengths)
             target_cols = np.arange(total, dtype=np.int64) - np.repeat(before - column, lengths)
-            text[target_rows, target_cols] = flat
+            text[target_rows, target_cols] = self._tokens[positions]
         return text, real, column, owner
 
     def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
         """Samples ``sample_ids`` as 2-D arrays (batch, seq_length), plus flat ``cu_seqlens``/``max_seqlen``."""
         ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
         n = len(self)
-        if ids.size and (int(ids.min()) < -n or int(ids.max()) >= n):
-            raise IndexError(f"sample index out of range for a GPTDataset of {n} samples")
-        ids = np.where(ids < 0, ids + n, ids)
+        if ids.size:
+            low, high = int(ids.min()), int(ids.max())
+            if low < -n or high >= n:
+                raise IndexError(f"sample index out of range for a GPTDataset of {n} samples")
+            if low < 0:
+                ids = np.where(ids < 0, ids + n, ids)
         config = self.config
         length = config.seq_length
         text, real, column, owner = self._rows(ids)
         count = len(ids)
         if config.add_extra_token:
-            tokens, labels = text[:, :-1], text[:, 1:]
+            tokens, labels = np.ascontiguousarray(text[:, :-1]), np.ascontiguousarray(text[:, 1:])
         else:
             tokens = text
             labels = np.empty_like(text)
@@ -251,28 +264,29 @@ class GPTDataset:
         if config.eod_mask_loss:
             loss_mask[tokens == config.eod_id] = 0.0
         # Where a new segment (document piece, or padding) begins inside each input row.
-        starts = np.zeros((count, length), dtype=bool)
-        starts[:, 0] = True
         if config.boundaries == "documents":
+            # Piece starts inside the row, and the padding after a kept partial sample's last document.
             inside = column < length
-            starts[owner[inside], column[inside]] = True
-            # The padding of a kept partial sample follows the end of the last document: a new segment.
             padded = np.flatnonzero(real < length)
-            starts[padded, real[padded]] = True
+            flat = np.concatenate((owner[inside] * length + column[inside], padded * length + real[padded]))
+            flat = np.unique(flat)
         else:
             real_input = columns[None, :-1] < real[:, None]  # ignore padding even if pad_id == eod_id
             eod_rows, eod_cols = np.nonzero((tokens[:, :-1] == config.eod_id) & real_input)
-            starts[eod_rows, eod_cols + 1] = True
+            flat = np.union1d(np.arange(count, dtype=np.int64) * length, eod_rows * length + eod_cols + 1)
         if config.reset_position_ids:
+            starts = np.zeros((count, length), dtype=bool)
+            starts.reshape(-1)[flat] = True
             segment_start = np.maximum.accumulate(np.where(starts, columns[None, :], 0), axis=1)
             position_ids = columns[None, :] - segment_start
         else:
-            position_ids = np.broadcast_to(columns, (count, length)).copy()
-        cu_seqlens = np.append(np.flatnonzero(starts.reshape(-1)), count * length).astype(np.int32)
+            position_ids = np.empty((count, length), dtype=np.int64)
+            position_ids[:] = columns
+        cu_seqlens = np.append(flat, count * length).astype(np.int32)
         max_seqlen = int(np.diff(cu_seqlens).max()) if count else 0
         return {
-            "tokens": np.ascontiguousarray(tokens),
-            "labels": np.ascontiguousarray(labels),
+            "tokens": tokens,
+            "labels": labels,
             "loss_mask": loss_mask,
             "position_ids": position_ids,
             "cu_seqlens": cu_seqlens,

@@ -13,7 +13,7 @@ Importing this module imports torch; the rest of tokenmill never does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -131,9 +131,18 @@ class StatefulLoader:
             **extra,
         )
 
+    def _stream(self) -> Iterable[Any]:
+        """((epoch, step), batch) pairs: through a DataLoader when it adds something (workers, pinned
+        memory), else straight from this process's iterator (the same batches, without DataLoader's
+        per-batch bookkeeping)."""
+        if self.num_workers == 0 and not self.pin_memory:
+            self.batches.plan()
+            return TorchBatches(self.batches, with_position=True)
+        return self._loader()
+
     def __iter__(self) -> Iterator[Any]:
         start_epoch = self.batches.epoch
-        for (epoch, step), batch in self._loader():
+        for (epoch, step), batch in self._stream():
             self.batches.seek(int(epoch), int(step) + 1)
             self.batches.consumed += 1
             yield batch
