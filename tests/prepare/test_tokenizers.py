@@ -211,3 +211,60 @@ def test_token_and_ratio_filters_count_the_tokenizers_pieces(tmp_path):
     assert pieces["dropped_tokens"] > 0 and len(store) == pieces["kept"]
     assert 0 < len(store) and int(store.sizes.max()) <= 22 + 1, "at most 22 pieces (+ </s>) survive"
     assert "train pieces:" in summary.table() and verify_directory(summary.destdir) == []
+
+
+def awkward_jsonl(path, docs: list[str]) -> None:
+    """Documents as JSONL with what a reader must handle: a BOM, CRLF ends, an empty document, a row that
+    is not JSON, a row without the key and a row with invalid UTF-8 (the last three skipped or replaced)."""
+    rows = [json.dumps({"text": d}, ensure_ascii=False).encode() for d in docs]
+    rows[4] = b'{"text": ""}'
+    rows[9] = b'{"text": "half a row'
+    rows[12] = b'{"other": "no text key"}'
+    rows[15] = b'{"text": "bad \xff byte"}'
+    path.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(rows[:30]) + b"\r\n" + b"\n".join(rows[30:]) + b"\n")
+
+
+@pytest.mark.parametrize("model", ["given", "trained"])
+def test_megatron_runs_read_the_input_directly_with_the_same_stores_and_counts(hf_model, tmp_path, monkeypatch, model):
+    """Nothing is cleaned with Megatron's flags, so the encode stage reads the input itself (no cleaned copy):
+    the stores, the manifest's counts and a trained tokenizer equal those of the run through a cleaned copy,
+    with small chunks and tokenizer calls (many calls in flight on two threads)."""
+    from tokenmill.prepare import pipeline
+
+    awkward_jsonl(tmp_path / "in.jsonl", documents(240))
+    monkeypatch.setattr(pipeline, "_ENCODE_BATCH_CHARS", 700)
+    made = {}
+    for direct in (True, False):
+        monkeypatch.setattr(pipeline.Pipeline, "direct_input", direct)
+        out = tmp_path / f"direct-{direct}"
+        settings = {"input": str(tmp_path / "in.jsonl"), "output_prefix": str(out / "lm"), "tokenizer": "hf",
+                    "append_eod": True, "workers": 2, "chunk_lines": 37, "on_malformed": "skip",
+                    "on_invalid_utf8": "replace",
+                    **({"tokenizer_model": str(hf_model)} if model == "given" else
+                       {"vocab_size": 600, "input_sentence_size": 100})}
+        summary = prepare(build_config(settings), progress=False)
+        assert (out / ".work" / "clean" / "train.text").exists() is not direct
+        made[direct] = (summary.to_dict(), {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()
+                                             and p.suffix in (".bin", ".idx", ".json") and p.name != "manifest.json"})
+        assert verify_directory(out) == []
+    assert made[True] == made[False]
+    counts = made[True][0]["splits"]["train"]["clean"]
+    assert counts["read"]["malformed_skipped"] == 2 and counts["read"]["invalid_utf8_replaced"] == 1
+    assert counts["kept"] == {"pairs": 238}
+    store = IndexedDataset(tmp_path / "direct-True" / "lm_text_document")
+    assert len(store) == 238 and store[4].tolist() == [store[4][-1]], "the empty document is kept: EOD alone"
+    if model == "given":  # in input order, whatever the chunks and tokenizer calls
+        read = documents(240)
+        read[4], read[15] = "", "bad \ufffd byte"
+        read = [d for i, d in enumerate(read) if i not in (9, 12)]
+        reference = tokenizers.Tokenizer.from_file(str(hf_model))
+        eod = reference.token_to_id("<|endoftext|>")
+        expected = [[*e.ids, eod] for e in reference.encode_batch(read, add_special_tokens=False)]
+        assert [store[i].tolist() for i in range(len(store))] == expected
+
+
+def test_runs_that_clean_still_go_through_a_cleaned_copy(hf_model, corpus, tmp_path):
+    settings = {"input": str(corpus), "output_prefix": str(tmp_path / "o" / "lm"), "tokenizer": "hf",
+                "tokenizer_model": str(hf_model), "dedup": True}
+    prepare(build_config(settings), progress=False)
+    assert (tmp_path / "o" / ".work" / "clean" / "train.text").exists()

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import chain, islice
@@ -53,7 +53,7 @@ from tokenmill.prepare.object_storage import (
     publish_to,
     work_folder,
 )
-from tokenmill.prepare.parallel import clean_chunks
+from tokenmill.prepare.parallel import clean_chunks, ordered_map
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.sequential import item_blocks, npy_blocks, save_npy_blocks, size_blocks, store_length
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -100,6 +100,7 @@ _ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id 
 _CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 _PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
 _ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
+_OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
 
 @dataclass
@@ -341,7 +342,8 @@ class Pipeline:
             else:
                 run = lambda p=plan: self._run_clean(p.split, p.files, p.tgt_files, p.config)  # noqa: E731
             info = self._stage(f"clean.{split}", plan.key, run)
-            self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
+            if info["stats"] is not None:  # None: the text goes to the tokenizer as read (counted there)
+                self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
             if split == "train":
                 self.tasked.task_set("clean.train", plan.key).remove()  # recorded: the parts are copies
 
@@ -416,8 +418,38 @@ class Pipeline:
             chunk.extra = list(islice(lines, chunk.n_read))
             yield chunk
 
+    def reads_input(self, split: str) -> bool:
+        """Whether ``split`` goes to the tokenizer straight from the input files: cleaning would keep every line
+        as read (Megatron's flags: nothing normalized, filtered, leak-checked or deduplicated), so no cleaned
+        copy is written and read back. The clean stage then writes only its (empty) drop sample, the encode
+        stage reads the input and counts what the clean stage would have, and :meth:`cleaned_source` is the
+        input. One side only, no alignments or blank-line documents, not cut into tasks, and a tokenizer with
+        an encode stage (whitespace and T2T read the cleaned files by path)."""
+        cfg = self.config
+        if not self.direct_input or len(cfg.langs) != 1 or cfg.align_suffix or cfg.documents != "line":
+            return False
+        if backend_name(cfg) in (WHITESPACE, "t2t-subword") or self.tasked.enabled:
+            return False
+        if split == "train" and cfg.leakage != "off":  # train is checked against the held-out splits
+            return False
+        return Cleaner(self.clean_settings(split).config).keeps_everything
+
+    direct_input = True
+    """Whether :meth:`reads_input` may say yes (False: always through a cleaned copy, as tests compare)."""
+
+    def clean_stats(self, read: dict[str, int], cleaner: Cleaner, kept: int, pairs: bool) -> dict[str, Any]:
+        """The clean stage's counts: what was read, each step's counters, what was kept."""
+        stats: dict[str, Any] = {"read": dict(read)}
+        stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
+        stats["kept"] = {"pairs" if pairs or self.config.input_format != "text" else "lines": kept}
+        return stats
+
     def _run_clean(self, split, files, tgt_files, clean_config) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
+        if self.reads_input(split):
+            dropped = self.dropped_path(split)
+            Cleaner(clean_config).dropped.write(dropped)  # nothing is dropped: the empty sample a run writes
+            return [dropped], {"stats": None, "kept": None, "reads_input": True}
         source = self._open(files, tgt_files)
         total = source.scan()  # alignment is checked here, before anything is written
         cleaner = Cleaner(clean_config, self.leakage_filter(split))
@@ -451,9 +483,7 @@ class Pipeline:
         read = Counter(source.stats.counts)
         if cfg.documents == "blank-line":
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
-        stats = {"read": dict(read)}
-        stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
-        stats["kept"] = {"pairs" if tgt_files is not None or cfg.input_format != "text" else "lines": kept}
+        stats = self.clean_stats(read, cleaner, kept, tgt_files is not None)
         return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
 
     def dropped_path(self, split: str) -> Path:
@@ -591,7 +621,11 @@ class Pipeline:
 
     def cleaned_source(self, split: str, lang: str) -> Source:
         """The cleaned text of one split and side as a source (JSON-quoted on disk when lines may hold
-        newlines: JSONL input whose whitespace is kept as it is)."""
+        newlines: JSONL input whose whitespace is kept as it is; the input itself when cleaning keeps
+        everything as read, see :meth:`reads_input`)."""
+        if self.reads_input(split):
+            plan = self.clean_settings(split)
+            return self._open(plan.files, plan.tgt_files)
         path = str(self.clean_path(split, lang))
         options = ReadOptions(chunk_lines=self.config.chunk_lines)
         if self.quoted_clean:
@@ -640,7 +674,9 @@ class Pipeline:
                     run = lambda la=lang, t=planned[lang]: self._run_encode_tasks(la, t)  # noqa: E731
                 else:
                     run = lambda s=split, la=lang: self._run_encode(s, la)  # noqa: E731
-                self._stage(f"encode.{split}.{lang}", key, run)
+                info = self._stage(f"encode.{split}.{lang}", key, run)
+                if info.get("clean") is not None:  # the input was read here (see reads_input)
+                    self.summary.splits.setdefault(split, {})["clean"] = info["clean"]
                 if split == "train":
                     self.tasked.task_set(f"encode.train.{lang}", key).remove()
 
@@ -650,16 +686,30 @@ class Pipeline:
 
     def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
         prefix = self.ids_prefix(split, lang)
-        total = open_source([str(self.clean_path(split, lang))]).scan()
-        with self._bar(total, f"encode {split}.{lang}") as bar:
-            table = self.encode_lines(lang, self.cleaned_chunks(split, lang), prefix, threads=self.config.workers,
-                                      bar=bar, crash_name=f"encode.{split}.{lang}")
+        source = self.cleaned_source(split, lang)
+        direct = self.reads_input(split)
+        cleaner = Cleaner(self.clean_settings(split).config) if direct else None
+        kept = 0
+
+        def lines() -> Iterator[list[str]]:
+            nonlocal kept
+            for chunk in source.chunks():
+                if cleaner is not None:  # counts only: every line is kept as read
+                    chunk, _ = cleaner.local(chunk, keys=False)
+                kept += len(chunk.src)
+                yield chunk.src
+
+        with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
+            table = self.encode_lines(lang, lines(), prefix, threads=self.config.workers, bar=bar,
+                                      crash_name=f"encode.{split}.{lang}")
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if table is not None:
             path = self.unknown_path(split, lang)
             write_json(path, table)
             outputs.append(path)
-        return outputs, {}
+        if cleaner is None:
+            return outputs, {}
+        return outputs, {"clean": self.clean_stats(source.stats.counts, cleaner, kept, False)}
 
     def encode_lines(
         self, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int, bar: tqdm | None = None,
@@ -669,16 +719,21 @@ class Pipeline:
         table (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
         tokenizer = self.tokenizer_for(lang)
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
+
+        def encoded(batch: tuple[list[str], bool]) -> tuple[list[str], bool, np.ndarray, np.ndarray]:
+            lines, chunk_ends = batch
+            return lines, chunk_ends, *tokenizer.encode_batch(lines, num_threads=threads)
+
+        overlap = _OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
-            for chunk in chunks:
-                for lines in text_batches(chunk, _ENCODE_BATCH_CHARS):
-                    flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
-                    if surfaces is not None:
-                        flat = surfaces.replace(lines, flat, lengths)
-                    writer.add_items(flat, lengths)
-                    if bar is not None:
-                        bar.update(len(lines))
-                _crash_point(f"{crash_name}:midway")
+            for lines, chunk_ends, flat, lengths in ordered_map(encoded, chunk_batches(chunks), overlap):
+                if surfaces is not None:
+                    flat = surfaces.replace(lines, flat, lengths)
+                writer.add_items(flat, lengths)
+                if bar is not None:
+                    bar.update(len(lines))
+                if chunk_ends:
+                    _crash_point(f"{crash_name}:midway")
         return None if surfaces is None else surfaces.table()
 
     def unknown_path(self, split: str, lang: str) -> Path:
@@ -1189,6 +1244,14 @@ def text_batches(lines: list[str], max_chars: int) -> Iterator[list[str]]:
         stop = max(start + 1, int(np.searchsorted(ends, base + max_chars, side="right")))
         yield lines[start:stop]
         start = stop
+
+
+def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:
+    """The tokenizer calls of a stream of chunks (:func:`text_batches`), each with whether it ends its chunk."""
+    for chunk in chunks:
+        batches = list(text_batches(chunk, _ENCODE_BATCH_CHARS))
+        for i, lines in enumerate(batches):
+            yield lines, i == len(batches) - 1
 
 
 def _remove_run(root: Path, *, remove_folder: bool) -> None:

@@ -87,8 +87,15 @@ class Cleaner:
         """An empty sample with this cleaner's settings (a worker starts one per chunk, like its stats)."""
         return DropSample(self.sample_size, self.dropped.seed)
 
-    def local(self, chunk: Chunk) -> tuple[CleanChunk, np.ndarray]:
-        """Normalize, filter and leak-check one chunk; returns it with the dedup keys of its items."""
+    @property
+    def keeps_everything(self) -> bool:
+        """Whether every item passes unchanged (nothing normalized, filtered, leak-checked or deduplicated):
+        then the text may go to the tokenizer as read, with :meth:`local` only counting."""
+        return not (self.config.normalize.enabled or self.filter.steps or self.leakage or self.deduplicator)
+
+    def local(self, chunk: Chunk, *, keys: bool = True) -> tuple[CleanChunk, np.ndarray | None]:
+        """Normalize, filter and leak-check one chunk; returns it with the dedup keys of its items (None with
+        ``keys=False``: a run without dedup need not hash every item)."""
         norm = self.config.normalize
         src = norm(chunk.src, self.stats["normalize"])
         tgt = None if chunk.tgt is None else norm(chunk.tgt, self.stats["normalize"])
@@ -109,8 +116,8 @@ class Cleaner:
         numbers = line_numbers(chunk, np.flatnonzero(keep)) if sampling else None
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
-        keys = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
-        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), keys
+        hashes = None if not keys else side_hashes(src) if tgt is None else pair_hashes(src, tgt)
+        return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), hashes
 
     def _filter_reasons(
         self,

@@ -84,6 +84,7 @@ class HFTokenizer(TokenizerBase):
 
     name = "hf"
     filename = "tokenizer.json"
+    overlaps_batches = True  # the library encodes with the GIL released
     Settings = HFSettings
     TrainSettings = HFTrainSettings
 

@@ -19,6 +19,7 @@ class SentencePieceTokenizer(TokenizerBase):
 
     name = "sentencepiece"
     filename = "spm.model"
+    overlaps_batches = True  # the library encodes with the GIL released
     TrainSettings = SentencePieceOptions
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:

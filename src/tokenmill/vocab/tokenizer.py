@@ -213,6 +213,9 @@ class TokenizerBase:
     """Stable name of the model file in an output directory."""
     Settings: ClassVar[type] = NoSettings
     TrainSettings: ClassVar[type | None] = None
+    overlaps_batches: ClassVar[bool] = False
+    """Whether ``encode_batch`` lets go of the GIL while it encodes, so that two batches on two threads keep
+    the cores busy where one leaves them idle (its last long lines, its ids turned into arrays)."""
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:
         self.path = Path(path)
