@@ -1,11 +1,12 @@
-"""Token stores and ``.npy`` arrays read (or written) front to back in blocks, with plain file reads.
+"""``.npy`` arrays read and written front to back in blocks, with plain file reads; token stores the same way
+(:mod:`tokenmill.store.index_file`, re-exported here for the stages that read whole splits).
 
 The coordinator goes through whole splits: the dictionary's counts, binarize, the merge of the tasks'
 id stores, the piece filters. Read through a memory map (:class:`~tokenmill.store.IndexedDataset`,
-``np.load(mmap_mode="r")``), every page touched stays mapped until the map is dropped. That is 4 bytes
-per item of file-backed resident memory for a store's sizes: 3.2 GB for 800M items, and opening a store
-touches all of them (the sizes are checked). ``np.load`` without a map would hold the whole array
-instead. Reading blocks with ``np.fromfile`` keeps one block resident, whatever the item count.
+``np.load(mmap_mode="r")``), every page touched stays mapped until the map is dropped: 4 bytes per item
+of file-backed resident memory for a store's sizes, 1 per pair for a keep mask. ``np.load`` without a map
+would hold the whole array instead. Reading blocks with ``np.fromfile`` keeps one block resident,
+whatever the item count.
 """
 
 from __future__ import annotations
@@ -19,51 +20,7 @@ import numpy as np
 
 from tokenmill.errors import FormatError
 from tokenmill.fsutil import atomic_path
-from tokenmill.store.reader import read_header, split_prefix
-
-
-def store_length(prefix: str | os.PathLike[str]) -> int:
-    """Items in the store at ``prefix`` (from its ``.idx`` header, which is checked)."""
-    return read_header(Path(f"{split_prefix(prefix)}.idx"))[2]
-
-
-def _sizes(handle: BinaryIO, idx: Path, start: int, count: int) -> np.ndarray:
-    sizes = np.fromfile(handle, dtype="<i4", count=count).astype(np.int64)
-    if len(sizes) != count:
-        raise FormatError(f"{idx}: the sizes end at item {start + len(sizes)}, before the {count} asked for")
-    if count and int(sizes.min()) < 0:
-        bad = start + int(np.flatnonzero(sizes < 0)[0])
-        raise FormatError(f"{idx}: item {bad} has a negative size; garbled index")
-    return sizes
-
-
-def size_blocks(prefix: str | os.PathLike[str], items: int) -> Iterator[np.ndarray]:
-    """The item sizes of a store (int64), ``items`` at a time."""
-    idx = Path(f"{split_prefix(prefix)}.idx")
-    layout, _, n, _ = read_header(idx)
-    with open(idx, "rb") as handle:
-        handle.seek(layout.header.size)
-        for start in range(0, n, items):
-            yield _sizes(handle, idx, start, min(items, n - start))
-
-
-def item_blocks(prefix: str | os.PathLike[str], items: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(tokens in the store's dtype, int64 sizes) of ``items`` items at a time, in order; the ``.bin`` must
-    hold exactly the tokens the sizes count (the check a full open makes, without the pointer scan)."""
-    base = split_prefix(prefix)
-    idx, binary = Path(f"{base}.idx"), Path(f"{base}.bin")
-    layout, dtype, n, _ = read_header(idx)
-    with open(idx, "rb") as sizes_file, open(binary, "rb") as tokens:
-        sizes_file.seek(layout.header.size)
-        for start in range(0, n, items):
-            sizes = _sizes(sizes_file, idx, start, min(items, n - start))
-            count = int(sizes.sum())
-            block = np.fromfile(tokens, dtype=dtype, count=count)
-            if len(block) != count:
-                raise FormatError(f"{binary}: truncated (its index counts more tokens); re-create it")
-            yield block, sizes
-        if tokens.tell() != os.fstat(tokens.fileno()).st_size:
-            raise FormatError(f"{binary} is longer than its index {idx} describes; the two do not belong together")
+from tokenmill.store.index_file import item_blocks, size_blocks, store_length
 
 
 def _npy_header(handle: BinaryIO, path: Path) -> tuple[tuple[int, ...], np.dtype]:

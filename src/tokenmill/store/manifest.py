@@ -19,16 +19,16 @@ import xxhash
 
 from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, write_json
+from tokenmill.store.index_file import check_store
 from tokenmill.store.layout import is_direction
 from tokenmill.store.meaning import check_meaning, check_special_ids, vocabulary_symbols
-from tokenmill.store.reader import IndexedDataset
 
 MANIFEST_NAME = "manifest.json"
 REPORT_NAME = "report.html"
 """``tokenmill report``'s page, written into the directory it describes (not data: not listed)."""
 FORMAT_VERSION = 1
 CHECKSUM_ALGORITHM = "xxh3_128"
-_HASH_CHUNK = 8 << 20
+_HASH_CHUNK = 1 << 20
 # Files and folders that are not data: caches rebuilt on demand, locks, the manifest itself.
 _IGNORED_NAMES = {MANIFEST_NAME, REPORT_NAME, ".cache", ".lock", ".state", ".work"}
 
@@ -36,9 +36,10 @@ _IGNORED_NAMES = {MANIFEST_NAME, REPORT_NAME, ".cache", ".lock", ".state", ".wor
 def file_checksum(path: str | os.PathLike[str]) -> str:
     """xxh3-128 hex digest of a file, read in large chunks."""
     digest = xxhash.xxh3_128()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
+    buffer = memoryview(bytearray(_HASH_CHUNK))  # one buffer for every read: memory flat in the file's size
+    with open(path, "rb", buffering=0) as handle:
+        while count := handle.readinto(buffer):
+            digest.update(buffer[:count])
     return digest.hexdigest()
 
 
@@ -67,14 +68,15 @@ def safe_member(directory: Path, relative: str) -> Path:
 
 
 def describe_store(prefix: Path) -> dict[str, Any]:
-    """Layout, dtype and counts of one store (opened and fully validated)."""
-    dataset = IndexedDataset(prefix)
+    """Layout, dtype and counts of one store, fully validated block by block
+    (:func:`~tokenmill.store.index_file.check_store`: memory flat in the store's size)."""
+    facts = check_store(prefix)
     return {
-        "layout": dataset.layout.value,
-        "dtype": str(dataset.dtype),
-        "items": len(dataset),
-        "tokens": dataset.num_tokens,
-        "documents": None if dataset.document_indices is None else len(dataset.document_indices) - 1,
+        "layout": facts.layout.value,
+        "dtype": str(facts.dtype),
+        "items": facts.items,
+        "tokens": facts.tokens,
+        "documents": facts.documents,
     }
 
 

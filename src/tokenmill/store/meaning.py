@@ -4,7 +4,7 @@ Checksums catch changed bytes; they do not catch a store that was encoded with a
 vocabulary than the one beside it (a re-run that left stale files, a dictionary copied in by
 hand). Each store therefore records its vocabulary file, that vocabulary's size and the id every
 item ends with; :func:`check_meaning` recomputes the largest id and the last token of every item
-(vectorized over the map) and looks up the special symbols where the manifest says they are.
+(block by block: memory flat in the store's size) and looks up the special symbols where the manifest says they are.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.store.reader import IndexedDataset
+from tokenmill.store.index_file import CHECK_BLOCK, size_blocks, token_chunks
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 from tokenmill.vocab.tokenizer import Tokenizer, load_tokenizer
@@ -62,13 +62,6 @@ def store_meaning(
     return meaning
 
 
-def last_tokens(dataset: IndexedDataset) -> np.ndarray:
-    """The last token of every non-empty item (one gather over the map)."""
-    sizes = dataset.sizes.astype(np.int64)
-    ends = dataset.pointers[sizes > 0] // dataset.dtype.itemsize + sizes[sizes > 0] - 1
-    return dataset.tokens[ends]
-
-
 def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: Sequence[str]) -> list[str]:
     """Problems with the ids of store ``prefix`` given its recorded meaning and its vocabulary now."""
     problems = []
@@ -79,20 +72,24 @@ def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: Seq
             f"{vocab}: {size} entries, but {prefix} was encoded with a vocabulary of {meaning.get('vocab_size')} "
             "(a dictionary from another run?); re-run tokenmill prepare"
         )
-    dataset = IndexedDataset(root / prefix)
-    if dataset.num_tokens:
-        largest = int(dataset.tokens.max())
-        if largest >= size:
-            problems.append(
-                f"{prefix}: largest id {largest} does not fit {vocab} ({size} entries): the store was encoded with "
-                "another vocabulary; re-run tokenmill prepare"
-            )
+    largest, items, wrong = -1, 0, 0
     eos = meaning.get("eos")
-    if eos is not None and len(dataset):
-        ends = last_tokens(dataset)
-        wrong = int(np.count_nonzero(ends != eos)) + int(np.count_nonzero(dataset.sizes == 0))
+    for tokens, ends in token_chunks(root / prefix):  # one pass over the .bin, a chunk in memory at a time
+        largest = max(largest, int(tokens.max()))
+        if eos is not None:
+            wrong += int(np.count_nonzero(ends != eos))
+    if eos is not None:
+        for sizes in size_blocks(root / prefix, CHECK_BLOCK):
+            items += len(sizes)
+            wrong += int(np.count_nonzero(sizes == 0))  # an empty item does not end with it either
+    if largest >= size:
+        problems.append(
+            f"{prefix}: largest id {largest} does not fit {vocab} ({size} entries): the store was encoded with "
+            "another vocabulary; re-run tokenmill prepare"
+        )
+    if eos is not None and items:
         if wrong:
-            problems.append(f"{prefix}: {wrong} of {len(dataset)} items do not end with id {eos} "
+            problems.append(f"{prefix}: {wrong} of {items} items do not end with id {eos} "
                             f"({meaning.get('eos_symbol')}) as the manifest says")
         symbol = meaning.get("eos_symbol")
         if symbol is not None and (eos >= size or symbols[eos] != symbol):

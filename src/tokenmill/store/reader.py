@@ -10,59 +10,20 @@ fancy-index instead of a Python loop per item.
 from __future__ import annotations
 
 import os
-import struct
-from pathlib import Path
 
 import numpy as np
 
 from tokenmill.errors import FormatError
-from tokenmill.store.format import FAIRSEQ_HEADER, MAGIC, MEGATRON_HEADER, VERSION, Layout, idx_size
-
-_CHECK_BLOCK = 1 << 22  # items per block when validating pointers (bounds temporary memory)
-
-
-def split_prefix(path: str | os.PathLike[str]) -> str:
-    """Accept ``data/train.en``, ``data/train.en.bin`` or ``data/train.en.idx`` alike."""
-    text = os.fspath(path)
-    for suffix in (".bin", ".idx"):
-        if text.endswith(suffix):
-            return text[: -len(suffix)]
-    return text
-
-
-def read_header(idx_file: Path) -> tuple[Layout, np.dtype, int, int]:
-    """Parse and check an ``.idx`` header; return (layout, dtype, num_items, num_doc_indices)."""
-    file_size = idx_file.stat().st_size
-    with open(idx_file, "rb") as handle:
-        head = handle.read(MEGATRON_HEADER.size)
-    if len(head) < FAIRSEQ_HEADER.size:
-        raise FormatError(
-            f"{idx_file}: only {file_size} bytes, shorter than any index header (26 bytes); "
-            "the file is truncated — re-create it"
-        )
-    magic, version, code, num_items = FAIRSEQ_HEADER.unpack_from(head)
-    if magic != MAGIC:
-        raise FormatError(
-            f"{idx_file}: wrong magic {magic!r} (expected {MAGIC!r}); this is not an indexed "
-            "(MMIDIDX) token index — it may be a legacy fairseq 'cached' index or another file"
-        )
-    if version != VERSION:
-        raise FormatError(f"{idx_file}: index version {version} is not supported (only {VERSION})")
-    if file_size == idx_size(Layout.FAIRSEQ, num_items):
-        layout, num_docs = Layout.FAIRSEQ, 0
-    else:
-        num_docs = struct.unpack_from("<Q", head, FAIRSEQ_HEADER.size)[0] if len(head) >= 34 else -1
-        if num_docs < 0 or file_size != idx_size(Layout.MEGATRON, num_items, num_docs):
-            raise FormatError(
-                f"{idx_file}: {file_size} bytes match neither layout for the {num_items} items its header "
-                f"declares (fairseq needs {idx_size(Layout.FAIRSEQ, num_items)} bytes, Megatron "
-                "34 + 12*items + 8*documents); the index is truncated or garbled — re-create it"
-            )
-        layout = Layout.MEGATRON
-    if code not in layout.codes:
-        known = ", ".join(f"{c}={d}" for c, d in layout.codes.items())
-        raise FormatError(f"{idx_file}: unknown dtype code {code} for the {layout.value} layout (known: {known})")
-    return layout, layout.codes[code], num_items, num_docs
+from tokenmill.store.format import Layout
+from tokenmill.store.index_file import (
+    check_bin_length,
+    check_documents,
+    check_sizes,
+    check_store,
+    read_header,
+    split_prefix,
+    store_files,
+)
 
 
 class IndexedDataset:
@@ -75,18 +36,7 @@ class IndexedDataset:
 
     def __init__(self, prefix: str | os.PathLike[str], *, check_pointers: bool = True) -> None:
         self.prefix = split_prefix(prefix)
-        self.idx_file = Path(f"{self.prefix}.idx")
-        self.bin_file = Path(f"{self.prefix}.bin")
-        if not self.idx_file.exists():
-            if self.bin_file.exists():
-                raise FormatError(
-                    f"{self.bin_file} has no index: {self.idx_file} is missing (a writer was interrupted, "
-                    "or only the .bin was copied); re-run the job that wrote it or copy the .idx beside it"
-                )
-            raise FormatError(f"no token store at {self.prefix}: neither {self.idx_file} nor {self.bin_file} exists")
-        if not self.bin_file.exists():
-            raise FormatError(f"{self.idx_file} has no data file: {self.bin_file} is missing")
-
+        self.idx_file, self.bin_file = store_files(self.prefix)
         self.layout, self.dtype, num_items, num_docs = read_header(self.idx_file)
         header = self.layout.header.size
         # Plain ndarray views over the maps: np.memmap's Python-level __getitem__ costs ~9 us per slice.
@@ -106,50 +56,20 @@ class IndexedDataset:
 
     # ---------------------------------------------------------------- validation
     def _check_index(self, check_pointers: bool) -> None:
-        itemsize = self.dtype.itemsize
-        n = len(self.sizes)
-        if n and int(self.sizes.min()) < 0:
-            bad = int(np.flatnonzero(self.sizes < 0)[0])
-            raise FormatError(f"{self.idx_file}: item {bad} has a negative size {int(self.sizes[bad])}; garbled index")
+        """The full check reads the index in blocks (:func:`~tokenmill.store.index_file.check_store`), not
+        through the maps, so it costs no memory that grows with the store (and is faster than touching
+        the maps). Without the pointer scan, the sizes are checked through the map: the reader's fast
+        path, whose pages it will read anyway."""
         if check_pointers:
-            carry = 0
-            for start in range(0, n, _CHECK_BLOCK):
-                block = self.sizes[start : start + _CHECK_BLOCK].astype(np.int64)
-                expected = np.empty_like(block)
-                expected[0] = carry
-                np.cumsum(block[:-1], out=expected[1:])
-                expected[1:] += carry
-                expected *= itemsize
-                actual = self.pointers[start : start + _CHECK_BLOCK]
-                if not np.array_equal(actual, expected):
-                    bad = start + int(np.flatnonzero(actual != expected)[0])
-                    raise FormatError(
-                        f"{self.idx_file}: pointer of item {bad} is {int(self.pointers[bad])} but the sizes "
-                        f"before it put it at byte {int(expected[bad - start])}; sizes and pointers disagree "
-                        "(garbled index)"
-                    )
-                carry += int(block.sum())
-        needed = int(self.pointers[-1]) + int(self.sizes[-1]) * itemsize if n else 0
+            check_store(self.prefix)
+            return
+        n = len(self.sizes)
+        check_sizes(self.sizes, self.idx_file, 0)
         if n and int(self.pointers[-1]) < 0:
             raise FormatError(f"{self.idx_file}: negative pointer for the last item; garbled index")
-        actual_bytes = self.bin_file.stat().st_size
-        if actual_bytes < needed:
-            raise FormatError(
-                f"{self.bin_file}: {actual_bytes} bytes but its index points to {needed}; the data file is "
-                "truncated (an interrupted copy or write) — re-create or re-copy it"
-            )
-        if actual_bytes != needed:
-            raise FormatError(
-                f"{self.bin_file}: {actual_bytes} bytes but its index describes exactly {needed}; "
-                "the .bin and .idx do not belong together"
-            )
-        docs = self.document_indices
-        if docs is not None and len(docs):
-            if int(docs[0]) != 0 or (len(docs) > 1 and bool(np.any(np.diff(docs) < 0))) or int(docs[-1]) > n:
-                raise FormatError(
-                    f"{self.idx_file}: document indices must start at 0, never decrease and end at most at "
-                    f"{n} (the item count); garbled index"
-                )
+        check_bin_length(self.bin_file, int(self.pointers[-1]) + int(self.sizes[-1]) * self.dtype.itemsize if n else 0)
+        if self.document_indices is not None:
+            check_documents(self.idx_file, [self.document_indices], n)
 
     def _map_bin(self) -> np.ndarray:
         if self.bin_file.stat().st_size == 0:
