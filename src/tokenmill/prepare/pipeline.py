@@ -60,6 +60,7 @@ from tokenmill.prepare.state import StageStore, file_identity, fingerprint
 from tokenmill.prepare.tasks import TaskKilled
 from tokenmill.prepare.tokenizing import (
     WHITESPACE,
+    Found,
     UnknownSurfaces,
     backend_name,
     given_model,
@@ -720,18 +721,20 @@ class Pipeline:
         tokenizer = self.tokenizer_for(lang)
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
 
-        def encoded(batch: tuple[list[str], bool]) -> tuple[list[str], bool, np.ndarray, np.ndarray]:
+        def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None]:
             lines, chunk_ends = batch
-            return lines, chunk_ends, *tokenizer.encode_batch(lines, num_threads=threads)
+            flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
+            found = None if surfaces is None else surfaces.find(lines, flat, lengths, threads)
+            return len(lines), chunk_ends, flat, lengths, found
 
         overlap = _OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
-            for lines, chunk_ends, flat, lengths in ordered_map(encoded, chunk_batches(chunks), overlap):
-                if surfaces is not None:
-                    flat = surfaces.replace(lines, flat, lengths)
+            for count, chunk_ends, flat, lengths, found in ordered_map(encoded, chunk_batches(chunks), overlap):
+                if surfaces is not None and found is not None:
+                    flat = surfaces.assign(flat, found)  # work ids in input order
                 writer.add_items(flat, lengths)
                 if bar is not None:
-                    bar.update(len(lines))
+                    bar.update(count)
                 if chunk_ends:
                     _crash_point(f"{crash_name}:midway")
         return None if surfaces is None else surfaces.table()

@@ -26,6 +26,8 @@ from tokenmill.vocab.t2t_backend import T2TTrainSettings
 from tokenmill.vocab.tokenizer import Tokenizer
 
 WHITESPACE = "whitespace"
+Found = tuple[np.ndarray, list[str]]
+"""Positions of unknown pieces in a batch's flat ids, and the surface text of each."""
 
 
 def backend_name(config: PrepareConfig) -> str:
@@ -113,23 +115,33 @@ class UnknownSurfaces:
         self.ids: dict[str, int] = {}
         self.counts: Counter[str] = Counter()
 
-    def replace(self, lines: list[str], flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """``flat`` with every unknown piece replaced by its surface's work id."""
+    def find(self, lines: list[str], flat: np.ndarray, lengths: np.ndarray, num_threads: int = 1) -> Found:
+        """Where ``flat`` holds the unknown piece, and its surface text there: the lines that hold one are
+        encoded again as piece text, in one call. Depends on the batch only (any thread may run it)."""
         if self.unk is None:
-            return flat
+            return np.empty(0, dtype=np.int64), []
         where = np.flatnonzero(flat == self.unk)
         if not len(where):
-            return flat
+            return where, []
         starts = np.cumsum(lengths) - lengths
         line_of = np.searchsorted(starts, where, side="right") - 1
+        holding, row = np.unique(line_of, return_inverse=True)
+        pieces = self.tokenizer.encode_pieces_batch(  # type: ignore[attr-defined]
+            [lines[i] for i in holding.tolist()], num_threads=num_threads
+        )
+        positions = (where - starts[line_of]).tolist()
+        return where, [pieces[r][p] for r, p in zip(row.tolist(), positions, strict=True)]
+
+    def assign(self, flat: np.ndarray, found: Found) -> np.ndarray:
+        """``flat`` with each unknown piece :meth:`find` found replaced by its surface's work id (new surfaces
+        numbered in order of first appearance: call batch after batch in input order)."""
+        where, surfaces = found
+        if not len(where):
+            return flat
         out = flat.copy()
-        for line in np.unique(line_of).tolist():
-            pieces = self.tokenizer.encode_pieces(lines[line])  # type: ignore[attr-defined]
-            for position in (where[line_of == line] - starts[line]).tolist():
-                surface = pieces[position]
-                work_id = self.ids.setdefault(surface, self.tokenizer.vocab_size + len(self.ids))
-                out[starts[line] + position] = work_id
-                self.counts[surface] += 1
+        ids, size = self.ids, self.tokenizer.vocab_size
+        out[where] = [ids.setdefault(surface, size + len(ids)) for surface in surfaces]
+        self.counts.update(surfaces)
         return out
 
     def table(self) -> dict[str, list[int]]:

@@ -70,6 +70,10 @@ class SentencePieceTokenizer(TokenizerBase):
         its surface text)."""
         return self.processor.encode(line, out_type=str)
 
+    def encode_pieces_batch(self, lines: Sequence[str], num_threads: int = 1) -> list[list[str]]:
+        """:meth:`encode_pieces` of many lines in one call (on ``num_threads`` threads)."""
+        return self.processor.encode(list(lines), out_type=str, num_threads=max(1, num_threads))
+
     def is_text_piece(self, token_id: int) -> bool:
         """Whether an id is a piece of text (not a control symbol or the unknown piece)."""
         return not (self.processor.is_control(token_id) or self.processor.is_unknown(token_id))
