@@ -9,17 +9,20 @@ longest target) slots) of:
 * **fairseq**: fairseq's ``batch_by_size`` on its ``ordered_indices`` (``TranslationTask`` +
   ``get_batch_iterator`` in fairseq's own venv, ``bench_batching``'s ``fairseq-start`` child on a store
   with the same lengths);
-* **optimum, same batch count**: the least padding of any cut of lowpad's own sample order (its Hilbert
-  "curve order" of (source, target) length, the order it packs greedily) into contiguous batches under
-  the same rules, with no more batches than lowpad made. lowpad's greedy cut makes the fewest batches
-  possible for that order (below), so this is "the least padding at the same number of steps";
-* **DP cut with at most 1% more batches**: of the cuts the DP finds for a grid of per-batch penalties
-  (factors of sqrt 2), the one with the least padding among those with at most 1.01x lowpad's batch
-  count: an achievable cut of the same order (what a little more steps would buy), not a bound;
+* **lowpad, batch_penalty 0**: the same order cut greedily, the fewest batches that order allows;
+* **optimum at its batch count**: the least padding of any cut of lowpad's own sample order (its Hilbert
+  "curve order" of (source, target) length) into contiguous batches under the same rules, with no more
+  batches than the greedy cut made (the greedy cut makes the fewest possible, below): "the least padding
+  at the same number of steps";
+* **DP cut with at most 1% more batches / at most lowpad's / at most fairseq's batches**: of the cuts the
+  DP finds for a grid of per-batch penalties (factors of sqrt 2), the one with the least padding among
+  those with at most that many batches: achievable cuts of the same order, not bounds;
 * **optimum, any batch count**: the same without the count limit. It buys its padding with more, smaller
   batches (its batch count is printed), i.e. fewer tokens per step: a floor, not a fair target;
+* **other orders, other penalties**: lowpad's cut of other sample orders, and lowpad with other
+  ``batch_penalty`` values (``--penalties``);
 * **order-free lower bound**: a bound on the padding of *any* grouping of the corpus (any order) into no
-  more batches than lowpad made (below). It is sound but weak.
+  more batches than the greedy cut made (below). It is sound but weak.
 
 The rules (those of ``tokenmill.batching.pack.pack_greedy`` and ``costs.row_costs``, ``pad_to_multiple``
 1, no ``max_sentences``): a row costs its longer side; a batch of ``r`` rows whose costliest row costs
@@ -478,8 +481,8 @@ def padding_of(slots: int, real: int) -> float:
 
 
 def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int, fairseq: str | None,
-            repeats: int) -> dict:
-    from tokenmill.batching import BatchConfig, Sizes
+            repeats: int, knob: list[float]) -> dict:
+    from tokenmill.batching import BatchConfig, Sizes, pack_greedy
     from tokenmill.batching.plan import Planner
 
     real = int(src.sum()) + int(tgt.sum())
@@ -492,8 +495,11 @@ def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int
     ends = np.asarray(plan.table.stops)[by_start]
     assert np.array_equal(np.asarray(plan.table.starts)[by_start], np.concatenate([[0], ends[:-1]]))
     s_order, t_order = src[order], tgt[order]
-    lowpad_slots, lowpad_batches = check_cut(s_order, t_order, ends, budget, MULTIPLE)  # also: greedy obeys the rules
+    lowpad_slots, lowpad_batches = check_cut(s_order, t_order, ends, budget, MULTIPLE)  # also: lowpad obeys the rules
     assert abs(padding_of(lowpad_slots, real) - plan.stats.padding_fraction) < 1e-12
+    # The same order cut greedily (batch_penalty 0): the fewest batches that order allows.
+    greedy_ends = pack_greedy(np.maximum(s_order, t_order), budget, None, MULTIPLE)
+    greedy_slots, greedy_batches = check_cut(s_order, t_order, greedy_ends, budget, MULTIPLE)
 
     grid = [round(2 ** (k / 2)) for k in range(12, 2 * (4 * budget).bit_length() + 1)]
     penalties = [0, *grid, min_count_penalty(len(src), budget, MULTIPLE)]
@@ -502,15 +508,17 @@ def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int
         began = time.perf_counter()
         cuts = optimal_cuts(s_order, t_order, budget, MULTIPLE, penalties)
         seconds.append(time.perf_counter() - began)
-    assert cuts.batches[-1] == lowpad_batches, "lowpad's greedy cut should make the fewest batches"
-    assert cuts.slots[-1] <= lowpad_slots
-    roomy = np.flatnonzero(cuts.batches <= SLACK * lowpad_batches)
+    assert cuts.batches[-1] == greedy_batches, "the greedy cut should make the fewest batches"
+    assert cuts.slots[-1] <= greedy_slots
+    roomy = np.flatnonzero(cuts.batches <= SLACK * greedy_batches)
     slack = int(roomy[np.argmin(cuts.slots[roomy])])
-    for which in sorted({0, slack, len(penalties) - 1}):
+    at_lowpad = np.flatnonzero(cuts.batches <= lowpad_batches)
+    best_at_lowpad = int(at_lowpad[np.argmin(cuts.slots[at_lowpad])])
+    for which in sorted({0, slack, best_at_lowpad, len(penalties) - 1}):
         assert check_cut(s_order, t_order, cuts.ends(which), budget, MULTIPLE) == (
             int(cuts.slots[which]), int(cuts.batches[which]))
     began = time.perf_counter()
-    sides = [side_lower_bound(side, budget, MULTIPLE, lowpad_batches) for side in (src, tgt)]
+    sides = [side_lower_bound(side, budget, MULTIPLE, greedy_batches) for side in (src, tgt)]
     bound_s = time.perf_counter() - began
     bound = None if None in sides else padding_of(sum(sides), real)
 
@@ -522,6 +530,10 @@ def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int
         "lowpad": padding_of(lowpad_slots, real),
         "lowpad_batches": lowpad_batches,
         "lowpad_plan_s": plan_s,
+        "greedy": padding_of(greedy_slots, real),
+        "greedy_batches": greedy_batches,
+        "dp_lowpad_count": padding_of(int(cuts.slots[best_at_lowpad]), real),
+        "dp_lowpad_count_batches": int(cuts.batches[best_at_lowpad]),
         "optimum_same_count": padding_of(int(cuts.slots[-1]), real),
         "slack_cut": padding_of(int(cuts.slots[slack]), real),
         "slack_cut_batches": int(cuts.batches[slack]),
@@ -536,7 +548,60 @@ def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int
         assert fs["samples_in_batches"] == len(src)
         row["fairseq"] = fs["padding"]
         row["fairseq_batches"] = fs["batches"]
+        as_many = np.flatnonzero(cuts.batches <= fs["batches"])
+        if len(as_many):
+            best = int(as_many[np.argmin(cuts.slots[as_many])])
+            row["dp_fairseq_count"] = padding_of(int(cuts.slots[best]), real)
+            row["dp_fairseq_count_batches"] = int(cuts.batches[best])
+    row["orders"] = order_study(src, tgt, budget)
+    row["penalties"] = {}
+    for penalty in knob:
+        other = Planner(Sizes(src=src, tgt=tgt), config.replace(batch_penalty=penalty),
+                        data_fingerprint=f"padding-optimum-{name}", cache=False).plan(1)
+        row["penalties"][str(penalty)] = (other.stats.padding_fraction, len(other.table.starts))
     return row
+
+
+def order_study(src: np.ndarray, tgt: np.ndarray, budget: int) -> dict[str, tuple[float, int]]:
+    """lowpad's greedy cut of other sample orders: (padding, batches) for each, ties at random (seed 0).
+
+    Only the order changes (``tokenmill.batching.order.curve_keys`` swapped for the run); the cut, the
+    budget and the multiple are lowpad's. ``source, target`` is a plain two-key sort (long strips of
+    target lengths), ``zigzag`` the same with the target direction flipped on odd source lengths, and
+    the scaled Hilbert curves stretch one axis before the curve is taken.
+    """
+    from tokenmill.batching import BatchConfig, Sizes, lowpad
+    from tokenmill.batching import order as orders
+
+    def ranked(rank_of):
+        def keys(s: np.ndarray, t: np.ndarray):
+            _, first, inverse = np.unique(rank_of(s.astype(np.int64), t.astype(np.int64)), return_index=True,
+                                          return_inverse=True)
+            return inverse.astype(np.int64), s[first], t[first]
+        return keys
+
+    variants = {
+        "Hilbert (lowpad)": orders.curve_keys,
+        "source, target": ranked(lambda s, t: s * (1 << 20) + t),
+        "zigzag": ranked(lambda s, t: s * (1 << 20) + np.where(s % 2 == 0, t, (1 << 19) - t)),
+        "Hilbert, source x2": ranked(lambda s, t: orders.hilbert_index(2 * s, t, 14)),
+        "Hilbert, target x2": ranked(lambda s, t: orders.hilbert_index(s, 2 * t, 14)),
+    }
+    config = BatchConfig(max_tokens=budget, required_batch_size_multiple=MULTIPLE)
+    real = int(src.sum()) + int(tgt.sum())
+    kept = orders.curve_keys
+    out = {}
+    try:
+        for name, keys in variants.items():
+            orders.curve_keys = keys
+            cut = lowpad.cut_with(Sizes(src=src, tgt=tgt), config, np.random.default_rng(0))
+            s, t = cut.src_in_order.astype(np.int64), cut.tgt_in_order.astype(np.int64)
+            ends = np.asarray(cut.ends)
+            slots, batches = check_cut(s, t, ends, budget, MULTIPLE)
+            out[name] = (padding_of(slots, real), batches)
+    finally:
+        orders.curve_keys = kept
+    return out
 
 
 def print_table(rows: list[dict]) -> None:
@@ -546,26 +611,52 @@ def print_table(rows: list[dict]) -> None:
     def ratio(a, b) -> str:
         return "-" if a is None or not b else f"{a / b:.2f}"
 
+    def cell(padding, batches, fairseq=None) -> str:
+        versus = "" if fairseq is None else f", {ratio(padding, fairseq)}x"
+        return f"{pct(padding)} ({batches:,}{versus})"
+
     print()
-    print(
-        "| corpus | pairs | max_tokens | padding: lowpad / optimum at lowpad's batch count / fairseq batch_by_size "
-        "| lowpad / optimum | lowpad / fairseq | DP cut with <= 1% more batches "
-        "| optimum, any batch count (batches vs lowpad's) | order-free bound | batches: lowpad / fairseq | DP s |"
-    )
-    print("|---|---:|---:|---|---:|---:|---|---|---:|---|---:|")
+    print("Padding (batches, ratio to fairseq's padding) at the same max_tokens:")
+    print()
+    print("| corpus | pairs | max_tokens | fairseq batch_by_size | lowpad (default) | best DP cut, <= lowpad's batches "
+          "| lowpad, batch_penalty 0 | optimum at its batch count | DP cut, <= 1% more | DP cut, <= fairseq's batches "
+          "| optimum, any count | order-free bound | DP s |")
+    print("|---|---:|---:|---|---|---|---|---|---|---|---|---:|---:|")
     for r in rows:
         label = r["corpus"] + (" (synthetic)" if r["synthetic"] else " (real)")
-        more = r["optimum_any_count_batches"] / r["lowpad_batches"] - 1
-        slack = r["slack_cut_batches"] / r["lowpad_batches"] - 1
-        fs_batches = r.get("fairseq_batches")
+        fs = r.get("fairseq")
+        fs_cell = "-" if fs is None else cell(fs, r["fairseq_batches"])
+        dp_fs = r.get("dp_fairseq_count")
+        dp_fs_cell = "-" if dp_fs is None else cell(dp_fs, r["dp_fairseq_count_batches"], fs)
         print(
-            f"| {label} | {r['pairs']:,} | {r['max_tokens']} "
-            f"| {pct(r['lowpad'])} / {pct(r['optimum_same_count'])} / {pct(r.get('fairseq'))} "
-            f"| {ratio(r['lowpad'], r['optimum_same_count'])} | {ratio(r['lowpad'], r.get('fairseq'))} "
-            f"| {pct(r['slack_cut'])} ({slack:+.1%}) "
-            f"| {pct(r['optimum_any_count'])} ({more:+.0%}) | {pct(r['order_free_bound'])} "
-            f"| {r['lowpad_batches']:,} / {'-' if fs_batches is None else format(fs_batches, ',')} | {r['dp_s']:.1f} |"
+            f"| {label} | {r['pairs']:,} | {r['max_tokens']} | {fs_cell} "
+            f"| {cell(r['lowpad'], r['lowpad_batches'], fs)} "
+            f"| {cell(r['dp_lowpad_count'], r['dp_lowpad_count_batches'], fs)} "
+            f"| {cell(r['greedy'], r['greedy_batches'], fs)} "
+            f"| {cell(r['optimum_same_count'], r['greedy_batches'], fs)} "
+            f"| {cell(r['slack_cut'], r['slack_cut_batches'], fs)} | {dp_fs_cell} "
+            f"| {cell(r['optimum_any_count'], r['optimum_any_count_batches'])} | {pct(r['order_free_bound'])} "
+            f"| {r['dp_s']:.1f} |"
         )
+    print()
+    print("lowpad's cut (batch_penalty 0.1) of other sample orders (padding, batches, ratio to fairseq's padding):")
+    print()
+    names = list(rows[0]["orders"]) if rows else []
+    print("| corpus | max_tokens | " + " | ".join(names) + " |")
+    print("|---|---:|" + "---|" * len(names))
+    for r in rows:
+        cells = [cell(p, b, r.get("fairseq")) for p, b in r["orders"].values()]
+        print(f"| {r['corpus']} | {r['max_tokens']} | " + " | ".join(cells) + " |")
+    knob = list(rows[0]["penalties"]) if rows else []
+    if knob:
+        print()
+        print("lowpad with other batch_penalty values (padding, batches, ratio to fairseq's padding):")
+        print()
+        print("| corpus | max_tokens | " + " | ".join(f"batch_penalty {k}" for k in knob) + " |")
+        print("|---|---:|" + "---|" * len(knob))
+        for r in rows:
+            cells = [cell(p, b, r.get("fairseq")) for p, b in r["penalties"].values()]
+            print(f"| {r['corpus']} | {r['max_tokens']} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -576,6 +667,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1_000_000, help="pairs drawn for gettext-many")
     parser.add_argument("--repeats", type=int, default=1, help="DP runs per figure (median seconds)")
     parser.add_argument("--workdir", default="/tmp/tokenmill-bench")
+    parser.add_argument("--penalties", default="0,0.03,0.05,0.07",
+                        help="other batch_penalty values to plan lowpad with (comma-separated)")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the rows to this file")
     options = parser.parse_args()
     if options.selftest:
@@ -593,6 +686,7 @@ def main() -> None:
     if fairseq is None:
         print("# fairseq interpreter not found: no fairseq column", file=sys.stderr)
     corpora = load_corpora(names, workdir, options.sample)
+    knob = [float(v) for v in options.penalties.split(",") if v]
     rows = []
     for name in names:
         if name not in corpora:
@@ -600,7 +694,7 @@ def main() -> None:
         src, tgt, data = corpora[name]
         for budget in (int(b) for b in options.budgets.split(",")):
             began = time.perf_counter()
-            rows.append(measure(name, src, tgt, data, budget, fairseq, options.repeats))
+            rows.append(measure(name, src, tgt, data, budget, fairseq, options.repeats, knob))
             print(f"# {name}, max_tokens {budget}: {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print_table(rows)

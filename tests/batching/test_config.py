@@ -17,6 +17,8 @@ from tokenmill.errors import ConfigError
         ({"required_batch_size_multiple": 0}, "required_batch_size_multiple must be an integer >= 1"),
         ({"seed": -1}, "seed must be an integer"),
         ({"sample_buffer_size": -2}, "sample_buffer_size must be -1, 0 or a positive integer"),
+        ({"batch_penalty": -0.1}, "batch_penalty must be a number in \\[0, 1\\]"),
+        ({"batch_penalty": "0.1"}, "batch_penalty must be a number"),
     ],
 )
 def test_bad_settings_name_the_field(changes, message):

@@ -39,6 +39,16 @@ def test_json_report(tmp_path):
     assert again["plan_cached"] is True and again["num_batches"] == report["num_batches"]
 
 
+def test_batch_penalty_trades_batches_for_padding(tmp_path):
+    data = make_pair_dir(tmp_path / "data", 3000, seed=4)
+    fewest = json.loads(run(str(data), "--json", "--no-cache", "--batch-penalty", "0"))
+    default = json.loads(run(str(data), "--json", "--no-cache"))
+    assert default["num_batches"] >= fewest["num_batches"]
+    assert default["padding_fraction"] < fewest["padding_fraction"]
+    result = CliRunner().invoke(batches, [str(data), "--batch-penalty", "2"])
+    assert result.exit_code == 2 and "--batch-penalty" in result.output
+
+
 def test_table_report_names_modes_and_drops(tmp_path):
     data = make_pair_dir(tmp_path / "data", 300, lengths=(np.array([3] * 299 + [500]), np.array([4] * 300)))
     out = run(str(data), "--mode", "fairseq", "--max-tokens", "256", "--no-cache")

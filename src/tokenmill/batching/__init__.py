@@ -11,7 +11,7 @@ from tokenmill.batching.collate import CollateOptions, collate_fairseq, collate_
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.multi_collate import MultiCollate
-from tokenmill.batching.pack import pack_greedy
+from tokenmill.batching.pack import pack_greedy, pack_lowpad
 from tokenmill.batching.plan import EpochPlan, Planner, PlanStats
 from tokenmill.batching.sampled import SampledPlanner
 
@@ -29,6 +29,7 @@ __all__ = [
     "collate_opennmt",
     "dense_matrix",
     "pack_greedy",
+    "pack_lowpad",
     "pad_rows",
     "parse_pharaoh",
 ]

@@ -1,10 +1,12 @@
 """lowpad mode (the default): the least padding we know how to get while batches stay random.
 
-Each epoch, samples are shuffled and then stably sorted by source length and, inside a source
-length, by target length in a zigzag (up for even source lengths, down for odd ones; see
-:func:`~tokenmill.batching.order.curve_order`). Consecutive samples therefore differ by at most a
-token or two on either side, also where the source length steps, and greedy packing under the
-budget cuts batches whose rows are nearly all the same length on both sides.
+Each epoch, samples are shuffled and then stably sorted along a Hilbert curve over their (source
+length, target length) cells (:func:`~tokenmill.batching.order.curve_order`). Consecutive samples
+therefore lie in a compact square of lengths on both sides (a sort by source then target length
+makes long strips instead). Batches are cut under the budget along that order; a batch that would
+reach past a length step may stop there when the padding it saves is worth one more batch
+(``BatchConfig.batch_penalty``, :func:`~tokenmill.batching.pack.pack_lowpad`). See
+``benchmarks/bench_padding_optimum.py`` for how far this is from the best cut of the same order.
 
 Randomness: samples of equal (source, target) length — thousands of them in a real corpus — are
 in a fresh random order every epoch, so batch membership changes between epochs; the batch order
@@ -18,7 +20,7 @@ import numpy as np
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
 from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
-from tokenmill.batching.pack import pack_greedy
+from tokenmill.batching.pack import pack_lowpad
 
 
 def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
@@ -33,5 +35,6 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
     order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
-    ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)
+    ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
+                       config.required_batch_size_multiple, config.batch_penalty)
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)

@@ -23,6 +23,15 @@ def round_rows(rows: int, multiple: int) -> int:
     return rows if rows < multiple else rows - rows % multiple
 
 
+def _check_costs(costs: np.ndarray, max_tokens: int) -> None:
+    """Every sample must fit a batch on its own and cost at least one token."""
+    largest = int(costs.max())
+    if largest > max_tokens:
+        raise ConfigError(f"a sample costs {largest} tokens, more than max_tokens={max_tokens}; filter it first")
+    if int(costs.min()) < 1:
+        raise ConfigError("every sample must cost at least one token (an empty sample on both sides?)")
+
+
 def pack_greedy(
     costs: np.ndarray,
     max_tokens: int | None,
@@ -41,11 +50,7 @@ def pack_greedy(
     if max_tokens is None:  # rows only: every sample costs one "token" against a budget of the row cap
         costs, max_tokens = np.ones(n, dtype=np.int8), sentence_cap
     costs = np.asarray(costs)
-    largest = int(costs.max())
-    if largest > max_tokens:
-        raise ConfigError(f"a sample costs {largest} tokens, more than max_tokens={max_tokens}; filter it first")
-    if int(costs.min()) < 1:
-        raise ConfigError("every sample must cost at least one token (an empty sample on both sides?)")
+    _check_costs(costs, max_tokens)
 
     change = np.flatnonzero(costs[1:] != costs[:-1]) + 1
     run_ends = np.append(change, n).astype(np.int64)
@@ -75,6 +80,80 @@ def pack_greedy(
         total = running * np.arange(1, window + 1, dtype=np.int64)
         rows = int(np.searchsorted(total, max_tokens, side="right"))
         rows = round_rows(min(rows, sentence_cap), multiple)
+        pos += rows
+        singles.append(pos)
+    if singles:
+        pieces.append(np.asarray(singles, dtype=np.int64))
+    return np.concatenate(pieces)
+
+
+def pack_lowpad(
+    costs: np.ndarray,
+    src: np.ndarray,
+    tgt: np.ndarray | None,
+    max_tokens: int | None,
+    max_sentences: int | None = None,
+    multiple: int = 1,
+    penalty: float = 0.0,
+) -> np.ndarray:
+    """Batch ends like :func:`pack_greedy`, but a batch may end early where that saves padding.
+
+    Samples come in length-cell order (``src``/``tgt``: their lengths; equal lengths are neighbours).
+    A batch that lies inside one cell has no padding and is cut as the greedy rule cuts it. A batch
+    that reaches past its cell ends at the candidate (every ``multiple`` rows up to the greedy end)
+    with the least ``(pad slots + penalty * max_tokens) / rows``, the longest of equals: a short batch
+    that stops at a length step costs one more step (the penalty), not padding on every row. With
+    ``penalty`` 0 (or no token budget) this is exactly :func:`pack_greedy`, the fewest batches.
+    The loop runs over cells and the batches that straddle them, never over samples.
+    """
+    if max_tokens is None or penalty <= 0 or len(costs) == 0:
+        return pack_greedy(costs, max_tokens, max_sentences, multiple)
+    n = len(costs)
+    costs = np.asarray(costs)
+    _check_costs(costs, max_tokens)
+    cap = max_sentences if max_sentences is not None else n
+    charge = penalty * max_tokens
+    src = np.asarray(src)
+    tgt = None if tgt is None else np.asarray(tgt)
+    differs = src[1:] != src[:-1]
+    if tgt is not None:
+        differs |= tgt[1:] != tgt[:-1]
+    step = np.flatnonzero(differs) + 1
+    del differs
+    cell_ends = np.append(step, n).astype(np.int64)
+    pieces: list[np.ndarray] = []
+    singles: list[int] = []
+    pos = 0
+    cell = 0
+    while pos < n:
+        if cell_ends[cell] <= pos:
+            cell = int(np.searchsorted(cell_ends, pos, side="right"))
+        fit = min(max_tokens // int(costs[pos]), cap)
+        size = round_rows(fit, multiple)
+        available = int(cell_ends[cell]) - pos
+        if available >= fit:  # whole batches of one cell: no padding to save
+            count = (available - fit) // size + 1
+            if singles:
+                pieces.append(np.asarray(singles, dtype=np.int64))
+                singles = []
+            pieces.append(pos + size * np.arange(1, count + 1, dtype=np.int64))
+            pos += count * size
+            continue
+        window = min(n - pos, fit + 1)
+        running = np.maximum.accumulate(costs[pos : pos + window].astype(np.int64))
+        rows = int(np.searchsorted(running * np.arange(1, window + 1, dtype=np.int64), max_tokens, side="right"))
+        rows = round_rows(min(rows, cap), multiple)
+        if rows > multiple:
+            candidates = np.arange(multiple, rows + 1, multiple, dtype=np.int64)
+            window_src = src[pos : pos + rows].astype(np.int64)
+            longest = np.maximum.accumulate(window_src)
+            real = np.cumsum(window_src)
+            if tgt is not None:
+                window_tgt = tgt[pos : pos + rows].astype(np.int64)
+                longest += np.maximum.accumulate(window_tgt)
+                real += np.cumsum(window_tgt)
+            score = (candidates * longest[candidates - 1] - real[candidates - 1] + charge) / candidates
+            rows = int(candidates[np.flatnonzero(score <= score.min())[-1]])
         pos += rows
         singles.append(pos)
     if singles:

@@ -73,6 +73,10 @@ def _row(label: str, value: object) -> str:
 @click.option(
     "--pad-to-multiple", type=POSITIVE, default=1, show_default=True, help="Pad lengths to a multiple of this."
 )
+@click.option(
+    "--batch-penalty", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+    help="lowpad: price of one more batch as a fraction of --max-tokens pad slots (0: fewest batches).",
+)
 @click.option("--max-source-positions", type=POSITIVE, default=None, help="Drop pairs with longer sources.")
 @click.option("--max-target-positions", type=POSITIVE, default=None, help="Drop pairs with longer targets.")
 @click.option("--drop-last", is_flag=True, help="Drop batches that do not fill the last step instead of splitting.")
@@ -127,6 +131,7 @@ def batches(
     epoch: int,
     required_batch_size_multiple: int,
     pad_to_multiple: int,
+    batch_penalty: float,
     max_source_positions: int | None,
     max_target_positions: int | None,
     drop_last: bool,
@@ -159,6 +164,7 @@ def batches(
         max_sentences=max_sentences,
         required_batch_size_multiple=required_batch_size_multiple,
         pad_to_multiple=pad_to_multiple,
+        batch_penalty=batch_penalty,
         seed=seed,
         drop_last=drop_last,
     )
