@@ -13,6 +13,8 @@ window. Sorted corpora have a few thousand runs, so the Python loop is over runs
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from tokenmill.errors import ConfigError
@@ -51,40 +53,7 @@ def pack_greedy(
         costs, max_tokens = np.ones(n, dtype=np.int8), sentence_cap
     costs = np.asarray(costs)
     _check_costs(costs, max_tokens)
-
-    change = np.flatnonzero(costs[1:] != costs[:-1]) + 1
-    run_ends = np.append(change, n).astype(np.int64)
-    run_costs = costs[np.append(0, change)].astype(np.int64)
-    pieces: list[np.ndarray] = []
-    singles: list[int] = []
-    pos = 0
-    run = 0
-    while pos < n:
-        if run_ends[run] <= pos:
-            run = int(np.searchsorted(run_ends, pos, side="right"))
-        cost = int(run_costs[run])
-        fit = min(max_tokens // cost, sentence_cap)  # rows that fit while the run lasts
-        size = round_rows(fit, multiple)
-        available = int(run_ends[run]) - pos
-        if available >= fit:
-            count = (available - fit) // size + 1
-            if singles:
-                pieces.append(np.asarray(singles, dtype=np.int64))
-                singles = []
-            pieces.append(pos + size * np.arange(1, count + 1, dtype=np.int64))
-            pos += count * size
-            continue
-        # the batch reaches past this run: measure its window with a running maximum
-        window = min(n - pos, fit + 1)
-        running = np.maximum.accumulate(costs[pos : pos + window].astype(np.int64))
-        total = running * np.arange(1, window + 1, dtype=np.int64)
-        rows = int(np.searchsorted(total, max_tokens, side="right"))
-        rows = round_rows(min(rows, sentence_cap), multiple)
-        pos += rows
-        singles.append(pos)
-    if singles:
-        pieces.append(np.asarray(singles, dtype=np.int64))
-    return np.concatenate(pieces)
+    return _pack(costs, _run_ends(costs), max_tokens, sentence_cap, multiple)
 
 
 def pack_lowpad(
@@ -104,34 +73,67 @@ def pack_lowpad(
     with the least ``(pad slots + penalty * max_tokens) / rows``, the longest of equals: a short batch
     that stops at a length step costs one more step (the penalty), not padding on every row. With
     ``penalty`` 0 (or no token budget) this is exactly :func:`pack_greedy`, the fewest batches.
-    The loop runs over cells and the batches that straddle them, never over samples.
     """
     if max_tokens is None or penalty <= 0 or len(costs) == 0:
         return pack_greedy(costs, max_tokens, max_sentences, multiple)
-    n = len(costs)
     costs = np.asarray(costs)
     _check_costs(costs, max_tokens)
-    cap = max_sentences if max_sentences is not None else n
-    charge = penalty * max_tokens
     src = np.asarray(src)
     tgt = None if tgt is None else np.asarray(tgt)
-    differs = src[1:] != src[:-1]
-    if tgt is not None:
-        differs |= tgt[1:] != tgt[:-1]
-    step = np.flatnonzero(differs) + 1
-    del differs
-    cell_ends = np.append(step, n).astype(np.int64)
+    charge = penalty * max_tokens
+
+    def shorten(pos: int, rows: int) -> int:
+        candidates = np.arange(multiple, rows + 1, multiple, dtype=np.int64)
+        longest = np.zeros(rows, dtype=np.int64)
+        real = np.zeros(rows, dtype=np.int64)
+        for side in (src, tgt):
+            if side is not None:
+                window = side[pos : pos + rows].astype(np.int64)
+                longest += np.maximum.accumulate(window)
+                real += np.cumsum(window)
+        score = (candidates * longest[candidates - 1] - real[candidates - 1] + charge) / candidates
+        return int(candidates[np.flatnonzero(score <= score.min())[-1]])
+
+    cap = max_sentences if max_sentences is not None else len(costs)
+    return _pack(costs, _run_ends(src, tgt), max_tokens, cap, multiple, shorten)
+
+
+def _run_ends(*keys: np.ndarray | None) -> np.ndarray:
+    """Ends of the runs of consecutive samples equal in every one of ``keys``."""
+    first = next(k for k in keys if k is not None)
+    differs = np.zeros(len(first) - 1, dtype=bool)
+    for key in keys:
+        if key is not None:
+            differs |= key[1:] != key[:-1]
+    return np.append(np.flatnonzero(differs) + 1, len(first)).astype(np.int64)
+
+
+def _pack(
+    costs: np.ndarray,
+    run_ends: np.ndarray,
+    max_tokens: int,
+    cap: int,
+    multiple: int,
+    shorten: Callable[[int, int], int] | None = None,
+) -> np.ndarray:
+    """The greedy walk over runs of samples of one cost (``run_ends``; a run may be finer).
+
+    Inside a run every batch has the same size, so a whole stretch of batches is emitted with one
+    numpy call; a batch that straddles runs is measured with a running maximum over its window, and
+    ``shorten(start, rows)`` may then end it earlier (at least ``multiple`` rows are kept).
+    """
+    n = len(costs)
     pieces: list[np.ndarray] = []
     singles: list[int] = []
     pos = 0
-    cell = 0
+    run = 0
     while pos < n:
-        if cell_ends[cell] <= pos:
-            cell = int(np.searchsorted(cell_ends, pos, side="right"))
-        fit = min(max_tokens // int(costs[pos]), cap)
+        if run_ends[run] <= pos:
+            run = int(np.searchsorted(run_ends, pos, side="right"))
+        fit = min(max_tokens // int(costs[pos]), cap)  # rows that fit while the run lasts
         size = round_rows(fit, multiple)
-        available = int(cell_ends[cell]) - pos
-        if available >= fit:  # whole batches of one cell: no padding to save
+        available = int(run_ends[run]) - pos
+        if available >= fit:
             count = (available - fit) // size + 1
             if singles:
                 pieces.append(np.asarray(singles, dtype=np.int64))
@@ -139,21 +141,14 @@ def pack_lowpad(
             pieces.append(pos + size * np.arange(1, count + 1, dtype=np.int64))
             pos += count * size
             continue
+        # the batch reaches past this run: measure its window with a running maximum
         window = min(n - pos, fit + 1)
         running = np.maximum.accumulate(costs[pos : pos + window].astype(np.int64))
-        rows = int(np.searchsorted(running * np.arange(1, window + 1, dtype=np.int64), max_tokens, side="right"))
+        total = running * np.arange(1, window + 1, dtype=np.int64)
+        rows = int(np.searchsorted(total, max_tokens, side="right"))
         rows = round_rows(min(rows, cap), multiple)
-        if rows > multiple:
-            candidates = np.arange(multiple, rows + 1, multiple, dtype=np.int64)
-            window_src = src[pos : pos + rows].astype(np.int64)
-            longest = np.maximum.accumulate(window_src)
-            real = np.cumsum(window_src)
-            if tgt is not None:
-                window_tgt = tgt[pos : pos + rows].astype(np.int64)
-                longest += np.maximum.accumulate(window_tgt)
-                real += np.cumsum(window_tgt)
-            score = (candidates * longest[candidates - 1] - real[candidates - 1] + charge) / candidates
-            rows = int(candidates[np.flatnonzero(score <= score.min())[-1]])
+        if shorten is not None and rows > multiple:
+            rows = shorten(pos, rows)
         pos += rows
         singles.append(pos)
     if singles:
