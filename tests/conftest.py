@@ -1,8 +1,12 @@
-"""Every test keeps its caches in a temporary folder, never in the user's ``~/.cache``."""
+"""Shared fixtures: every test keeps its caches in a temporary folder, never in the user's ``~/.cache``;
+one data_bin of many directions serves the tests of every layer that reads it."""
 
 from __future__ import annotations
 
 import pytest
+
+from tests.data.multi_corpus import make_data_bin
+from tokenmill.data.multi_pairs import MultiPairDataset
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -10,3 +14,15 @@ def _private_cache_root(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache-root")))
         yield
+
+
+@pytest.fixture(scope="session")
+def multi_data_bin(tmp_path_factory):
+    """A data_bin of many directions in shards (``tests/data/multi_corpus.py``), built once and only read."""
+    return make_data_bin(tmp_path_factory.mktemp("multi") / "data_bin")
+
+
+@pytest.fixture(scope="session")
+def multi_dataset(multi_data_bin) -> MultiPairDataset:
+    """Every direction of :func:`multi_data_bin`, tagged as prepare recorded."""
+    return MultiPairDataset.from_dir(multi_data_bin)

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import tokenmill
-from tests.data.multi_corpus import make_data_bin
 from tokenmill.batching.packed_pairs import PackConfig, PackedBatch, PackedPairPlanner
 from tokenmill.batching.plan import Planner
 from tokenmill.batching.sampled import SampledMix, SampledPlanner
@@ -29,52 +28,42 @@ PACK = PackConfig(max_length=64, max_tokens=64 * 4)
 SAMPLING = SamplingConfig(temperature=5.0, seed=3)  # upsamples the 12-pair direction past its size
 
 
-@pytest.fixture(scope="module")
-def data_bin(tmp_path_factory):
-    return make_data_bin(tmp_path_factory.mktemp("packed-mix") / "data_bin")
-
-
-@pytest.fixture(scope="module")
-def dataset(data_bin):
-    return MultiPairDataset.from_dir(data_bin)
-
-
 def packed_items(plan) -> list[int]:
     """Every item id of every batch of every rank, in step order."""
     return [int(i) for rank in range(plan.world_size) for batch in plan.rank_batches(rank) for i in batch.ids]
 
 
-def fits(dataset: MultiPairDataset, batch: PackedBatch) -> bool:
+def fits(multi_dataset: MultiPairDataset, batch: PackedBatch) -> bool:
     for row in batch.rows():
-        if dataset.src_sizes[row].sum() > PACK.src_length or dataset.tgt_sizes[row].sum() > PACK.tgt_length:
+        if multi_dataset.src_sizes[row].sum() > PACK.src_length or multi_dataset.tgt_sizes[row].sum() > PACK.tgt_length:
             return False
     return True
 
 
 @pytest.mark.parametrize("world", [1, 2, 3])
-def test_every_drawn_item_is_packed_once_within_the_rows(dataset, world):
-    mix = SampledMix(dataset, SAMPLING)
+def test_every_drawn_item_is_packed_once_within_the_rows(multi_dataset, world):
+    mix = SampledMix(multi_dataset, SAMPLING)
     for epoch in (1, 2, 3):  # shards rotate: shard000, shard001, shard002 of the big direction
-        plan = PackedPairPlanner(dataset, PACK, selection=mix, world_size=world, cache=False).plan(epoch)
+        plan = PackedPairPlanner(multi_dataset, PACK, selection=mix, world_size=world, cache=False).plan(epoch)
         drawn = Counter(mix.epoch_ids(epoch).tolist())
         assert Counter(packed_items(plan)) == drawn  # an item drawn twice is packed twice
         assert plan.stats.num_samples == sum(drawn.values())
         assert len({len(plan.rank_batches(r)) for r in range(world)}) == 1
-        assert all(fits(dataset, plan.batch(b)) for b in range(len(plan.table)))
+        assert all(fits(multi_dataset, plan.batch(b)) for b in range(len(plan.table)))
 
 
-def test_the_packed_mix_has_the_sampled_proportions_of_the_token_budget_mix(dataset):
-    by_budget = SampledPlanner(dataset, None, SAMPLING, cache=False).plan(1)
-    packed = PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SAMPLING), cache=False).plan(1)
+def test_the_packed_mix_has_the_sampled_proportions_of_the_token_budget_mix(multi_dataset):
+    by_budget = SampledPlanner(multi_dataset, None, SAMPLING, cache=False).plan(1)
+    packed = PackedPairPlanner(multi_dataset, PACK, selection=SampledMix(multi_dataset, SAMPLING), cache=False).plan(1)
     budget_items = np.concatenate([by_budget.batch(b) for b in range(len(by_budget.table))])
     assert Counter(packed_items(packed)) == Counter(budget_items.tolist())
-    small = dataset.direction_of(np.asarray(packed_items(packed)))
+    small = multi_dataset.direction_of(np.asarray(packed_items(packed)))
     assert np.bincount(small, minlength=3)[2] > 12  # the 12-pair direction, upsampled
 
 
-def test_the_front_door_packs_a_sampled_mix_resumes_exactly_and_pickles(data_bin, tmp_path):
+def test_the_front_door_packs_a_sampled_mix_resumes_exactly_and_pickles(multi_data_bin, tmp_path):
     def run(**kwargs):
-        return tokenmill.batches(data_bin, sampling=SAMPLING, pack=PACK, rank=1, world_size=2, infinite=True,
+        return tokenmill.batches(multi_data_bin, sampling=SAMPLING, pack=PACK, rank=1, world_size=2, infinite=True,
                                  cache=tmp_path, **kwargs)
 
     straight = run()
@@ -92,25 +81,26 @@ def test_the_front_door_packs_a_sampled_mix_resumes_exactly_and_pickles(data_bin
     assert isinstance(copy.planner.selection, SampledMix) and copy.planner.fingerprint == straight.planner.fingerprint
 
 
-def test_packing_and_sampling_settings_are_checked(data_bin, dataset):
-    other = PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SamplingConfig(temperature=1.0)))
-    assert other.fingerprint != PackedPairPlanner(dataset, PACK, selection=SampledMix(dataset, SAMPLING)).fingerprint
+def test_packing_and_sampling_settings_are_checked(multi_data_bin, multi_dataset):
+    other = PackedPairPlanner(multi_dataset, PACK, selection=SampledMix(multi_dataset, SamplingConfig(temperature=1.0)))
+    same_pack = PackedPairPlanner(multi_dataset, PACK, selection=SampledMix(multi_dataset, SAMPLING))
+    assert other.fingerprint != same_pack.fingerprint
     with pytest.raises(ConfigError, match="config= or pack="):
-        tokenmill.batches(data_bin, tokenmill.BatchConfig(), pack=PACK, cache=False)
+        tokenmill.batches(multi_data_bin, tokenmill.BatchConfig(), pack=PACK, cache=False)
     with pytest.raises(ConfigError, match="langtok applies when a path is opened"):
-        tokenmill.batches(dataset, langtok=tokenmill.LangTokConfig(), pack=PACK, cache=False)
+        tokenmill.batches(multi_dataset, langtok=tokenmill.LangTokConfig(), pack=PACK, cache=False)
 
 
 @pytest.mark.parametrize("old", [1, 2, 3, 4])
-def test_packed_rows_of_the_mix_resume_elastically_at_every_step(dataset, old):
+def test_packed_rows_of_the_mix_resume_elastically_at_every_step(multi_dataset, old):
     """A packed plan is an epoch planner like any other: a state saved at W loads at W' and the rest of
     the epoch's drawn items is packed again for W' ranks, each served once, equal steps everywhere."""
-    mix = SampledMix(dataset, SAMPLING)
+    mix = SampledMix(multi_dataset, SAMPLING)
     drawn = Counter(mix.epoch_ids(1).tolist())
 
     def iterators(world):
-        planner = PackedPairPlanner(dataset, PACK, selection=mix, world_size=world, cache=False)
-        return [tokenmill.batches(dataset, pack=PACK, sampling=SAMPLING, rank=r, world_size=world, cache=False,
+        planner = PackedPairPlanner(multi_dataset, PACK, selection=mix, world_size=world, cache=False)
+        return [tokenmill.batches(multi_dataset, pack=PACK, sampling=SAMPLING, rank=r, world_size=world, cache=False,
                                   collate=None) for r in range(world)], planner
 
     before_its, planner = iterators(old)
@@ -136,17 +126,19 @@ def test_packed_rows_of_the_mix_resume_elastically_at_every_step(dataset, old):
             assert Counter(head) + Counter(rest) <= drawn  # nothing served twice
 
 
-def test_a_user_planner_travels_to_workers_and_a_changed_setting_is_named(dataset, tmp_path):
-    planner = Planner(SampledMix(dataset, SAMPLING), tokenmill.BatchConfig(max_tokens=300), world_size=2, cache=False)
-    batches = BatchIterator(dataset, planner=planner, rank=1, world_size=2, collate=None, cache=False)
+def test_a_user_planner_travels_to_workers_and_a_changed_setting_is_named(multi_dataset, tmp_path):
+    planner = Planner(
+        SampledMix(multi_dataset, SAMPLING), tokenmill.BatchConfig(max_tokens=300), world_size=2, cache=False
+    )
+    batches = BatchIterator(multi_dataset, planner=planner, rank=1, world_size=2, collate=None, cache=False)
     copy = pickle.loads(pickle.dumps(batches))  # what a DataLoader worker gets
     assert copy.planner.fingerprint == planner.fingerprint
     assert [b.tolist() for b in copy] == [b.tolist() for b in batches]
     assert planner.plan_after(1, [(1, 3)]) is planner.plan_after(1, [(1, 3)])  # asked for on every batch
-    state = tokenmill.batches(dataset, sampling=SAMPLING, pack=PACK, cache=tmp_path).state_dict()
+    state = tokenmill.batches(multi_dataset, sampling=SAMPLING, pack=PACK, cache=tmp_path).state_dict()
     wider = PackConfig(max_length=64, max_tokens=64 * 8)
     with pytest.raises(TokenmillError, match="max_tokens: 256 -> 512"):
-        tokenmill.batches(dataset, sampling=SAMPLING, pack=wider, cache=tmp_path).load_state_dict(state)
+        tokenmill.batches(multi_dataset, sampling=SAMPLING, pack=wider, cache=tmp_path).load_state_dict(state)
     with pytest.raises(TokenmillError, match=r"selection\.sampling\.temperature: 5\.0 -> 1\.0"):
-        tokenmill.batches(dataset, sampling=SamplingConfig(temperature=1.0, seed=3), pack=PACK,
+        tokenmill.batches(multi_dataset, sampling=SamplingConfig(temperature=1.0, seed=3), pack=PACK,
                           cache=tmp_path).load_state_dict(state)

@@ -2,7 +2,7 @@
 every step, refusal of another sampling, resume at another world size serving the rest of the epoch
 once, DataLoader workers giving the single-process stream, and the iterator surviving pickling.
 
-The ``data_bin`` is the Open-NLLB-style one of ``tests/data/multi_corpus.py``.
+The ``multi_data_bin`` is the Open-NLLB-style one of ``tests/data/multi_corpus.py``.
 """
 
 from __future__ import annotations
@@ -10,14 +10,11 @@ from __future__ import annotations
 import itertools
 import pickle
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.data.multi_corpus import make_data_bin
 from tokenmill.batching.config import BatchConfig
-from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.loader import multilingual_batches
@@ -26,30 +23,22 @@ BATCHES = BatchConfig(max_tokens=200, required_batch_size_multiple=2)
 SAMPLING = SamplingConfig(temperature=5.0, seed=3)  # upsamples the 12-pair direction
 
 
-@pytest.fixture(scope="module")
-def data_bin(tmp_path_factory) -> Path:
-    return make_data_bin(tmp_path_factory.mktemp("multilingual") / "data_bin")
-
-
-@pytest.fixture(scope="module")
-def dataset(data_bin) -> MultiPairDataset:
-    return MultiPairDataset.from_dir(data_bin)
-
-
 def stream(iterator, count: int) -> list[list[int]]:
     return [batch["id"].tolist() for batch in itertools.islice(iterator, count)]
 
 
-def test_resume_from_every_step_gives_the_same_stream(dataset, tmp_path):
+def test_resume_from_every_step_gives_the_same_stream(multi_dataset, tmp_path):
     def make():
-        return multilingual_batches(dataset, BATCHES, SAMPLING, rank=1, world_size=2, infinite=True, cache=tmp_path)
+        return multilingual_batches(
+            multi_dataset, BATCHES, SAMPLING, rank=1, world_size=2, infinite=True, cache=tmp_path
+        )
 
     total = make().num_steps(1) + make().num_steps(2) + 2  # into epoch 3
     running = make()
     reference, states = [], [running.state_dict()]
     for batch in itertools.islice(running, total):
         reference.append(batch["id"].tolist())
-        assert np.array_equal(batch["direction"], dataset.direction_of(batch["id"]))
+        assert np.array_equal(batch["direction"], multi_dataset.direction_of(batch["id"]))
         states.append(running.state_dict())
     for k in range(total):
         resumed = make()
@@ -57,19 +46,19 @@ def test_resume_from_every_step_gives_the_same_stream(dataset, tmp_path):
         assert stream(resumed, total - k) == reference[k:], f"resume after {k} batches"
 
 
-def test_resume_refuses_other_sampling(dataset, tmp_path):
-    state = multilingual_batches(dataset, BATCHES, SAMPLING, cache=tmp_path).state_dict()
-    other = multilingual_batches(dataset, BATCHES, SamplingConfig(temperature=2.0), cache=tmp_path)
+def test_resume_refuses_other_sampling(multi_dataset, tmp_path):
+    state = multilingual_batches(multi_dataset, BATCHES, SAMPLING, cache=tmp_path).state_dict()
+    other = multilingual_batches(multi_dataset, BATCHES, SamplingConfig(temperature=2.0), cache=tmp_path)
     with pytest.raises(TokenmillError, match=r"selection\.sampling\.temperature: 5\.0 -> 2\.0"):  # named
         other.load_state_dict(state)
 
 
-def test_dataloader_workers_give_the_single_process_stream(data_bin, tmp_path):
+def test_dataloader_workers_give_the_single_process_stream(multi_data_bin, tmp_path):
     torch = pytest.importorskip("torch")
     from tokenmill.loader.torch import StatefulLoader
 
     def make():
-        return multilingual_batches(data_bin, BATCHES, SAMPLING, world_size=2, infinite=True, cache=tmp_path)
+        return multilingual_batches(multi_data_bin, BATCHES, SAMPLING, world_size=2, infinite=True, cache=tmp_path)
 
     total = make().num_steps(1) + 3
     expected = stream(make(), total)
@@ -85,17 +74,17 @@ def test_dataloader_workers_give_the_single_process_stream(data_bin, tmp_path):
     assert [b["id"].tolist() for b in itertools.islice(resumed, 2)] == stream(make(), total + 2)[total:]
 
 
-def test_iterator_survives_pickling_as_spawned_workers_receive_it(dataset, tmp_path):
-    iterator = multilingual_batches(dataset, BATCHES, SAMPLING, world_size=2, rank=1, cache=tmp_path, epoch=2)
+def test_iterator_survives_pickling_as_spawned_workers_receive_it(multi_dataset, tmp_path):
+    iterator = multilingual_batches(multi_dataset, BATCHES, SAMPLING, world_size=2, rank=1, cache=tmp_path, epoch=2)
     copy = pickle.loads(pickle.dumps(iterator))
     assert copy.planner.fingerprint == iterator.planner.fingerprint
     assert stream(copy, 5) == stream(iterator, 5)
 
 
 @pytest.mark.parametrize(("old", "new"), [(2, 3), (4, 1), (3, 8), (1, 2)])
-def test_a_sampled_mix_resumes_at_another_world_size_serving_the_rest_once(dataset, old, new):
+def test_a_sampled_mix_resumes_at_another_world_size_serving_the_rest_once(multi_dataset, old, new):
     def ranks(world):
-        return [multilingual_batches(dataset, BATCHES, SAMPLING, rank=r, world_size=world, collate=None,
+        return [multilingual_batches(multi_dataset, BATCHES, SAMPLING, rank=r, world_size=world, collate=None,
                                      cache=False) for r in range(world)]
 
     def drawn(iterators, steps=None):
