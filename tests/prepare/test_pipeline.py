@@ -338,3 +338,70 @@ def test_long_documents_reach_the_tokenizer_in_bounded_batches():
     assert [line for batch in batches for line in batch] == lines, "every line once, in order"
     assert all(sum(map(len, b)) <= 10_000 or len(b) == 1 for b in batches)
     assert len(batches) > 50 and list(text_batches(lines[:3], 10_000)) == [lines[:3]]
+
+
+WORDY = [
+    "the cat sat on the mat", "", "a <unk> and a </s> in the text", "the   mat  was red", "<s> cat cat cat",
+    "zebra", "the dog", "dog  dog the", "und die katze", "der hund",
+]
+
+
+@pytest.mark.parametrize("extra", [
+    {}, {"joined_dictionary": True}, {"nwordssrc": 9, "thresholdtgt": 2}, {"srcdict": "GIVEN"},
+])
+def test_whitespace_ids_are_the_dictionarys_ids_of_each_word(tmp_path, extra):
+    """Whitespace text is split once (work ids per split, in order of first appearance): the dictionaries
+    and ids equal fairseq's rules applied to the words themselves, on train and on a valid split with
+    words train never saw, specials written as text included."""
+    from collections import Counter
+
+    train_src = WORDY * 3 + ["the end"]
+    train_tgt = [line[::-1] for line in train_src]
+    valid_src, valid_tgt = ["a unseen word", "the cat", ""], ["x y", "", "tac eht"]
+    (tmp_path / "raw").mkdir()
+    write_lines(tmp_path / "raw" / "train.en", train_src)
+    write_lines(tmp_path / "raw" / "train.de", train_tgt)
+    write_lines(tmp_path / "raw" / "valid.en", valid_src)
+    write_lines(tmp_path / "raw" / "valid.de", valid_tgt)
+    if extra.get("srcdict"):
+        given = Dictionary.from_counts(Counter(["cat", "the", "mat", "dog", "the"]), padding_factor=1)
+        given.save(tmp_path / "given.txt")
+        extra = {"srcdict": str(tmp_path / "given.txt")}
+    settings = {"source_lang": "en", "target_lang": "de", "trainpref": str(tmp_path / "raw" / "train"),
+                "validpref": str(tmp_path / "raw" / "valid"), "destdir": str(tmp_path / "out"), "tokenizer": "none",
+                "normalize": {"collapse_whitespace": False}, "filters": {"drop_empty": False}, "dedup": False,
+                "leakage": "off", **extra}
+    prepare(build_config(settings), progress=False)
+    out = tmp_path / "out"
+    train = {"en": train_src, "de": train_tgt}
+    counts = {lang: Counter(word for line in lines for word in line.split()) for lang, lines in train.items()}
+    if extra.get("joined_dictionary"):
+        counts = dict.fromkeys(counts, counts["en"] + counts["de"])
+    limits = {"en": (extra.get("nwordssrc", -1), -1), "de": (-1, extra.get("thresholdtgt", -1))}
+    for lang, lines in train.items():
+        nwords, threshold = limits[lang]
+        expected = Dictionary.from_counts(counts[lang], nwords=nwords, threshold=threshold)
+        if lang == "en" and extra.get("srcdict"):
+            expected = Dictionary.load(tmp_path / "given.txt")
+        dictionary = Dictionary.load(out / f"dict.{lang}.txt")
+        assert dictionary.symbols == expected.symbols and dictionary.counts == expected.counts
+        for split, split_lines in (("train", lines), ("valid", valid_src if lang == "en" else valid_tgt)):
+            store = IndexedDataset(out / f"{split}.en-de.{lang}")
+            ids = [store[i].tolist() for i in range(len(store))]
+            assert ids == [[dictionary.index(w) for w in line.split()] + [dictionary.eos_index]
+                           for line in split_lines]
+    assert verify_directory(out) == []
+
+
+def test_whitespace_text_kept_as_read_goes_straight_from_the_input(tmp_path):
+    write_lines(tmp_path / "train.txt", WORDY)
+    settings = {"source_lang": "txt", "trainpref": str(tmp_path / "train"), "destdir": str(tmp_path / "out"),
+                "tokenizer": "none", "normalize": {"nfkc": False, "fullwidth": False, "remove_control": False,
+                                                   "collapse_whitespace": False},
+                "filters": {"drop_empty": False}, "dedup": False, "leakage": "off"}
+    summary = prepare(build_config(settings), progress=False)
+    assert not (tmp_path / "out" / ".work" / "clean" / "train.txt").exists()
+    assert summary.splits["train"]["clean"]["kept"] == {"lines": len(WORDY)}
+    dictionary = Dictionary.load(tmp_path / "out" / "dict.txt")
+    store = IndexedDataset(tmp_path / "out" / "train")
+    assert [dictionary.decode(store[i][:-1]) for i in range(len(store))] == [" ".join(x.split()) for x in WORDY]

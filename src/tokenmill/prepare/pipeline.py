@@ -424,12 +424,12 @@ class Pipeline:
         as read (Megatron's flags: nothing normalized, filtered, leak-checked or deduplicated), so no cleaned
         copy is written and read back. The clean stage then writes only its (empty) drop sample, the encode
         stage reads the input and counts what the clean stage would have, and :meth:`cleaned_source` is the
-        input. One side only, no alignments or blank-line documents, not cut into tasks, and a tokenizer with
-        an encode stage (whitespace and T2T read the cleaned files by path)."""
+        input. One side only, no alignments or blank-line documents, not cut into tasks, and not T2T (whose
+        vocabulary builder reads the cleaned files by path)."""
         cfg = self.config
         if not self.direct_input or len(cfg.langs) != 1 or cfg.align_suffix or cfg.documents != "line":
             return False
-        if backend_name(cfg) in (WHITESPACE, "t2t-subword") or self.tasked.enabled:
+        if cfg.tokenizer == "t2t-subword" or self.tasked.enabled:
             return False
         if split == "train" and cfg.leakage != "off":  # train is checked against the held-out splits
             return False
@@ -653,15 +653,15 @@ class Pipeline:
         return self.config.tokenizer == "sentencepiece" and not stores_tokenizer_ids(self.config)
 
     def encode_key(self, split: str, lang: str) -> str:
+        if backend_name(self.config) == WHITESPACE:
+            return fingerprint("encode-words", self.clean_settings(split).key)
         return fingerprint("encode", self.clean_settings(split).key, file_checksum(self.model_path(lang)),
                            load_settings(self.config), self.keeps_unknown_surfaces())
 
     def encode(self) -> None:
         cfg = self.config
-        if backend_name(cfg) == WHITESPACE:
-            return
         planned = {}
-        if self.tasked.enabled and "train" in cfg.split_prefixes():
+        if self.tasked.enabled and "train" in cfg.split_prefixes() and backend_name(cfg) != WHITESPACE:
             for lang in cfg.langs:
                 key = self.encode_key("train", lang)
                 if self.stages.done(f"encode.train.{lang}", key) is None:
@@ -700,10 +700,17 @@ class Pipeline:
                 kept += len(chunk.src)
                 yield chunk.src
 
+        crash_name = f"encode.{split}.{lang}"
         with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
-            table = self.encode_lines(lang, lines(), prefix, threads=self.config.workers, bar=bar,
-                                      crash_name=f"encode.{split}.{lang}")
+            if backend_name(self.config) == WHITESPACE:
+                table = None
+                write_json(self.words_path(split, lang), encode_words(lines(), prefix, bar, crash_name))
+            else:
+                table = self.encode_lines(lang, lines(), prefix, threads=self.config.workers, bar=bar,
+                                          crash_name=crash_name)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if backend_name(self.config) == WHITESPACE:
+            outputs.append(self.words_path(split, lang))
         if table is not None:
             path = self.unknown_path(split, lang)
             write_json(path, table)
@@ -738,6 +745,14 @@ class Pipeline:
                 if chunk_ends:
                     _crash_point(f"{crash_name}:midway")
         return None if surfaces is None else surfaces.table()
+
+    def words_path(self, split: str, lang: str) -> Path:
+        """The words of whitespace-tokenized text in one split and side, in order of first appearance: word
+        ``i`` is work id ``i`` in its id store."""
+        return self.ids_prefix(split, lang).with_name(f"{split}.{lang}.words.json")
+
+    def split_words(self, split: str, lang: str) -> list[str]:
+        return json.loads(self.words_path(split, lang).read_text(encoding="utf-8"))
 
     def unknown_path(self, split: str, lang: str) -> Path:
         """Surface text -> [work id, count] of the pieces SentencePiece called unknown in one split and side."""
@@ -877,10 +892,11 @@ class Pipeline:
                 if array[work_id]:
                     counts[surface] += int(array[work_id])
             return counts
-        counts = Counter()
-        for lines in self.cleaned_chunks("train", lang):
-            counts.update(chain.from_iterable(line.split() for line in lines))
-        return counts
+        words = self.split_words("train", lang)
+        array = np.zeros(len(words), dtype=np.int64)
+        for block, _ in self.encoded_blocks("train", lang):
+            array += np.bincount(block, minlength=len(words))
+        return Counter({words[i]: int(array[i]) for i in np.flatnonzero(array).tolist()})
 
     def _build_dictionaries(self, given: dict[str, str | None], paths: dict[str, Path]):
         cfg = self.config
@@ -981,18 +997,13 @@ class Pipeline:
         self, split: str, lang: str, dictionary: Dictionary | None
     ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(ids, lengths) blocks of one split and side, end-of-sentence not yet appended."""
-        if backend_name(self.config) == WHITESPACE:
-            assert dictionary is not None
-            lookup_word, unk = dictionary.indices.get, dictionary.unk_index
-            for lines in self.cleaned_chunks(split, lang):
-                words = [line.split() for line in lines]
-                lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-                flat = np.fromiter((lookup_word(w, unk) for w in chain.from_iterable(words)), dtype=np.int64,
-                                   count=int(lengths.sum()))
-                yield flat, lengths
-            return
         lookup = None
-        if dictionary is not None:
+        if backend_name(self.config) == WHITESPACE:  # work ids are the split's words in order of appearance
+            assert dictionary is not None
+            index, unk = dictionary.indices.get, dictionary.unk_index
+            words = self.split_words(split, lang)
+            lookup = np.fromiter((index(word, unk) for word in words), dtype=np.int32, count=len(words))
+        elif dictionary is not None:
             base = self.piece_lookup(self.tokenizer_for(lang), dictionary)
             extended = self.unknown_surfaces(split, lang)
             lookup = np.concatenate([base, np.full(len(extended), dictionary.unk_index, dtype=np.int64)])
@@ -1247,6 +1258,25 @@ def text_batches(lines: list[str], max_chars: int) -> Iterator[list[str]]:
         stop = max(start + 1, int(np.searchsorted(ends, base + max_chars, side="right")))
         yield lines[start:stop]
         start = stop
+
+
+def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, crash_name: str) -> list[str]:
+    """Whitespace-tokenized lines as work ids in an int32 store at ``prefix``: each word's id is its place in
+    the order of first appearance (the list returned). The text is split once; counting the dictionary and
+    binarizing then work on the ids (a bincount, one lookup array)."""
+    table: dict[str, int] = {}
+    with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
+        for lines in chunks:
+            rows = list(map(str.split, lines))
+            words = list(chain.from_iterable(rows))
+            new = [word for word in dict.fromkeys(words) if word not in table]
+            table.update(zip(new, range(len(table), len(table) + len(new)), strict=True))
+            flat = np.fromiter(map(table.__getitem__, words), dtype=np.int32, count=len(words))
+            writer.add_items(flat, np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
+            if bar is not None:
+                bar.update(len(lines))
+            _crash_point(f"{crash_name}:midway")
+    return list(table)
 
 
 def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:
