@@ -91,7 +91,22 @@ class EpochPlanner:
              "world": world_size}
         )
 
+    # ---------------------------------------------------------------- pickling (DataLoader workers)
+    def __getstate__(self) -> dict[str, Any]:
+        """Settings travel, arrays do not: the planner is made again and its plans re-mapped from the cache."""
+        args, keywords = self._init_args()
+        return {"args": args, "keywords": {**keywords, "world_size": self.world_size, "cache": self.cache.state(),
+                                           "keep_epochs": self.keep_epochs}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self, *state["args"], **state["keywords"])
+
     # ---------------------------------------------------------------- what subclasses give
+    def _init_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The positional and keyword arguments (but world size, cache and kept epochs) that make this
+        planner again."""
+        raise NotImplementedError
+
     def _key_epoch(self, epoch: int) -> int:
         """The epoch a plan's cache entry is kept under (0: the same cut every epoch)."""
         return epoch

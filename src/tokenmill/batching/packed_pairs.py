@@ -37,7 +37,7 @@ from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
 from tokenmill.batching.plan import PlanStats
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
-from tokenmill.cache import CacheLike, array_cache
+from tokenmill.cache import CacheLike
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError
 
@@ -437,22 +437,6 @@ class PackedPairPlanner(EpochPlanner):
         )
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "selection": None if isinstance(self.selection, AllKept) else self.selection,
-            "config": self.config.to_dict(),
-            "world_size": self.world_size,
-            "cache": self.cache.state(),
-            "keep_epochs": self.keep_epochs,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["dataset"],
-            PackConfig.from_dict(state["config"]),
-            selection=state.get("selection"),
-            world_size=state["world_size"],
-            cache=array_cache(state["cache"]),
-            keep_epochs=state["keep_epochs"],
-        )
+    def _init_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        selection = None if isinstance(self.selection, AllKept) else self.selection
+        return (self.dataset, self.config), {"selection": selection}

@@ -240,13 +240,8 @@ class Planner(EpochPlanner):
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         return compute_sampled_batches(sample, self.config, epoch, world_size, scratch)
 
-    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: settings travel, plans are re-mapped
-        return {"selection": self.selection, "config": self.config.to_dict(), "world_size": self.world_size,
-                "cache": self.cache.state(), "keep_epochs": self.keep_epochs}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        Planner.__init__(self, state["selection"], BatchConfig.from_dict(state["config"]),
-                         world_size=state["world_size"], cache=state["cache"], keep_epochs=state["keep_epochs"])
+    def _init_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.selection, self.config), {}
 
     def _empty(self) -> dict[str, np.ndarray]:
         return dict.fromkeys(_BATCH_ARRAYS, np.zeros(0, dtype=np.int64))

@@ -280,25 +280,8 @@ class SampledPlanner(Planner):
         super().__init__(self.mix_selection, config or BatchConfig(), world_size=world_size, cache=cache,
                          keep_epochs=keep_epochs)
 
-    def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: settings travel, plans are re-mapped
-        return {
-            "dataset": self.dataset,
-            "config": self.config.to_dict(),
-            "sampling": self.sampling,
-            "world_size": self.world_size,
-            "cache": self.cache.state(),
-            "keep_epochs": self.keep_epochs,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(  # type: ignore[misc]
-            state["dataset"],
-            BatchConfig.from_dict(state["config"]),
-            state["sampling"],
-            world_size=state["world_size"],
-            cache=state["cache"],
-            keep_epochs=state["keep_epochs"],
-        )
+    def _init_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (self.dataset, self.config, self.sampling), {}
 
     def position(self, epoch: int) -> tuple[int, int]:
         """(data pass, slice) of training epoch ``epoch`` (:meth:`SampledMix.position`)."""
