@@ -71,6 +71,18 @@ def test_cached_blocked_plan_is_written_block_by_block_and_mapped(tmp_path):
     assert not list(tmp_path.rglob("*.raw")) and not any(".tmp-" in p.name for p in tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_blocks_cut_on_threads_make_the_same_plan_under_the_same_cache_entry(tmp_path, threads):
+    sizes = corpus()
+    one = Planner(sizes, BLOCKED, world_size=3, data_fingerprint="d", cache=False).plan(2)
+    config = BLOCKED.replace(plan_threads=threads)
+    many = Planner(sizes, config, world_size=3, data_fingerprint="d", cache=tmp_path).plan(2)
+    assert served(many) == served(one)
+    assert np.array_equal(np.asarray(many.table.starts), np.asarray(one.table.starts))
+    # The thread count is not part of the plan's identity: one thread finds the entry many threads wrote.
+    assert Planner(sizes, BLOCKED, world_size=3, data_fingerprint="d", cache=tmp_path).plan(2).stats.cached
+
+
 def test_padding_stays_close_to_the_whole_epoch_with_big_enough_blocks():
     sizes = corpus(40_000)
     whole = Planner(sizes, BLOCKED.replace(block_size=None), data_fingerprint="d", cache=False).plan(1)

@@ -19,6 +19,7 @@ from tokenmill.errors import ConfigError
         ({"sample_buffer_size": -2}, "sample_buffer_size must be -1, 0 or a positive integer"),
         ({"batch_penalty": -0.1}, "batch_penalty must be a number in \\[0, 1\\]"),
         ({"batch_penalty": "0.1"}, "batch_penalty must be a number"),
+        ({"plan_threads": 0}, "plan_threads must be an integer >= 1"),
     ],
 )
 def test_bad_settings_name_the_field(changes, message):

@@ -7,7 +7,8 @@ from all over the corpus and the blocks differ from epoch to epoch. Each block i
 whole epoch (``lowpad``: its own random ties; equal batch counts for the ranks per block, so also
 in total) and its part of the order is appended to a file, so a process holds one block's arrays
 (about 40 bytes per item of the block) plus one table row per batch. The batches of all blocks
-are then dealt to ranks and shuffled together as usual.
+are then dealt to ranks and shuffled together as usual. Blocks are independent, so
+``BatchConfig.plan_threads`` of them can be cut at the same time (one block's arrays per thread).
 
 The cost: a batch only combines items of one block. With millions of items per block every
 (source, target) length cell is well filled, so padding hardly changes (measured in
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill._core.ordered import ordered_map
 from tokenmill.batching import lowpad
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes
@@ -86,22 +88,28 @@ def compute_blocked(
     splits = merges = 0
     offset = 0
     began = time.perf_counter()
+
+    def cut_block(numbered: tuple[int, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, Any]]:
+        """One block's ids (in plan order), batch table and counts; blocks are independent of each other."""
+        number, pieces = numbered
+        positions = _positions(pieces, piece, count)
+        if keep is not None:
+            positions = positions[keep[positions]]
+        if len(positions) < world_size:
+            raise ConfigError(
+                f"block {number + 1} of {len(blocks)} holds {len(positions)} items for {world_size} ranks: "
+                f"raise block_size (now {config.block_size}) or use fewer ranks"
+            )
+        block = Sizes(src=sizes.src[positions], tgt=None if sizes.tgt is None else sizes.tgt[positions])
+        cut: Cut = lowpad.cut_with(block, config, generator(config.seed, epoch, SAMPLE_SHUFFLE, number + 1))
+        arrays, meta = compute(block, config, epoch, world_size, cut=cut)
+        chosen = positions[arrays.pop("order")]
+        ids = chosen if sample.ids is None else np.asarray(sample.ids, dtype=np.int64)[chosen]
+        return ids.astype(order_dtype, copy=False), arrays, meta
+
     try:
-        for number, pieces in enumerate(blocks):
-            positions = _positions(pieces, piece, count)
-            if keep is not None:
-                positions = positions[keep[positions]]
-            if len(positions) < world_size:
-                raise ConfigError(
-                    f"block {number + 1} of {len(blocks)} holds {len(positions)} items for {world_size} ranks: "
-                    f"raise block_size (now {config.block_size}) or use fewer ranks"
-                )
-            block = Sizes(src=sizes.src[positions], tgt=None if sizes.tgt is None else sizes.tgt[positions])
-            cut: Cut = lowpad.cut_with(block, config, generator(config.seed, epoch, SAMPLE_SHUFFLE, number + 1))
-            arrays, meta = compute(block, config, epoch, world_size, cut=cut)
-            chosen = positions[arrays.pop("order")]
-            ids = chosen if sample.ids is None else np.asarray(sample.ids, dtype=np.int64)[chosen]
-            ids = ids.astype(order_dtype, copy=False)
+        for ids, arrays, meta in ordered_map(cut_block, enumerate(blocks), config.plan_threads,
+                                             ahead=config.plan_threads):
             if raw is not None:
                 raw.write(memoryview(np.ascontiguousarray(ids)).cast("B"))
             else:
@@ -114,7 +122,7 @@ def compute_blocked(
             for reason, value in meta["dropped"].items():
                 dropped[reason] = dropped.get(reason, 0) + int(value)
             splits, merges = splits + meta["splits"], merges + meta["merges"]
-            del positions, block, cut, arrays, chosen, ids
+            del ids, arrays
         if raw is not None:
             raw.close()
             order = _order_file(scratch / "order.raw", scratch / "order.npy", order_dtype, offset)  # type: ignore[operator]

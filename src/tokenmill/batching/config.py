@@ -70,6 +70,11 @@ class BatchConfig:
     random set of 1/64-block pieces of the items, new every epoch), so building a plan needs memory
     for one block, not the corpus (:mod:`tokenmill.batching.blocks`); None: always one block. Epochs
     of at most ``block_size`` items are planned whole, exactly as without blocks."""
+    plan_threads: int = 1
+    """``lowpad`` block-wise plans: cut this many blocks at the same time on threads (the sorts and
+    gathers run without the GIL). Each thread holds one block's arrays, so the memory to build a plan
+    grows with it. The plan is the same for any value: it is not part of the plan's identity
+    (:meth:`plan_identity`), so a cached plan or a saved state stays valid when it changes."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,6 +95,8 @@ class BatchConfig:
             0 <= self.batch_penalty <= 1
         ):
             raise ConfigError(f"batch_penalty must be a number in [0, 1], got {self.batch_penalty!r}")
+        if isinstance(self.plan_threads, bool) or not isinstance(self.plan_threads, int) or self.plan_threads < 1:
+            raise ConfigError(f"plan_threads must be an integer >= 1, got {self.plan_threads!r}")
         if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 64):
             raise ConfigError(f"block_size must be an integer >= 64 or None, got {self.block_size!r}")
         if not isinstance(self.sample_buffer_size, int) or self.sample_buffer_size < -1:
@@ -100,6 +107,13 @@ class BatchConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (what the fingerprint and a saved iterator state record)."""
         return asdict(self)
+
+    def plan_identity(self) -> dict[str, Any]:
+        """The settings a plan depends on (everything but how many threads build it): its cache key and
+        what a resumed state must match."""
+        values = self.to_dict()
+        del values["plan_threads"]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> BatchConfig:

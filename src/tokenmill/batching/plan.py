@@ -230,7 +230,8 @@ class Planner(EpochPlanner):
         elif data_fingerprint is not None or pre_dropped is not None:
             raise ValueError("data_fingerprint and pre_dropped go with plain sizes; a selection brings its own")
         self.config = config
-        super().__init__(selection, config.to_dict(), world_size=world_size, cache=cache, keep_epochs=keep_epochs)
+        super().__init__(selection, config.plan_identity(), world_size=world_size, cache=cache,
+                         keep_epochs=keep_epochs)
 
     def _key_epoch(self, epoch: int) -> int:
         return epoch if self.selection.varies_by_epoch else epoch_key(self.config, epoch)

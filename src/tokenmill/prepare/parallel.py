@@ -1,5 +1,5 @@
-"""Run the chunk-local part of cleaning on worker processes, results back in input order (and
-:func:`ordered_map`: a function on threads, results in input order, for the tokenizers' batch calls).
+"""Run the chunk-local part of cleaning on worker processes, results back in input order (the
+encode stage's threads, :func:`ordered_map`, come from :mod:`tokenmill._core.ordered`).
 
 :meth:`tokenmill.text.Cleaner.local` depends on its chunk only, so it can run anywhere; the
 pipeline feeds chunks to a process pool with a bounded number in flight (memory stays flat),
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import TypeVar
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 
+from tokenmill._core.ordered import ordered_map as ordered_map  # re-exported for the encode stage
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
 from tokenmill.text.cleaner import CleanChunk
 from tokenmill.text.drop_sample import DropSample
@@ -24,8 +24,6 @@ from tokenmill.text.readers import Chunk
 from tokenmill.text.stats import StepStats
 
 _worker_cleaner: Cleaner | None = None
-Item = TypeVar("Item")
-Result = TypeVar("Result")
 
 
 def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
@@ -87,29 +85,3 @@ def local_chunks(
             yield n_read, cleaned, keys
 
 
-def ordered_map(
-    function: Callable[[Item], Result], items: Iterable[Item], workers: int, *, ahead: int | None = None
-) -> Iterator[Result]:
-    """``function(item)`` for every item on ``workers`` threads, results in input order.
-
-    For calls that let go of the GIL (the tokenizers' batch encodes): while one batch's last long lines
-    finish, or its ids are turned into arrays, the next batch keeps the cores busy. At most ``ahead``
-    items (default ``workers + 1``) are taken from ``items`` before their result is yielded, so memory
-    stays bounded. ``workers <= 1`` runs everything in the calling thread.
-    """
-    if workers <= 1:
-        yield from map(function, items)
-        return
-    limit = max(workers, ahead if ahead is not None else workers + 1)
-    with ThreadPoolExecutor(workers) as pool:
-        pending: deque[Future] = deque()
-        try:
-            for item in items:
-                pending.append(pool.submit(function, item))
-                if len(pending) >= limit:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:  # the caller stopped early or a call failed: drop what has not started
-                future.cancel()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tokenmill.prepare.parallel import ordered_map
+from tokenmill._core.ordered import ordered_map
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
