@@ -260,7 +260,10 @@ class GPTDataset:
             labels[:, :-1] = text[:, 1:]
             labels[:, -1] = config.pad_id
         columns = np.arange(length, dtype=np.int64)
-        loss_mask = (columns[None, :] + 1 < real[:, None]).astype(np.float32)
+        if int(real.min(initial=length + 1)) > length:  # every label is real (the usual, full rows)
+            loss_mask = np.ones((count, length), dtype=np.float32)
+        else:
+            loss_mask = (columns[None, :] + 1 < real[:, None]).astype(np.float32)
         if config.eod_mask_loss:
             loss_mask[tokens == config.eod_id] = 0.0
         # Where a new segment (document piece, or padding) begins inside each input row.
