@@ -1,9 +1,11 @@
 """--engine ray on a real two-node Ray cluster: the same bytes as the local engine, also when a worker
-process is SIGKILLed in the middle of a task.
+process is SIGKILLed in the middle of a task; a run whose task keeps dying keeps what it finished.
 
 Ray advertises the machine's own interface address, so the cluster, the driver and the prepare all run
 inside a network namespace this test creates (a veth pair with 10.254.0.1/24 and a default route on it)
-and removes afterwards: no traffic reaches the machine's external address.
+and removes afterwards: no traffic reaches the machine's external address. The single-node test runs
+the engine's own Ray, on loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set for it by the engine and
+here as well).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytest
 
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
-from tests.prepare.test_tasks import assert_same_output, settings_for
+from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 
 pytest.importorskip("ray")
 ADDRESS = "10.254.0.1"
@@ -34,10 +36,9 @@ def _can_make_namespaces() -> bool:
     return os.geteuid() == 0 and shutil.which("ip") is not None
 
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not _can_make_namespaces(), reason="needs root and iproute2 to make a network namespace"),
-]
+pytestmark = pytest.mark.slow
+needs_namespaces = pytest.mark.skipif(not _can_make_namespaces(),
+                                      reason="needs root and iproute2 to make a network namespace")
 
 
 def _free_port() -> int:
@@ -121,6 +122,7 @@ def _stop(node: subprocess.Popen) -> None:
             continue
 
 
+@needs_namespaces
 def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_path):
     namespace, address = cluster
     corpus = write_corpus(tmp_path / "corpus", pairs=2000)
@@ -136,3 +138,29 @@ def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_
     assert [row["attempts"] for row in rows["clean.train"]] == [1, 2, 1]  # Ray ran task 1 again, alone
     nodes = {row["node"] for stage in rows.values() for row in stage}
     assert len(nodes) == 2  # both nodes took tasks
+
+
+def test_a_ray_run_whose_task_keeps_dying_keeps_the_finished_tasks(tmp_path):
+    """Out of retries, the run stops as a killed local task stops it: the output folder (a first run's)
+    stays with the tasks that finished, and the next run does only the task left."""
+    corpus = write_corpus(tmp_path / "corpus", pairs=2000)
+    tokenmill.prepare(settings_for(corpus, tmp_path / "local", tasks=3), progress=False)
+    config = write_config(tmp_path / "ray.yaml", settings_for(corpus, tmp_path / "ray", tasks=3, engine="ray"))
+    # RAY_AUTH_MODE: a local ray.init would otherwise write a token to ~/.ray/auth_token, which turns on token
+    # authentication for every `ray start` after it on this machine (the two-node test's among them)
+    loopback = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    crash = {"TOKENMILL_CRASH_AT": "clean.train#2:midway"}  # every attempt of task 2 dies
+    failed = run_cli("-c", str(config), "-q", "--no-report", env={**loopback, **crash})
+    assert failed.returncode == 2, failed.stderr
+    assert "task clean.train #2 did not finish after 3 retries on the Ray cluster" in failed.stderr
+    tasks = tmp_path / "ray" / ".work" / "tasks" / "clean.train"
+    finished = [i for i in range(3) if (tasks / f"{i:05d}" / "done.json").exists()]
+    assert 2 not in finished and finished  # the tasks that finished before it gave up are kept
+    assert (tasks / "00002.attempts").read_text().strip() == "4"  # the first run and Ray's 3 retries
+
+    again = run_cli("-c", str(config), "-q", "--no-report", env=loopback)
+    assert again.returncode == 0, again.stderr
+    rows = json.loads((tmp_path / "ray" / "manifest.json").read_text())["run"]["tasks"]["clean.train"]
+    assert [row["attempts"] for row in rows if row["task"] in finished] == [1] * len(finished)  # not run again
+    assert rows[2]["attempts"] == 5
+    assert_same_output(tmp_path / "local", tmp_path / "ray")

@@ -4,11 +4,16 @@ Joins the cluster at ``--ray-address`` (``auto`` or the head's ``HOST:PORT``; th
 node of it) or starts Ray on this machine. Every node needs tokenmill installed and the output folder
 on a shared file system. Tasks are dealt to the live nodes in turn (soft node affinity: a task whose
 node is gone runs elsewhere). A worker process that dies mid-task (OOM kill, lost node) is retried by Ray
-(``max_retries``); the task starts again from an empty folder, so the output does not change.
+(``max_retries``); the task starts again from an empty folder, so the output does not change. A task
+that still does not finish (out of retries, or the cluster gone) stops the run with
+:class:`~tokenmill.prepare.tasks.TaskKilled`, as a killed task of the local engine does: the output
+folder keeps the tasks that finished, and the next run does only what is left. A task that raises stops
+the run with its error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -18,14 +23,27 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare.engines import OnDone, TaskFunction, _nothing
+from tokenmill.prepare.tasks import TaskKilled
 
 MAX_RETRIES = 3
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def on_node(function: TaskFunction, *args: Any) -> dict[str, Any]:
     """Run a task and add the Ray node it ran on to its record (the task table shows the spread)."""
     record = function(*args)
     return {**record, "node": ray.get_runtime_context().get_node_id()}
+
+
+def _stay_on_loopback() -> None:
+    """Make a Ray started here use 127.0.0.1. Ray turns a loopback node address into the machine's own
+    interface address unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, which each process reads once, when
+    it imports Ray: the processes Ray starts get it from the environment, this one (which imported Ray
+    with this module) through the constant it was read into."""
+    os.environ.setdefault(LOOPBACK_SWITCH, "0")
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if os.environ[LOOPBACK_SWITCH] == "0" and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 class RayEngine:
@@ -41,7 +59,7 @@ class RayEngine:
         if self.address:
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
         else:  # a Ray of our own on this machine, on loopback only
-            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            _stay_on_loopback()
             ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
 
     def run(
@@ -59,13 +77,18 @@ class RayEngine:
         waiting = list(refs)
         try:
             while waiting:
-                ready, waiting = ray.wait(waiting, num_returns=1)
+                try:
+                    ready, waiting = ray.wait(waiting, num_returns=1)
+                except ray.exceptions.RayError as error:  # the cluster went away under us
+                    raise TaskKilled(f"the Ray cluster stopped answering ({type(error).__name__}: {error}); "
+                                     "re-run prepare to run the tasks left") from None
                 i = which[ready[0]]
                 results[i] = self._result(calls[i], ready[0])
                 on_done(results[i])  # type: ignore[arg-type]
         except BaseException:  # one task failed for good (or we were interrupted): stop the others
             for ref in waiting:
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
             raise
         return results  # type: ignore[return-value]
 
@@ -91,10 +114,11 @@ class RayEngine:
         except ray.exceptions.RayTaskError as error:  # the task raised: its own error, once
             cause = error.cause if isinstance(error.cause, Exception) else error
             raise TokenmillError(f"task {call[1]} #{call[2]} failed on the Ray cluster: {cause}") from None
-        except ray.exceptions.RayError as error:  # workers kept dying: out of retries
-            raise TokenmillError(
+        except ray.exceptions.RayError as error:  # workers kept dying (or its node went): out of retries
+            raise TaskKilled(
                 f"task {call[1]} #{call[2]} did not finish after {MAX_RETRIES} retries on the Ray cluster "
-                f"({type(error).__name__}); re-run prepare to run the tasks left"
+                f"({type(error).__name__}); re-run prepare to run it and the tasks left (the tasks that "
+                "finished are not run again)"
             ) from None
 
 
