@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.prepare import task_process
 from tokenmill.prepare.engines import LocalEngine
 from tokenmill.prepare.task_process import TaskRunner, function_name
@@ -22,12 +22,69 @@ def test_tasks_run_in_other_processes_and_return_their_results():
     assert os.getpid() not in pids and len(set(pids)) == 3  # a fresh child for every task
 
 
-def test_a_task_s_exception_is_raised_in_the_coordinator():
+class MisreadFile(FormatError):
+    """A tokenmill error the coordinator has no entry for: raised there as its nearest known class."""
+
+
+def raise_format_error() -> dict:
+    raise FormatError("data/train.idx: garbled index")
+
+
+def raise_unlisted_error() -> dict:
+    raise MisreadFile("data/train.idx: misread")
+
+
+def raise_value_error(settings: dict, stage: str, index: int) -> dict:
+    raise ValueError(f"no line {index} in {settings['input']}")
+
+
+def raise_keyboard_interrupt() -> dict:
+    raise KeyboardInterrupt
+
+
+def return_a_tuple() -> tuple:
+    return (1, "two", {"three": 3.0})
+
+
+def return_a_set() -> set:
+    return {1, 2}
+
+
+def test_a_task_s_tokenmill_error_is_raised_in_the_coordinator_as_itself():
     with TaskRunner() as runner:
-        with pytest.raises(ZeroDivisionError) as raised:
-            runner.run(operator.truediv, (1, 0))
-        assert any("in task process" in note for note in raised.value.__notes__)
+        with pytest.raises(FormatError) as raised:
+            runner.run(raise_format_error, ())
+        assert str(raised.value) == "data/train.idx: garbled index"
+        assert any("in task process" in note and "raise_format_error" in note for note in raised.value.__notes__)
+        with pytest.raises(FormatError) as raised:
+            runner.run(raise_unlisted_error, ())
+        assert str(raised.value) == "data/train.idx: misread"
+        assert type(raised.value) is FormatError  # the nearest class of the table: nothing is unpickled
         assert runner.run(operator.mul, (6, 7)) == 42  # the helper goes on after a failed task
+
+
+def test_any_other_exception_becomes_an_error_naming_the_task_and_the_original():
+    with TaskRunner() as runner:
+        with pytest.raises(TokenmillError) as raised:
+            runner.run(raise_value_error, ({"input": "a.txt"}, "clean.train", 3))
+        assert type(raised.value) is TokenmillError
+        assert str(raised.value) == "task clean.train #3 failed: ValueError: no line 3 in a.txt"
+        with pytest.raises(TokenmillError) as raised:
+            runner.run(operator.truediv, (1, 0))
+        assert str(raised.value) == "task failed: ZeroDivisionError: division by zero"
+
+
+def test_ctrl_c_in_a_task_stays_a_keyboard_interrupt():
+    """Not an error: a run stopped by hand keeps what it finished."""
+    with TaskRunner() as runner, pytest.raises(KeyboardInterrupt):
+        runner.run(raise_keyboard_interrupt, ())
+
+
+def test_results_come_back_as_json():
+    with TaskRunner() as runner:
+        assert runner.run(return_a_tuple, ()) == [1, "two", {"three": 3.0}]  # JSON has lists, not tuples
+        with pytest.raises(TokenmillError, match="TypeError: Object of type set is not JSON serializable"):
+            runner.run(return_a_set, ())
 
 
 def test_a_killed_task_stops_the_run_with_an_error_naming_it():

@@ -7,15 +7,20 @@ after the first task of ``clean.train`` and a few MB per task after that, measur
 
 :class:`TaskRunner` starts one helper per tasked stage, a fresh interpreter running :func:`serve`. For each
 task, the helper forks a child from its own state, waits for it and reports how it ended. The child
-runs the task, leaves its result (the record, or the exception it raised) in a pickle file and exits,
-so its memory goes back to the system. The helper never encodes or trains anything itself, so a fork
-of it is safe for tokenizers that stop using threads after a fork (Hugging Face's). Nothing imports the
-caller's ``__main__`` again, as multiprocessing's spawn and forkserver would. Without ``fork``, the
-helper runs each task itself.
+runs the task, leaves its result in a JSON file and exits, so its memory goes back to the system. The
+result is the task's record, or the error it raised: a :class:`~tokenmill.errors.TokenmillError` (or a
+subclass in :data:`ERROR_TYPES`) is raised again in the coordinator with its message; any other
+exception becomes an error naming the task and the original type and message (no pickle between our
+processes: nothing a task process writes is ever run as code).
+
+The helper never encodes or trains anything itself, so a fork of it is safe for tokenizers that stop
+using threads after a fork (Hugging Face's). Nothing imports the caller's ``__main__`` again, as
+multiprocessing's spawn and forkserver would. Without ``fork``, the helper runs each task itself.
 
 Protocol: one JSON line per task on the helper's stdin (``function`` as ``module:qualname``, ``args``,
-``result`` path). One JSON line per task back on the reply descriptor: ``{"code": N}`` or
-``{"signal": N}``. The task's own stdout and stderr are the coordinator's.
+``result`` path, where the child writes ``{"result": record}`` or ``{"error": {...}}``). One JSON line per
+task back on the reply descriptor: ``{"code": N}`` or ``{"signal": N}``. The task's own stdout and stderr
+are the coordinator's.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ import importlib
 import json
 import logging
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -36,8 +40,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.prepare.tasks import TaskKilled
+from tokenmill.store.remote import NoManifest, RemoteError
+
+ERROR_TYPES: dict[str, type[BaseException]] = {
+    error.__name__: error
+    for error in (TokenmillError, FormatError, ConfigError, RemoteError, NoManifest, TaskKilled, KeyboardInterrupt)
+}
+"""The exceptions a task's error is raised again as, by name (the nearest in the error's class hierarchy);
+Ctrl-C stays a KeyboardInterrupt, so a run stopped by hand keeps what it finished."""
 
 
 def function_name(function: Callable[..., Any]) -> str:
@@ -57,19 +69,31 @@ def _resolve(name: str) -> Callable[..., Any]:
 
 
 def _outcome(function: Callable[..., Any], args: list[Any]) -> bytes:
-    """The pickled result of ``function(*args)``: ``{"result": ...}`` or ``{"error": exception}``."""
+    """The JSON result of ``function(*args)``: ``{"result": ...}`` or ``{"error": ...}`` (:func:`_error`)."""
     try:
-        return pickle.dumps({"result": function(*args)})
+        return json.dumps({"result": function(*args)}).encode()
     except BaseException as error:  # handed to the coordinator, which raises it
-        error.add_note(f"(in task process {os.getpid()})\n{traceback.format_exc()}")
-        try:
-            payload = pickle.dumps({"error": error})
-            pickle.loads(payload)  # an exception that pickles but cannot be rebuilt becomes a plain one
-            return payload
-        except Exception:
-            plain = TokenmillError(f"{type(error).__name__}: {error}")
-            plain.add_note(traceback.format_exc())
-            return pickle.dumps({"error": plain})
+        return json.dumps({"error": _error(error, traceback.format_exc())}).encode()
+
+
+def _error(error: BaseException, trace: str) -> dict[str, Any]:
+    """An exception as plain values: the :data:`ERROR_TYPES` entry it is raised again as (None: not one of
+    ours), its own type, its message and where it was raised."""
+    kind = type(error)
+    known = next((cls.__name__ for cls in kind.__mro__ if ERROR_TYPES.get(cls.__name__) is cls), None)
+    original = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return {"type": known, "original": original, "message": str(error),
+            "traceback": f"(in task process {os.getpid()})\n{trace}"}
+
+
+def _raise(error: dict[str, Any], what: str) -> None:
+    """Raise what :func:`_error` recorded: the same tokenmill error with its message, Ctrl-C as Ctrl-C,
+    anything else as a :class:`~tokenmill.errors.TokenmillError` naming the task and the original."""
+    kind = ERROR_TYPES.get(error.get("type") or "")
+    raised = kind(error["message"]) if kind else TokenmillError(
+        f"{what} failed: {error['original']}: {error['message']}")
+    raised.add_note(error.get("traceback", ""))
+    raise raised
 
 
 def _write(path: Path, payload: bytes) -> None:
@@ -84,7 +108,8 @@ def _run_one(request: dict[str, Any]) -> dict[str, int]:
     try:
         function = _resolve(request["function"])
     except Exception as error:  # the coordinator raises it: the helper goes on
-        _write(result, pickle.dumps({"error": TokenmillError(f"cannot run {request['function']}: {error}")}))
+        failure = TokenmillError(f"cannot run {request['function']}: {error}")
+        _write(result, json.dumps({"error": _error(failure, traceback.format_exc())}).encode())
         return {"code": 1}
     if not hasattr(os, "fork"):
         _write(result, _outcome(function, args))
@@ -147,7 +172,7 @@ class TaskRunner:
     def run(self, function: Callable[..., dict[str, Any]], call: tuple[Any, ...]) -> dict[str, Any]:
         """``function(*call)`` in a task process; its exception is raised here."""
         self._count += 1
-        result = Path(self._folder.name) / f"{self._count}.pickle"
+        result = Path(self._folder.name) / f"{self._count}.json"
         request = {"function": function_name(function), "args": list(call), "result": str(result)}
         assert self._process.stdin is not None
         try:
@@ -167,10 +192,10 @@ class TaskRunner:
                              "it and the tasks left (the tasks that finished are not run again)")
         if not result.exists():
             raise TokenmillError(f"{what} ended with exit status {ended['code']} and no result; re-run prepare")
-        outcome = pickle.loads(result.read_bytes())
+        outcome = json.loads(result.read_bytes())
         result.unlink()
         if "error" in outcome:
-            raise outcome["error"]
+            _raise(outcome["error"], what)
         return outcome["result"]
 
     def close(self) -> None:
@@ -195,4 +220,4 @@ class TaskRunner:
         self.close()
 
 
-__all__ = ["TaskRunner", "function_name", "serve"]
+__all__ = ["ERROR_TYPES", "TaskRunner", "function_name", "serve"]
