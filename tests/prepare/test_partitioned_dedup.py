@@ -66,3 +66,20 @@ def test_memory_is_bounded_by_a_partition_not_the_corpus(tmp_path, monkeypatch):
     large = peak_bytes(tmp_path, 1 << 19, tasks=16)  # 16 partitions, 4x the keys
     assert large < 1.3 * small, (small, large)
     assert small < 64 * (1 << 15)  # a few arrays of one partition: 16 bytes per key, sort temporaries
+
+
+def test_each_task_s_duplicates_are_read_with_a_fixed_number_of_opens(tmp_path, monkeypatch):
+    """One file holds the duplicates of every partition: a task's part of the merge opens it (and its
+    bounds) once, not once per partition (P x N opens over a run)."""
+    keys = np.random.default_rng(2).integers(0, 500, size=5000).astype(np.uint64)
+    opened = []
+    for name in ("load", "memmap"):
+        real = getattr(np, name)
+        monkeypatch.setattr(partitioned_dedup.np, name,
+                            lambda *args, real=real, name=name, **kw: opened.append(name) or real(*args, **kw))
+    settle(tmp_path, keys, [0, 2000, 5000], partitions=13)
+    opened.clear()
+    found = duplicates_in(tmp_path / "dups", 13, 2000, 3000)
+    assert sorted(opened) == ["load", "memmap"]
+    assert sorted(path.name for path in (tmp_path / "dups").iterdir()) == ["dups.bounds.npy", "dups.raw"]
+    assert np.array_equal(found, np.flatnonzero(~Deduplicator().keep_first(keys)[2000:]))

@@ -5,8 +5,10 @@ and appends them to a raw file. :func:`partition_keys` then sorts them by ``key 
 file per task (keys, task-local positions and the partition bounds), block by block. Partition ``p``
 of every task together holds every occurrence of its keys, so :func:`find_duplicates` can settle the
 partitions one at a time: sort ``(key, global position)`` and every entry equal to the one before it
-is a later occurrence, exactly what the one-process deduplicator drops (first occurrence wins). A
-partition holds about :data:`PARTITION_ITEMS` entries whatever the corpus size, so memory is flat.
+is a later occurrence, exactly what the one-process deduplicator drops (first occurrence wins); the
+partitions' sorted duplicate positions go one after another into one file, which each task's part of
+the merge reads with one open (:func:`duplicates_in`). A partition holds about :data:`PARTITION_ITEMS`
+entries whatever the corpus size, so memory is flat.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ KEYS_RAW = "keys.raw"
 KEYS = "keys.npy"
 POSITIONS = "positions.npy"
 BOUNDS = "bounds.npy"
+DUPS = "dups.raw"
+DUPS_BOUNDS = "dups.bounds.npy"
 
 
 def partition_count(items: int) -> int:
@@ -84,28 +88,31 @@ def partition_keys(folder: Path, partitions: int) -> None:
 
 def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: int, out: Path) -> int:
     """For each partition, the global positions (``bases[t]`` + task position) of every later occurrence
-    of a key, sorted, into ``out/dups.NNNNN.npy``; returns the number of duplicates."""
+    of a key, sorted, one partition after another into ``out/dups.raw`` (int64), with
+    ``out/dups.bounds.npy`` (partitions + 1 offsets into it); returns the number of duplicates."""
     out.mkdir(parents=True, exist_ok=True)
     bounds = [np.load(f / BOUNDS) for f in folders]
-    total = 0
-    for p in range(partitions):
-        # one partition's slice of each task, copied out of a map opened for it alone: the pages of the
-        # other partitions are never touched, so resident memory stays one partition's
-        keys = np.concatenate([_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
-                              or [np.zeros(0, np.uint64)])
-        positions = np.concatenate(
-            [_slice(f / POSITIONS, b[p], b[p + 1]) + base for f, b, base in zip(folders, bounds, bases, strict=True)]
-            or [np.zeros(0, np.int64)]
-        )
-        order = np.lexsort((positions, keys))
-        sorted_keys = keys[order]
-        later = np.concatenate([[False], sorted_keys[1:] == sorted_keys[:-1]]) if len(order) else np.zeros(0, bool)
-        duplicates = np.sort(positions[order][later])
-        _save(out / f"dups.{p:05d}.npy", duplicates)
-        total += len(duplicates)
-        del keys, positions, order, sorted_keys, later, duplicates
-        release_heap()  # the partition's arrays: glibc would keep up to 2x the largest in its heap
-    return total
+    where = np.zeros(partitions + 1, dtype=np.int64)
+    with atomic_path(out / DUPS) as tmp, open(tmp, "wb") as dups:
+        for p in range(partitions):
+            # one partition's slice of each task, copied out of a map opened for it alone: the pages of the
+            # other partitions are never touched, so resident memory stays one partition's
+            keys = np.concatenate([_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
+                                  or [np.zeros(0, np.uint64)])
+            positions = np.concatenate(
+                [_slice(f / POSITIONS, b[p], b[p + 1]) + base
+                 for f, b, base in zip(folders, bounds, bases, strict=True)] or [np.zeros(0, np.int64)]
+            )
+            order = np.lexsort((positions, keys))
+            sorted_keys = keys[order]
+            later = np.concatenate([[False], sorted_keys[1:] == sorted_keys[:-1]]) if len(order) else np.zeros(0, bool)
+            duplicates = np.sort(positions[order][later])
+            dups.write(duplicates.astype(np.int64).tobytes())
+            where[p + 1] = where[p] + len(duplicates)
+            del keys, positions, order, sorted_keys, later, duplicates
+            release_heap()  # the partition's arrays: glibc would keep up to 2x the largest in its heap
+    _save(out / DUPS_BOUNDS, where)
+    return int(where[-1])
 
 
 def _slice(path: Path, start: int, stop: int) -> np.ndarray:
@@ -114,13 +121,24 @@ def _slice(path: Path, start: int, stop: int) -> np.ndarray:
 
 
 def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarray:
-    """Sorted positions (relative to ``base``) of the duplicates among items ``[base, base + count)``."""
-    found = []
-    for p in range(partitions):
-        table = np.load(out / f"dups.{p:05d}.npy", mmap_mode="r")
-        lo, hi = np.searchsorted(table, [base, base + count])
-        found.append(np.asarray(table[lo:hi]) - base)
-    return np.sort(np.concatenate(found)) if found else np.zeros(0, np.int64)
+    """Sorted positions (relative to ``base``) of the duplicates among items ``[base, base + count)``: one
+    file opened per call (not one per partition), and from each partition's sorted run only the few pages
+    a binary search touches and the task's own entries are read."""
+    bounds = np.load(out / DUPS_BOUNDS)
+    if len(bounds) != partitions + 1:
+        raise ValueError(f"{out / DUPS_BOUNDS}: {len(bounds) - 1} partitions, {partitions} expected")
+    if not bounds[-1]:
+        return np.zeros(0, np.int64)
+    table = np.memmap(out / DUPS, dtype=np.int64, mode="r")
+    try:
+        found = []
+        for p in range(partitions):
+            run = table[bounds[p] : bounds[p + 1]]
+            lo, hi = np.searchsorted(run, [base, base + count])
+            found.append(np.array(run[lo:hi]) - base)
+        return np.sort(np.concatenate(found))
+    finally:
+        del table  # unmapped: nothing of the table stays resident
 
 
 __all__ = ["PARTITION_ITEMS", "duplicates_in", "find_duplicates", "partition_count", "partition_keys"]
