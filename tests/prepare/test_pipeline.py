@@ -405,3 +405,18 @@ def test_whitespace_text_kept_as_read_goes_straight_from_the_input(tmp_path):
     dictionary = Dictionary.load(tmp_path / "out" / "dict.txt")
     store = IndexedDataset(tmp_path / "out" / "train")
     assert [dictionary.decode(store[i][:-1]) for i in range(len(store))] == [" ".join(x.split()) for x in WORDY]
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.int64])
+def test_end_tokens_go_after_every_item_in_the_stores_dtype(dtype):
+    from tokenmill.prepare.pipeline import with_end_token
+
+    rng = np.random.default_rng(5)
+    for items in (0, 1, 7, 300):
+        lengths = rng.integers(0, 6, items)
+        lengths[: min(items, 2)] = 0  # empty items get the end token alone
+        flat = rng.integers(0, 60_000, int(lengths.sum())).astype(np.int32)
+        out = with_end_token(flat, lengths, 2, np.dtype(dtype))
+        assert out.dtype == dtype and out.tolist() == np.insert(flat, np.cumsum(lengths), 2).tolist()
+    with pytest.raises(ValueError, match="token ids span"):
+        with_end_token(np.array([5, 70_000], dtype=np.int32), np.array([2]), 2, np.dtype(np.uint16))

@@ -1054,9 +1054,10 @@ class Pipeline:
         sentences = tokens = unknown = 0
         try:
             for flat, lengths in blocks:
-                unknown += int(np.count_nonzero(flat == unk))
+                if unk >= 0:
+                    unknown += int(np.count_nonzero(flat == unk))
                 if eos is not None:
-                    flat, lengths = np.insert(flat, np.cumsum(lengths), eos), lengths + 1
+                    flat, lengths = with_end_token(flat, lengths, eos, dtype), lengths + 1
                 while len(lengths):
                     room = shard_size - (len(writer)) if shard_size else len(lengths)
                     if room == 0:
@@ -1277,6 +1278,24 @@ def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, cr
                 bar.update(len(lines))
             _crash_point(f"{crash_name}:midway")
     return list(table)
+
+
+def with_end_token(flat: np.ndarray, lengths: np.ndarray, end: int, dtype: np.dtype) -> np.ndarray:
+    """``end`` after each item of (``flat``, ``lengths``), as ``dtype``: what ``np.insert`` gives, in the store's
+    dtype at once (one pass fewer over a block). Ids outside ``dtype`` are refused, as the writer would."""
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.integer) and flat.size:
+        limits = np.iinfo(dtype)
+        low, high = int(flat.min()), int(flat.max())
+        if low < limits.min or high > limits.max:
+            raise ValueError(f"token ids span [{low}, {high}] but {dtype} holds [{limits.min}, {limits.max}]")
+    out = np.empty(len(flat) + len(lengths), dtype=dtype)
+    ends = np.cumsum(lengths) + np.arange(len(lengths))
+    keep = np.ones(len(out), dtype=bool)
+    keep[ends] = False
+    out[keep] = flat
+    out[ends] = end
+    return out
 
 
 def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:
