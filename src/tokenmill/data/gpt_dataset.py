@@ -270,9 +270,12 @@ class GPTDataset:
         if config.boundaries == "documents":
             # Piece starts inside the row, and the padding after a kept partial sample's last document.
             inside = column < length
+            flat = owner[inside] * length + column[inside]  # ascending: pieces come in row and column order
             padded = np.flatnonzero(real < length)
-            flat = np.concatenate((owner[inside] * length + column[inside], padded * length + real[padded]))
-            flat = np.unique(flat)
+            if len(padded):
+                flat = np.concatenate((flat, padded * length + real[padded]))
+            if len(padded) or not bool((flat[1:] > flat[:-1]).all()):  # out of order, or empty pieces
+                flat = np.unique(flat)
         else:
             real_input = columns[None, :-1] < real[:, None]  # ignore padding even if pad_id == eod_id
             eod_rows, eod_cols = np.nonzero((tokens[:, :-1] == config.eod_id) & real_input)
