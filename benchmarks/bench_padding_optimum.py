@@ -604,6 +604,28 @@ def order_study(src: np.ndarray, tgt: np.ndarray, budget: int) -> dict[str, tupl
     return out
 
 
+def pack_times(pairs: int, repeats: int = 3) -> None:
+    """Seconds of the greedy cut and of ``pack_lowpad`` (batch_penalty 0.1) on ``pairs`` of bench_batching's
+    lengths in lowpad's curve order (the cut only; the order is made once, untimed)."""
+    from tokenmill.batching import pack_greedy, pack_lowpad
+    from tokenmill.batching.order import curve_order
+
+    src, tgt = lognormal_lengths(pairs, SEED)
+    _, s, t = curve_order(None, src, tgt, np.random.default_rng(SEED))
+    costs = np.maximum(s, t)
+    times: dict[str, list[float]] = {"greedy": [], "lowpad": []}
+    for _ in range(repeats):
+        began = time.perf_counter()
+        pack_greedy(costs, 4096, None, MULTIPLE)
+        times["greedy"].append(time.perf_counter() - began)
+        began = time.perf_counter()
+        pack_lowpad(costs, s, t, 4096, None, MULTIPLE, 0.1)
+        times["lowpad"].append(time.perf_counter() - began)
+    print(f"cut of {pairs:,} pairs in curve order, max_tokens 4096: greedy "
+          + " / ".join(f"{x:.2f}" for x in times["greedy"]) + " s; pack_lowpad "
+          + " / ".join(f"{x:.2f}" for x in times["lowpad"]) + " s")
+
+
 def print_table(rows: list[dict]) -> None:
     def pct(value) -> str:
         return "-" if value is None else f"{value:.2%}"
@@ -667,6 +689,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=1_000_000, help="pairs drawn for gettext-many")
     parser.add_argument("--repeats", type=int, default=1, help="DP runs per figure (median seconds)")
     parser.add_argument("--workdir", default="/tmp/tokenmill-bench")
+    parser.add_argument("--pack-time", type=int, default=None, metavar="PAIRS",
+                        help="only time the greedy cut and pack_lowpad on this many lognormal pairs, then exit")
     parser.add_argument("--penalties", default="0,0.03,0.05,0.07",
                         help="other batch_penalty values to plan lowpad with (comma-separated)")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the rows to this file")
@@ -675,6 +699,9 @@ def main() -> None:
         began = time.perf_counter()
         selftest()
         print(f"selftest took {time.perf_counter() - began:.1f} s")
+        return
+    if options.pack_time:
+        pack_times(options.pack_time)
         return
     workdir = Path(options.workdir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
-"""Multilingual training data as a multi_dataset: many directions in rotating shards read from an
-Open-NLLB-style ``multi_data_bin`` (file names, ``a:b:c`` paths, chosen and reversed directions, the
+"""Multilingual training data as one dataset: many directions in rotating shards read from an
+Open-NLLB-style ``data_bin`` (file names, ``a:b:c`` paths, chosen and reversed directions, the
 valid split), language tags and the length filter, rows of many directions, and bad input named.
 
 Planning a sampled mix of the directions is tested in ``tests/batching/test_sampled.py``, collating

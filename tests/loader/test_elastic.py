@@ -119,3 +119,24 @@ def test_other_data_or_settings_are_still_refused(dataset):
     other = BatchIterator(dataset, BatchConfig(max_tokens=200), rank=0, world_size=3, collate=None, cache=False)
     with pytest.raises(TokenmillError, match=r"max_tokens: 160 -> 200"):
         other.load_state_dict(state)
+
+
+def test_settings_a_plan_does_not_depend_on_do_not_block_a_resume(dataset):
+    old = ranks(dataset, 2)
+    served(old, 1)
+    state = old[0].state_dict()
+    threads = BatchIterator(dataset, CONFIG.replace(plan_threads=3), rank=0, world_size=2, collate=None, cache=False)
+    threads.load_state_dict(state)  # how many threads build the plan is not part of it
+    assert (threads.epoch, threads.step) == (old[0].epoch, old[0].step)
+    # batch_penalty shapes lowpad's cut only: a fairseq-mode state without it (saved before it existed) resumes.
+    fairseq = BatchConfig(mode="fairseq", max_tokens=160, seed=3)
+    saved = BatchIterator(dataset, fairseq, rank=0, world_size=2, collate=None, cache=False)
+    next(iter(saved))
+    state = json.loads(json.dumps(saved.state_dict()))
+    state["config"].pop("batch_penalty", None)
+    again = BatchIterator(dataset, fairseq.replace(batch_penalty=0.5), rank=0, world_size=2, collate=None, cache=False)
+    again.load_state_dict(state)
+    assert again.step == 1
+    lowpad = BatchIterator(dataset, CONFIG.replace(batch_penalty=0.5), rank=0, world_size=2, collate=None, cache=False)
+    with pytest.raises(TokenmillError, match=r"batch_penalty: 0.1 -> 0.5"):
+        lowpad.load_state_dict(old[0].state_dict())

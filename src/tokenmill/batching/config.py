@@ -109,10 +109,13 @@ class BatchConfig:
         return asdict(self)
 
     def plan_identity(self) -> dict[str, Any]:
-        """The settings a plan depends on (everything but how many threads build it): its cache key and
-        what a resumed state must match."""
+        """The settings a plan depends on: its cache key and what a resumed state must match. Not in it:
+        how many threads build the plan, and ``batch_penalty`` outside ``lowpad`` mode (the peer modes
+        cut as their peers do, so a state saved before the setting existed still resumes there)."""
         values = self.to_dict()
         del values["plan_threads"]
+        if self.mode != "lowpad":
+            del values["batch_penalty"]
         return values
 
     @classmethod

@@ -235,7 +235,10 @@ class BatchIterator:
     def settings(self) -> dict[str, Any]:
         """Every setting the batches depend on, by name (the planner's cut and selection when it names
         them, else the iterator's config): a resume compares them field by field."""
-        return dict(getattr(self.planner, "plan_settings", None) or self.config.to_dict())
+        named = getattr(self.planner, "plan_settings", None)
+        if named:
+            return dict(named)
+        return dict(getattr(self.config, "plan_identity", self.config.to_dict)())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at a saved position, refusing a state saved for other data or settings.
