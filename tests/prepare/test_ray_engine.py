@@ -164,3 +164,20 @@ def test_a_ray_run_whose_task_keeps_dying_keeps_the_finished_tasks(tmp_path):
     assert [row["attempts"] for row in rows if row["task"] in finished] == [1] * len(finished)  # not run again
     assert rows[2]["attempts"] == 5
     assert_same_output(tmp_path / "local", tmp_path / "ray")
+
+
+def test_the_engine_s_own_ray_advertises_loopback_even_when_ray_was_imported_first():
+    """Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when it is imported, and otherwise advertises the
+    machine's interface address. The engine's own Ray must still use 127.0.0.1: the address is looked up
+    here without starting Ray (no socket is opened)."""
+    probe = (
+        "import ray\n"
+        "from ray._private import services\n"
+        "from tokenmill.prepare.ray_engine import _stay_on_loopback\n"
+        "_stay_on_loopback()\n"
+        "print(services.get_node_ip_address())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "127.0.0.1"
