@@ -106,6 +106,22 @@ def test_monolingual_jsonl_documents_with_newlines(tmp_path):
     assert_same_output(tmp_path / "plain", tmp_path / "tasks")
 
 
+def test_a_folder_made_without_tasks_from_the_input_as_read_takes_a_tasked_rerun(tmp_path):
+    """Megatron's flags read the input as it is, with no cleaned copy; a later run cut into tasks needs the
+    copy, so its clean stage runs again instead of counting as done (and the output is the tasked run's)."""
+    data = write_jsonl(tmp_path / "docs.jsonl", lines=600)
+    megatron = {"input": [str(data)], "output_prefix": str(tmp_path / "out" / "lm"), "tokenizer": "hf",
+                "append_eod": True, "workers": 2, "vocab_size": 300}
+    first = tokenmill.prepare(build_config(megatron), progress=False)
+    assert "clean.train" in first.ran and not (tmp_path / "out" / ".work" / "clean" / "train.text").exists()
+    again = tokenmill.prepare(build_config({**megatron, "vocab_size": 320}), tasks=2, progress=False)
+    assert "clean.train" in again.ran and "binarize.train.text" in again.ran
+    fresh = {**megatron, "output_prefix": str(tmp_path / "fresh" / "lm"), "vocab_size": 320}
+    tokenmill.prepare(build_config(fresh), tasks=2, progress=False)
+    for name in ("lm_text_document.bin", "lm_text_document.idx", "tokenizer.json"):
+        assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes()
+
+
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tokenmill", "prepare", *args], capture_output=True, text=True,
                           env={**os.environ, **(env or {})})

@@ -342,7 +342,9 @@ class Pipeline:
                 run = lambda p=plan, t=tasks: self._run_clean_tasks(p, t)  # noqa: E731
             else:
                 run = lambda p=plan: self._run_clean(p.split, p.files, p.tgt_files, p.config)  # noqa: E731
-            info = self._stage(f"clean.{split}", plan.key, run)
+            # A stage that wrote no cleaned copy (the input is read as it is) is not done for a run that reads one.
+            key = fingerprint(plan.key, "read as input") if self.reads_input(split) else plan.key
+            info = self._stage(f"clean.{split}", key, run)
             if info["stats"] is not None:  # None: the text goes to the tokenizer as read (counted there)
                 self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
             if split == "train":
