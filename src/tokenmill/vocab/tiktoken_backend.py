@@ -136,7 +136,6 @@ class TiktokenTokenizer(TokenizerBase):
 
     name = "tiktoken"
     filename = "tokenizer.tiktoken"
-    overlaps_batches = True  # the library encodes with the GIL released
     Settings = TiktokenSettings
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:

@@ -215,7 +215,9 @@ class TokenizerBase:
     TrainSettings: ClassVar[type | None] = None
     overlaps_batches: ClassVar[bool] = False
     """Whether ``encode_batch`` lets go of the GIL while it encodes, so that two batches on two threads keep
-    the cores busy where one leaves them idle (its last long lines, its ids turned into arrays)."""
+    the cores busy where one leaves them idle (its last long lines, its ids turned into arrays). Not for a
+    backend whose batch call already runs Python per line on threads (tiktoken): more threads then only
+    fight over the GIL."""
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:
         self.path = Path(path)
