@@ -3,7 +3,8 @@ memory bounded by a partition whatever the number of keys."""
 
 from __future__ import annotations
 
-import tracemalloc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -37,33 +38,44 @@ def test_same_drops_as_one_process(tmp_path, monkeypatch, cuts):
     assert (settle(tmp_path, keys, cuts, partitions=7) == Deduplicator().keep_first(keys)).all()
 
 
-def peak_bytes(tmp_path, n: int, tasks: int) -> int:
-    keys = np.random.default_rng(n).integers(0, n // 2, size=n).astype(np.uint64)
-    cuts = [n * t // tasks for t in range(tasks + 1)]
-    for t in range(tasks):  # the parts are written before measuring: the test's own array does not count
-        folder = tmp_path / f"n{n}-task{t}"
-        folder.mkdir()
-        keys[cuts[t]:cuts[t + 1]].tofile(folder / KEYS_RAW)
-    del keys
-    partitions = partitioned_dedup.partition_count(n)
-    tracemalloc.start()
-    try:
-        folders = [tmp_path / f"n{n}-task{t}" for t in range(tasks)]
-        for folder in folders:
-            partition_keys(folder, partitions)
-        find_duplicates(folders, cuts[:-1], partitions, tmp_path / f"n{n}-dups")
-        for t in range(tasks):
-            duplicates_in(tmp_path / f"n{n}-dups", partitions, cuts[t], cuts[t + 1] - cuts[t])
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+PEAK = r"""
+import sys, tracemalloc
+from pathlib import Path
+import numpy as np
+from tokenmill.prepare import partitioned_dedup
+from tokenmill.prepare.partitioned_dedup import KEYS_RAW, duplicates_in, find_duplicates, partition_keys
+root, n, tasks, items, block = Path(sys.argv[1]), *map(int, sys.argv[2:])
+partitioned_dedup.PARTITION_ITEMS, partitioned_dedup._BLOCK = items, block
+keys = np.random.default_rng(n).integers(0, n // 2, size=n).astype(np.uint64)
+cuts = [n * t // tasks for t in range(tasks + 1)]
+folders = [root / f"n{n}-task{t}" for t in range(tasks)]
+for t, folder in enumerate(folders):  # the parts are written before measuring: the keys array does not count
+    folder.mkdir()
+    keys[cuts[t]:cuts[t + 1]].tofile(folder / KEYS_RAW)
+del keys
+partitions = partitioned_dedup.partition_count(n)
+tracemalloc.start()
+for folder in folders:
+    partition_keys(folder, partitions)
+find_duplicates(folders, cuts[:-1], partitions, root / f"n{n}-dups")
+for t in range(tasks):
+    duplicates_in(root / f"n{n}-dups", partitions, cuts[t], cuts[t + 1] - cuts[t])
+print(tracemalloc.get_traced_memory()[1])
+"""
 
 
-def test_memory_is_bounded_by_a_partition_not_the_corpus(tmp_path, monkeypatch):
-    monkeypatch.setattr(partitioned_dedup, "PARTITION_ITEMS", 1 << 15)
-    monkeypatch.setattr(partitioned_dedup, "_BLOCK", 1 << 15)
-    small = peak_bytes(tmp_path, 1 << 17, tasks=4)   # 4 partitions
-    large = peak_bytes(tmp_path, 1 << 19, tasks=16)  # 16 partitions, 4x the keys
+def peak_bytes(tmp_path, n: int, tasks: int, items: int, block: int) -> int:
+    """Traced peak of partitioning, settling and reading the duplicates of ``n`` keys in ``tasks`` parts,
+    in a fresh interpreter (tracemalloc counts every thread's allocations: none of other tests' threads)."""
+    done = subprocess.run([sys.executable, "-c", PEAK, str(tmp_path), str(n), str(tasks), str(items), str(block)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_memory_is_bounded_by_a_partition_not_the_corpus(tmp_path):
+    small = peak_bytes(tmp_path, 1 << 17, tasks=4, items=1 << 15, block=1 << 15)   # 4 partitions
+    large = peak_bytes(tmp_path, 1 << 19, tasks=16, items=1 << 15, block=1 << 15)  # 16 partitions, 4x the keys
     assert large < 1.3 * small, (small, large)
     assert small < 64 * (1 << 15)  # a few arrays of one partition: 16 bytes per key, sort temporaries
 
