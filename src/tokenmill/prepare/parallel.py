@@ -1,5 +1,5 @@
 """Run the chunk-local part of cleaning on worker processes, results back in input order (the
-encode stage's threads, :func:`ordered_map`, come from :mod:`tokenmill._core.ordered`).
+encode stage's threads are :func:`tokenmill._core.ordered.ordered_map`).
 
 :meth:`tokenmill.text.Cleaner.local` depends on its chunk only, so it can run anywhere; the
 pipeline feeds chunks to a process pool with a bounded number in flight (memory stays flat),
@@ -16,7 +16,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 
-from tokenmill._core.ordered import ordered_map as ordered_map  # re-exported for the encode stage
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
 from tokenmill.text.cleaner import CleanChunk
 from tokenmill.text.drop_sample import DropSample

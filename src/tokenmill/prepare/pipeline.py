@@ -40,6 +40,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
+from tokenmill._core.ordered import ordered_map
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
@@ -53,7 +54,7 @@ from tokenmill.prepare.object_storage import (
     publish_to,
     work_folder,
 )
-from tokenmill.prepare.parallel import clean_chunks, ordered_map
+from tokenmill.prepare.parallel import clean_chunks
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.sequential import item_blocks, npy_blocks, save_npy_blocks, size_blocks, store_length
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
