@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.data.peers_megatron import MegatronJobs
+from tokenmill.data import gpt_dataset
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.errors import ConfigError
 from tokenmill.store import IndexedDataset, IndexedWriter
@@ -46,8 +47,18 @@ def stream_of(dataset: GPTDataset, documents) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ordered).astype(np.int64), starts
 
 
+@pytest.fixture(params=["gather", "slices"])
+def read_by(request, monkeypatch):
+    """Both ways rows are read: one gather of every token, or one slice of the map per piece."""
+    if request.param == "slices":
+        monkeypatch.setattr(gpt_dataset, "SLICE_COPY_MIN_PIECE", 0)
+    else:
+        monkeypatch.setattr(gpt_dataset, "SLICE_COPY_MIN_PIECE", 1 << 40)
+    return request.param
+
+
 @pytest.mark.parametrize("extra", [True, False])
-def test_every_sample_is_a_window_of_the_shuffled_epoch_stream(corpus, extra):
+def test_every_sample_is_a_window_of_the_shuffled_epoch_stream(corpus, extra, read_by):
     store, documents = corpus
     config = GPTDatasetConfig(seq_length=64, seed=3, num_samples=900, add_extra_token=extra)
     dataset = GPTDataset(store, config)
@@ -131,7 +142,7 @@ def test_a_kept_partial_last_sample_is_padded_and_its_padding_masked(corpus):
     assert sample["loss_mask"].tolist() == [1.0] * (len(tail) - 1) + [0.0] * (50 - len(tail) + 1)
 
 
-def test_batch_rows_equal_single_samples(corpus):
+def test_batch_rows_equal_single_samples(corpus, read_by):
     store, _ = corpus
     dataset = GPTDataset(store, GPTDatasetConfig(seq_length=30, seed=4, reset_position_ids=True))
     ids = [5, 0, 17, 5, len(dataset) - 1, -1]

@@ -35,6 +35,10 @@ from tokenmill.data.blending import SPLIT_NAMES, split_document_ranges
 from tokenmill.data.gpt_index import GPTIndex, GPTIndexConfig, build_gpt_index
 from tokenmill.errors import ConfigError
 
+SLICE_COPY_MIN_PIECE = 256
+"""Average piece length (tokens) from which a batch is read as one slice per piece rather than one gather:
+a slice costs ~0.6 us of Python, a gathered token ~3.5 ns (measured at seq_length 2048)."""
+
 if TYPE_CHECKING:
     from tokenmill.store import IndexedDataset
 
@@ -192,12 +196,14 @@ class GPTDataset:
     # ------------------------------------------------------------------ reading rows
 
     def _rows(self, sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Raw rows (B, seq_length + extra) int64 padded with pad_id, their real lengths, and the column
-        and row of every document piece's first token.
+        """Raw rows (B, seq_length + extra) padded with pad_id, their real lengths, and the column and
+        row of every document piece's first token. Full rows keep the store's dtype (the caller casts
+        once, into the arrays it returns); padded rows are int64.
 
         A row is the pieces of consecutive documents between its begin and end positions in the
         sample index; every piece is whole except the first (starts at the begin offset) and the last
-        (ends at the end offset). All rows are read with one gather of every token of the batch.
+        (ends at the end offset). Pieces of a few hundred tokens or more (the usual case) are copied as
+        slices of the map, one per piece; short ones by one gather of every token of the batch.
         """
         config = self.config
         extra = int(config.add_extra_token)
@@ -226,16 +232,18 @@ class GPTDataset:
         # One gather for every token of the batch.
         source = self.dataset.pointers[documents] // self._itemsize + start
         total = int(before[-1] + lengths[-1]) if len(owner) else 0
+        if total == count * width and len(owner) * SLICE_COPY_MIN_PIECE <= total:
+            tokens = self._tokens
+            pieces_text = [tokens[at : at + n] for at, n in zip(source.tolist(), lengths.tolist(), strict=True)]
+            return np.concatenate(pieces_text).reshape(count, width), real, column, owner
         positions = np.repeat(source - before, lengths)
         positions += np.arange(total, dtype=np.int64)
         if total == count * width:
-            text = np.empty((count, width), dtype=np.int64)
-            np.copyto(text.reshape(-1), self._tokens[positions], casting="unsafe")
-        else:
-            text = np.full((count, width), config.pad_id, dtype=np.int64)
-            target_rows = np.repeat(owner, lengths)
-            target_cols = np.arange(total, dtype=np.int64) - np.repeat(before - column, lengths)
-            text[target_rows, target_cols] = self._tokens[positions]
+            return self._tokens[positions].reshape(count, width), real, column, owner
+        text = np.full((count, width), config.pad_id, dtype=np.int64)
+        target_rows = np.repeat(owner, lengths)
+        target_cols = np.arange(total, dtype=np.int64) - np.repeat(before - column, lengths)
+        text[target_rows, target_cols] = self._tokens[positions]
         return text, real, column, owner
 
     def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
@@ -253,10 +261,10 @@ class GPTDataset:
         text, real, column, owner = self._rows(ids)
         count = len(ids)
         if config.add_extra_token:
-            tokens, labels = np.ascontiguousarray(text[:, :-1]), np.ascontiguousarray(text[:, 1:])
+            tokens, labels = text[:, :-1].astype(np.int64), text[:, 1:].astype(np.int64)
         else:
-            tokens = text
-            labels = np.empty_like(text)
+            tokens = text.astype(np.int64, copy=False)
+            labels = np.empty_like(tokens)
             labels[:, :-1] = text[:, 1:]
             labels[:, -1] = config.pad_id
         columns = np.arange(length, dtype=np.int64)
@@ -288,8 +296,10 @@ class GPTDataset:
         else:
             position_ids = np.empty((count, length), dtype=np.int64)
             position_ids[:] = columns
-        cu_seqlens = np.append(flat, count * length).astype(np.int32)
-        max_seqlen = int(np.diff(cu_seqlens).max()) if count else 0
+        cu_seqlens = np.empty(len(flat) + 1, dtype=np.int32)
+        cu_seqlens[:-1] = flat
+        cu_seqlens[-1] = count * length
+        max_seqlen = int((cu_seqlens[1:] - cu_seqlens[:-1]).max()) if count else 0
         return {
             "tokens": tokens,
             "labels": labels,
