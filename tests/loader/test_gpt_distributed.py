@@ -9,17 +9,16 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 
 import tokenmill  # noqa: E402
-from tests.loader.test_elastic_distributed import free_port  # noqa: E402
+from tests.loader.distributed_job import run_job  # noqa: E402
 from tests.loader.test_gpt_loader import megatron_sampler  # noqa: E402
 from tokenmill.store import IndexedWriter  # noqa: E402
 
@@ -44,33 +43,19 @@ def gpt_dataset(prefix: str | Path) -> tokenmill.GPTDataset:
     return tokenmill.GPTDataset(tokenmill.open(prefix), tokenmill.GPTDatasetConfig(seq_length=SEQ, seed=5))
 
 
-def worker(rank: int, world: int, port: int, prefix: str, out: str, resume: str | None) -> None:
-    """One rank: join the group, serve micro batches (the rest of the pass, or BEFORE then checkpoint)."""
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        loader = tokenmill.loader(gpt_dataset(prefix), CONFIG)
-        assert loader.batches.world_size == world and loader.batches.rank == rank, "rank from torch.distributed"
-        if resume:
-            loader.load_state_dict(json.loads(Path(resume).read_text()))
-        served = []
-        for batch in loader:
-            assert isinstance(batch["tokens"], torch.Tensor) and tuple(batch["tokens"].shape) == (MICRO, SEQ)
-            served.append(batch["tokens"].tolist())
-            if not resume and len(served) == BEFORE:
-                break
-        counts = torch.tensor([len(served), -len(served)])
-        dist.all_reduce(counts, op=dist.ReduceOp.MAX)  # the most and the fewest micro batches of any rank
-        record = {"served": served, "max": int(counts[0]), "min": -int(counts[1]), "state": loader.state_dict()}
-        Path(out, f"rank{rank}.json").write_text(json.dumps(record))
-    finally:
-        dist.destroy_process_group()
+def gpt_loader(prefix: str):
+    return tokenmill.loader(gpt_dataset(prefix), CONFIG)
 
 
-def run_job(world: int, prefix: Path, out: Path, resume: Path | None = None) -> list[dict]:
-    out.mkdir(parents=True, exist_ok=True)
-    mp.start_processes(worker, args=(world, free_port(), str(prefix), str(out), resume and str(resume)),
-                       nprocs=world, join=True, start_method="spawn")
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+def micro_batch_rows(batch) -> list[list[int]]:
+    assert isinstance(batch["tokens"], torch.Tensor) and tuple(batch["tokens"].shape) == (MICRO, SEQ)
+    return batch["tokens"].tolist()
+
+
+def job(world: int, prefix: Path, out: Path, resume: Path | None = None) -> list[dict]:
+    """``world`` ranks over the GPT samples: the rest of the pass when resuming, else BEFORE micro batches."""
+    return run_job(world, out, partial(gpt_loader, str(prefix)), micro_batch_rows, resume=resume,
+                   stop_after=None if resume else BEFORE)
 
 
 @pytest.mark.slow
@@ -90,8 +75,9 @@ def test_gpt_checkpoint_at_two_ranks_resumes_at_one_and_at_three_in_megatrons_or
         """The job's samples in Megatron's order: step by step, rank 0's slice of the chunk first."""
         return [i for step in zip(*ranks, strict=True) for batch in step for i in batch]
 
-    before = run_job(2, prefix, tmp_path / "w2")
-    assert [(r["min"], r["max"], len(r["served"])) for r in before] == [(BEFORE, BEFORE, BEFORE)] * 2
+    before = job(2, prefix, tmp_path / "w2")
+    assert [(r["rank"], r["world"], r["min"], r["max"], len(r["served"])) for r in before] == [
+        (rank, 2, BEFORE, BEFORE, BEFORE) for rank in range(2)]
     served_before = [ids(r["served"]) for r in before]
     for rank, batches in enumerate(served_before):
         assert batches == list(megatron_sampler(total, 0, MICRO, rank, 2))[:BEFORE], f"rank {rank} at 2 ranks"
@@ -104,7 +90,7 @@ def test_gpt_checkpoint_at_two_ranks_resumes_at_one_and_at_three_in_megatrons_or
     uninterrupted = [ids([b["tokens"].tolist()])[0] for b in tokenmill.batches(gpt, CONFIG, consumed_samples=consumed)]
     assert [i for batch in uninterrupted for i in batch] == list(range(consumed, total))
     for world in (1, 3):
-        after = run_job(world, prefix, tmp_path / f"w{world}", resume=state)
+        after = job(world, prefix, tmp_path / f"w{world}", resume=state)
         served_after = [ids(r["served"]) for r in after]
         per_step = GLOBAL // (MICRO * world)
         steps = {(r["min"], r["max"], len(r["served"])) for r in after}

@@ -6,15 +6,14 @@ Skipped when torch is not installed (``pip install tokenmill[torch]``).
 from __future__ import annotations
 
 import itertools
-import os
-import socket
+from functools import partial
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from tests.batching.corpus import make_pair_dir  # noqa: E402
+from tests.loader.distributed_job import run_job  # noqa: E402
 from tokenmill.batching.config import BatchConfig  # noqa: E402
 from tokenmill.data.pairs import PairDataset  # noqa: E402
 from tokenmill.loader import BatchIterator  # noqa: E402
@@ -84,24 +83,18 @@ def test_pinned_memory(data, tmp_path):
     assert batch["net_input"]["src_tokens"].is_pinned() and batch["target"].is_pinned()
 
 
-def _rank_main(rank: int, world: int, port: int, data: str, cache: str, out: str) -> None:
-    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    loader = make_loader(PairDataset.from_dir(data), CONFIG, cache=cache)  # rank and world from torch.distributed
-    ids = [b["id"].numpy() for b in loader]
-    np.save(os.path.join(out, f"rank{rank}.npy"), np.concatenate(ids))
-    np.save(os.path.join(out, f"count{rank}.npy"), np.array([len(ids), loader.batches.rank, loader.batches.world_size]))
-    torch.distributed.destroy_process_group()
+def pair_loader(data: str, cache: str) -> StatefulLoader:
+    return make_loader(PairDataset.from_dir(data), CONFIG, cache=cache)  # rank and world from torch.distributed
+
+
+def batch_ids(batch) -> list[int]:
+    return batch["id"].tolist()
 
 
 @pytest.mark.slow  # two spawned processes import torch: ~10 s on 2 cores
 def test_ranks_come_from_torch_distributed(data, tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    world = 2
-    torch.multiprocessing.spawn(_rank_main, args=(world, port, str(data), str(tmp_path), str(tmp_path)), nprocs=world)
-    counts = [np.load(tmp_path / f"count{r}.npy").tolist() for r in range(world)]
-    assert [c[1:] for c in counts] == [[0, 2], [1, 2]]
-    assert counts[0][0] == counts[1][0]  # same number of batches on both ranks
-    seen = np.concatenate([np.load(tmp_path / f"rank{r}.npy") for r in range(world)])
-    assert np.array_equal(np.sort(seen), np.arange(300))
+    ranks = run_job(2, tmp_path / "job", partial(pair_loader, str(data), str(tmp_path)), batch_ids)
+    assert [(r["rank"], r["world"]) for r in ranks] == [(0, 2), (1, 2)]
+    assert ranks[0]["min"] == ranks[0]["max"] == len(ranks[0]["served"]) > 0  # same number of batches on both ranks
+    seen = [i for r in ranks for batch in r["served"] for i in batch]
+    assert sorted(seen) == list(range(300))
