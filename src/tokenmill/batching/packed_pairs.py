@@ -34,7 +34,7 @@ from tokenmill.batching.costs import round_up
 from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
-from tokenmill.batching.plan import PlanStats
+from tokenmill.batching.plan import EpochPlan, PlanStats
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
 from tokenmill.cache import CacheLike
@@ -158,28 +158,15 @@ class PackedBatch:
 
 
 @dataclass
-class PackedEpochPlan:
-    """One epoch's rows, batches and their step-by-step assignment to ranks."""
+class PackedEpochPlan(EpochPlan):
+    """An :class:`~tokenmill.batching.plan.EpochPlan` whose batches are packed rows: ``order`` holds the
+    pair ids row after row, batch b is rows ``table.starts[b]:table.stops[b]``."""
 
-    epoch: int
-    world_size: int
     config: PackConfig
-    order: np.ndarray
-    """Pair ids row after row; rows come in batch order (batch b is rows ``starts[b]:stops[b]``)."""
     row_ends: np.ndarray
     """int64 end of each row in ``order``."""
-    table: BatchTable
-    """Batches as ranges of rows, with their longest rows and token sums per side."""
-    schedule: np.ndarray
-    """(num_steps, world_size) batch ids; row t: the batch each rank runs at step t."""
-    stats: PlanStats
 
-    @property
-    def num_steps(self) -> int:
-        """Batches per rank in this epoch."""
-        return len(self.schedule)
-
-    def batch(self, b: int) -> PackedBatch:
+    def batch(self, b: int) -> PackedBatch:  # type: ignore[override]
         """Batch ``b``: its pairs row by row, and the widths to collate it at."""
         first, stop = int(self.table.starts[b]), int(self.table.stops[b])
         begin = int(self.row_ends[first - 1]) if first else 0
@@ -191,16 +178,6 @@ class PackedEpochPlan:
             src_width = int(round_up(self.table.max_src[b], c.pad_to_multiple))
             tgt_width = int(round_up(self.table.max_tgt[b], c.pad_to_multiple))
         return PackedBatch(self.order[begin : int(self.row_ends[stop - 1])], ends, src_width, tgt_width)
-
-    def indices(self, step: int, rank: int) -> PackedBatch:
-        """The batch rank ``rank`` runs at ``step``."""
-        if not 0 <= rank < self.world_size:
-            raise ConfigError(f"rank {rank} is outside this plan's world size {self.world_size}")
-        return self.batch(int(self.schedule[step, rank]))
-
-    def rank_batches(self, rank: int) -> list[PackedBatch]:
-        """Every batch of one rank, in step order (for inspection and tests)."""
-        return [self.indices(t, rank) for t in range(self.num_steps)]
 
     def left_after(self, steps: int) -> np.ndarray:
         """Pair ids the first ``steps`` steps (all ranks) did not serve, in plan order."""
@@ -385,7 +362,7 @@ class PackedPairPlanner(EpochPlanner):
         )
         steps = schedule(padded, world_size, permute) if len(table) else np.zeros((0, world_size), dtype=np.int64)
         stats = self._stats(arrays, table, padded, steps, meta, cached, world_size)
-        return PackedEpochPlan(epoch, world_size, self.config, arrays["order"], arrays["row_ends"], table, steps, stats)
+        return PackedEpochPlan(epoch, world_size, arrays["order"], table, steps, stats, self.config, arrays["row_ends"])
 
     def _padded(self, table: BatchTable) -> np.ndarray:
         """Slots of each collated batch, both sides."""

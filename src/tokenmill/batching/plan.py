@@ -27,6 +27,7 @@ from tokenmill.batching.order import STEP_SHUFFLE, generator
 from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
 from tokenmill.cache import CacheLike
+from tokenmill.errors import ConfigError
 
 PLAN_VERSION = 1
 """Bumped whenever a plan for the same inputs would come out different (invalidates caches)."""
@@ -96,6 +97,8 @@ class EpochPlan:
 
     def indices(self, step: int, rank: int) -> np.ndarray:
         """Sample ids rank ``rank`` runs at ``step``."""
+        if not 0 <= rank < self.world_size:
+            raise ConfigError(f"rank {rank} is outside this plan's world size {self.world_size}")
         return self.batch(int(self.schedule[step, rank]))
 
     def rank_batches(self, rank: int) -> list[np.ndarray]:
