@@ -213,6 +213,14 @@ def test_t2t_subword_tokenizer_end_to_end(sample_settings):
     assert read_manifest(out).vocab["special"] == {"pad": 0, "eos": 1, "eod": 1}
     assert verify_directory(out) == []
 
+    # The vocabulary serves another run as --tokenizer-model, as T2T's SubwordTextEncoder(filename) does:
+    # nothing is built, and the same text gives the same stores.
+    again = {**settings, "destdir": str(out.parent / "reused"), "tokenizer_model": str(out / "vocab.subwords")}
+    reused = prepare(build_config(again), progress=False).destdir
+    assert read_manifest(reused).vocab["special"] == {"pad": 0, "eos": 1, "eod": 1}
+    for name in ("vocab.subwords", "train.en-zh.zh.bin", "train.en-zh.zh.idx", "train.en-zh.en.bin"):
+        assert (reused / name).read_bytes() == (out / name).read_bytes(), name
+
 
 def test_word_alignments_follow_their_pairs_through_cleaning(corpus, tmp_path):
     src = (corpus / "train.en").read_text(encoding="utf-8").split("\n")[:-1]

@@ -129,8 +129,8 @@ class PrepareConfig:
     """Subword tokenizer: sentencepiece, hf (Hugging Face tokenizers), tiktoken, t2t-subword, or none (the
     input is already whitespace-tokenized)."""
     tokenizer_model: str | None = None
-    """Use this model instead of training one: a SentencePiece .model, a Hugging Face tokenizer.json or a
-    .tiktoken ranks file (Megatron's --tokenizer-model)."""
+    """Use this model instead of training one: a SentencePiece .model, a Hugging Face tokenizer.json, a
+    .tiktoken ranks file or a T2T vocab.subwords file (Megatron's --tokenizer-model)."""
     tokenizer_options: dict[str, Any] = field(default_factory=dict)
     """Settings of the tokenizer backend when it loads a model, as key=value pairs (YAML: a mapping), e.g.
     tiktoken pattern=..., eod_token=<|endoftext|>, preset=cl100k."""
@@ -349,7 +349,7 @@ class PrepareConfig:
         """The tokenizer's files and Megatron's flags fit together (checked before any work)."""
         if self.tokenizer_model and self.spm_model and self.tokenizer_model != self.spm_model:
             raise ConfigError("--tokenizer-model and --spm-model name different models; give one")
-        if self.tokenizer_model and self.tokenizer in ("none", "t2t-subword"):
+        if self.tokenizer_model and self.tokenizer == "none":
             raise ConfigError(f"--tokenizer-model does not apply to --tokenizer {self.tokenizer}")
         for name in ("tokenizer_model", "vocab_file", "merge_file"):
             path = getattr(self, name)
