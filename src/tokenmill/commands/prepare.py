@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect as pyinspect
 import logging
 import re
@@ -33,6 +34,7 @@ from tokenmill.store.remote import is_url
 
 _SECTION = re.compile(r"#\s*----\s+(\w.*)")
 RUN = "Run"
+_LAZY = "(from the config class)"  # a field flag's section, looked up when --help is shown
 
 
 def _sentence(text: str) -> str:
@@ -45,9 +47,11 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+@functools.cache
 def _field_docs(cls: type) -> tuple[dict[str, str], dict[str, str]]:
     """(help, section) per dataclass field: the docstring under the field or the trailing ``# comment``
-    on its line; the last ``# ---- name`` comment above it."""
+    on its line; the last ``# ---- name`` comment above it. Read from the class's source, so only when
+    ``--help`` is shown (it costs more than the rest of the command's set-up)."""
     source = pyinspect.getsource(cls)
     docs: dict[str, str] = {}
     sections: dict[str, str] = {}
@@ -86,6 +90,42 @@ class _Option(click.Option):
         self.section = section
 
 
+class _FieldOption(_Option):
+    """The flag of a config field: its help text and section come from the config class's source
+    (:func:`_field_docs`), read when first asked for (``--help``), not at every start."""
+
+    def __init__(self, *args: Any, field: tuple[type, str, str | None], shown: str | None, **kwargs: Any) -> None:
+        self._field, self._shown = field, shown
+        self._help: str | None = None
+        self._section: str | None = None
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        if self._help is None:
+            cls, name, _ = self._field
+            text = _field_docs(cls)[0].get(name, "")
+            if self._shown is not None:
+                text += f"  [default: {self._shown}]"
+            self._help = pyinspect.cleandoc(text) if text else text  # as click.Option does with a given help
+        return self._help
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        self._help = value
+
+    @property  # type: ignore[override]
+    def section(self) -> str:
+        if self._section is None:
+            _, name, group = self._field
+            self._section = _field_docs(PrepareConfig)[1].get(group or name, RUN)
+        return self._section
+
+    @section.setter
+    def section(self, value: str) -> None:
+        self._section = None if value == _LAZY else value
+
+
 class _SectionedCommand(click.Command):
     """``--help`` with one section of options per group, in the order of the config class."""
 
@@ -105,10 +145,8 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
     """(option, field name, nested group or None) for every config field, in the class's order; the
     fields of a nested group (normalize, filters) take the place and section of the group's field."""
     made: list[tuple[click.Option, str, str | None]] = []
-    _, sections = _field_docs(PrepareConfig)
 
     def add(cls: type, group: str | None) -> None:
-        docs, _ = _field_docs(cls)
         hinted = hints(cls)
         for item in dataclasses.fields(cls):
             if group is None and item.name in NESTED:
@@ -116,18 +154,13 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
                 continue
             flag = flag_name(item.name, group)[2:]
             kind, is_flag = click_type(hinted[item.name])
-            help_text = docs.get(item.name, "")
-            shown = _shown_default(item, flag)
-            if shown is not None:
-                help_text += f"  [default: {shown}]"
             dest = item.name if not group else f"{group}__{item.name}"
-            section = sections.get(group or item.name, RUN)
+            lazy = {"field": (cls, item.name, group), "shown": _shown_default(item, flag), "section": _LAZY}
             if is_flag:
-                option = _Option([f"--{flag}/--no-{flag}", dest], default=None, help=help_text, section=section)
+                option = _FieldOption([f"--{flag}/--no-{flag}", dest], default=None, **lazy)
             else:
                 metavar = "A,B,..." if is_sequence(hinted[item.name]) else None
-                option = _Option([f"--{flag}", dest], type=kind, default=None, help=help_text, section=section,
-                                 metavar=metavar)
+                option = _FieldOption([f"--{flag}", dest], type=kind, default=None, metavar=metavar, **lazy)
             made.append((option, item.name, group))
 
     add(PrepareConfig, None)

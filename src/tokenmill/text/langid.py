@@ -16,15 +16,28 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 
 from tokenmill.errors import ConfigError
 
-try:  # optional: a compiled sparse product makes scoring ~6x faster than the numpy fallback
-    import scipy.sparse as _sparse
-except ImportError:  # pragma: no cover - depends on the environment
-    _sparse = None
+_NOT_LOADED: Any = object()
+# scipy.sparse (optional: its compiled sparse product scores ~6x faster than the numpy fallback), None
+# without scipy. Imported by the first classification, not with this module: importing scipy costs ~0.2 s
+# at every start of the command line, which language-ID filters are rarely part of.
+_sparse: Any = _NOT_LOADED
+
+
+def _sparse_module() -> Any:
+    global _sparse
+    if _sparse is _NOT_LOADED:
+        try:
+            import scipy.sparse as sparse
+        except ImportError:  # pragma: no cover - depends on the environment
+            sparse = None
+        _sparse = sparse
+    return _sparse
 
 UNDETERMINED = "und"
 _PAIRS_PER_BLOCK = 1 << 15  # (line, feature) pairs scored together: bounds the scratch matrix
@@ -98,8 +111,9 @@ class LanguageIdentifier:
             key, counts = np.unique(rows * n_feats + feats, return_counts=True)
             rows, feats = key // n_feats, key % n_feats
             weights = np.log1p(counts.astype(np.float32))
-            if _sparse is not None:  # one compiled sparse x dense product for the whole chunk
-                matrix = _sparse.csr_matrix((weights, (rows, feats)), shape=(n, n_feats))
+            sparse = _sparse_module()
+            if sparse is not None:  # one compiled sparse x dense product for the whole chunk
+                matrix = sparse.csr_matrix((weights, (rows, feats)), shape=(n, n_feats))
                 scored = np.flatnonzero(np.bincount(rows, minlength=n))
                 scores = np.asarray(matrix[scored] @ self._ptc32()) + self._pc
                 best[scored] = self._decide(scores)

@@ -18,8 +18,9 @@ steps; control removal before the collapse, so a deleted control never leaves tw
 
 Speed: a chunk is joined with ``\\n`` (lines never contain it when read by tokenmill.text.readers),
 turned into one numpy array of code points and steps 2-4 become table look-ups and masks over it
-(whitespace of any kind to U+0020), then runs of spaces are squeezed with ``str.replace``; ASCII
-chunks do the same with ``bytes.translate``/``bytes.replace``. NFKC runs only on the lines that are not already
+(whitespace of any kind to U+0020); ASCII chunks do the same with ``bytes.translate``. Masks over
+the same array find the few lines that collapsing changes (two spaces in a row, a space at either end),
+and only those are collapsed, line by line, after the split. NFKC runs only on the lines that are not already
 NFKC (``unicodedata.is_normalized``), after the full-width folding, which gives the same result (the
 folding replaces characters by their own compatibility decompositions) and leaves far fewer lines
 to normalize in CJK text. A chunk whose items contain ``\\n`` (possible from JSONL) is processed item
@@ -65,6 +66,7 @@ _NL = 10
 _ASCII_DELETE = bytes(ord(c) for c in DELETED if ord(c) < 0x80)
 _ASCII_CONTROL_MAP = bytes.maketrans(SPACE_CONTROLS[:-1].encode(), b" " * (len(SPACE_CONTROLS) - 1))
 _ASCII_SPACE_MAP = bytes.maketrans(b"\t\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 8)
+_ASCII_BOTH_MAP = _ASCII_CONTROL_MAP.translate(_ASCII_SPACE_MAP)  # both mappings in one table: one pass
 
 
 @dataclass(frozen=True)
@@ -116,17 +118,19 @@ class Normalizer:
         return cur
 
     def _apply_list(self, lines: list[str]) -> list[str]:
-        joined = "\n".join(lines)
-        if joined.count("\n") != len(lines) - 1:
+        if not lines:
+            return []
+        out = self._lines("\n".join(lines))
+        if len(out) != len(lines):  # an item holds "\n" (no step adds or removes one): item by item
             return [self._one(x) for x in lines]
-        return self._text(joined).split("\n") if lines else []
+        return out
 
     def _one(self, item: str) -> str:
         """One item that may contain ``\\n`` (JSONL): whitespace like any other when collapsing."""
-        return self._text(item.replace("\n", " ") if self.collapse_whitespace else item)
+        return "\n".join(self._lines(item.replace("\n", " ") if self.collapse_whitespace else item))
 
-    def _text(self, text: str) -> str:
-        """All enabled steps on a ``\\n``-joined chunk."""
+    def _lines(self, text: str) -> list[str]:
+        """All enabled steps on a ``\\n``-joined chunk; its lines."""
         if not text.isascii():
             if self.nfkc or self.fullwidth:
                 cps = _codepoints(text)
@@ -135,33 +139,32 @@ class Normalizer:
             if self.nfkc and not unicodedata.is_normalized("NFKC", text):
                 text = _nfkc_lines(text)
         if not (self.remove_control or self.collapse_whitespace):
-            return text
+            return text.split("\n")
         if text.isascii():
-            return self._ascii(text.encode("ascii")).decode("ascii")
-        cps = _codepoints(text)
-        changed = False
-        if self.remove_control:
-            cps, changed = _remove_control(cps)
+            data = self._ascii(text.encode("ascii"))
+            cps = np.frombuffer(data, dtype=np.uint8)
+            text = data.decode("ascii")
+        else:
+            cps = _codepoints(text)
+            changed = False
+            if self.remove_control:
+                cps, changed = _remove_control(cps)
+            if self.collapse_whitespace:
+                changed = _whitespace_to_space(cps) or changed
+            if changed:
+                text = cps.tobytes().decode("utf-32-le", "surrogatepass")
+        lines = text.split("\n")
         if self.collapse_whitespace:
-            changed = _whitespace_to_space(cps) or changed
-        if changed:
-            text = cps.tobytes().decode("utf-32-le", "surrogatepass")
-        return _squeeze(text, " ", "\n") if self.collapse_whitespace else text
+            for i in _unsqueezed_lines(cps).tolist():
+                lines[i] = " ".join(lines[i].split())
+        return lines
 
     def _ascii(self, data: bytes) -> bytes:
-        """Steps 3-4 on ASCII bytes: two ``bytes.translate`` passes and a few ``replace`` passes."""
+        """Step 3 and the space mapping of step 4 on ASCII bytes (``bytes.translate``); runs of spaces are
+        left to :func:`_unsqueezed_lines`."""
         if self.remove_control:
-            data = data.translate(_ASCII_CONTROL_MAP, _ASCII_DELETE)
-        if self.collapse_whitespace:
-            data = data.translate(_ASCII_SPACE_MAP)
-            while b"  " in data:
-                data = data.replace(b"  ", b" ")
-            if b" \n" in data:
-                data = data.replace(b" \n", b"\n")
-            if b"\n " in data:
-                data = data.replace(b"\n ", b"\n")
-            data = data.strip(b" ")
-        return data
+            return data.translate(_ASCII_BOTH_MAP if self.collapse_whitespace else _ASCII_CONTROL_MAP, _ASCII_DELETE)
+        return data.translate(_ASCII_SPACE_MAP) if self.collapse_whitespace else data
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -206,16 +209,25 @@ def _whitespace_to_space(cps: np.ndarray) -> bool:
     return True
 
 
-def _squeeze(text, space, newline):  # type: ignore[no-untyped-def]
-    """Runs of ``space`` to one, and none next to ``newline`` or at either end (str or bytes)."""
-    double = space + space
-    while double in text:
-        text = text.replace(double, space)
-    if space + newline in text:
-        text = text.replace(space + newline, newline)
-    if newline + space in text:
-        text = text.replace(newline + space, newline)
-    return text.strip(space)
+def _unsqueezed_lines(cps: np.ndarray) -> np.ndarray:
+    """Indices of the LF-separated lines of ``cps`` (whitespace already mapped to U+0020) that collapsing
+    changes: two spaces in a row, or a space at either end. Found with a few masks over the whole chunk;
+    these lines are few, so only they are collapsed one by one (``str.replace`` loops over a whole chunk
+    cost more: a two-space pattern is searched slowly in text full of single spaces)."""
+    space = cps == 0x20
+    if not len(cps) or not space.any():
+        return np.empty(0, dtype=np.int64)
+    newline = cps == _NL
+    bad = np.empty(len(cps), dtype=bool)
+    bad[0] = True  # a space first
+    np.logical_or(space[:-1], newline[:-1], out=bad[1:])  # ... or after a space or LF
+    bad[:-1] |= newline[1:]  # ... or before LF
+    bad[-1] = True  # ... or last
+    bad &= space
+    where = np.flatnonzero(bad)
+    if not len(where):
+        return where
+    return np.unique(np.searchsorted(np.flatnonzero(newline), where))
 
 
 def normalize_lines(lines: list[str], normalizer: Normalizer | None = None) -> list[str]:
