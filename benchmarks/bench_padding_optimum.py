@@ -5,7 +5,9 @@ the padding fraction (pad slots / all slots, both sides; a batch occupies rows x
 longest target) slots) of:
 
 * **lowpad**: tokenmill's default mode through its public API (``Planner`` with ``BatchConfig`` defaults
-  but ``max_tokens`` and the multiple), world size 1 (no batch is split to even ranks);
+  but ``max_tokens`` and the multiple), world size 1 (no batch is split to even ranks). Its cut is the exact
+  least ``slots + price x batches`` of its order with ``price = round(batch_penalty x max_tokens)``; the run
+  checks that against the DP below (an independent implementation) at the same price;
 * **fairseq**: fairseq's ``batch_by_size`` on its ``ordered_indices`` (``TranslationTask`` +
   ``get_batch_iterator`` in fairseq's own venv, ``bench_batching``'s ``fairseq-start`` child on a store
   with the same lengths);
@@ -502,13 +504,16 @@ def measure(name: str, src: np.ndarray, tgt: np.ndarray, data: Path, budget: int
     greedy_slots, greedy_batches = check_cut(s_order, t_order, greedy_ends, budget, MULTIPLE)
 
     grid = [round(2 ** (k / 2)) for k in range(12, 2 * (4 * budget).bit_length() + 1)]
-    penalties = [0, *grid, min_count_penalty(len(src), budget, MULTIPLE)]
+    price = max(1, round(config.batch_penalty * budget))  # pack_lowpad's price per batch
+    penalties = [0, *grid, price, min_count_penalty(len(src), budget, MULTIPLE)]
     seconds = []
     for _ in range(repeats):
         began = time.perf_counter()
         cuts = optimal_cuts(s_order, t_order, budget, MULTIPLE, penalties)
         seconds.append(time.perf_counter() - began)
     assert cuts.batches[-1] == greedy_batches, "the greedy cut should make the fewest batches"
+    at_price = len(penalties) - 2
+    assert lowpad_slots + price * lowpad_batches == cuts.value[at_price], "lowpad's cut should be the DP's optimum"
     assert cuts.slots[-1] <= greedy_slots
     roomy = np.flatnonzero(cuts.batches <= SLACK * greedy_batches)
     slack = int(roomy[np.argmin(cuts.slots[roomy])])
@@ -604,26 +609,29 @@ def order_study(src: np.ndarray, tgt: np.ndarray, budget: int) -> dict[str, tupl
     return out
 
 
-def pack_times(pairs: int, repeats: int = 3) -> None:
-    """Seconds of the greedy cut and of ``pack_lowpad`` (batch_penalty 0.1) on ``pairs`` of bench_batching's
-    lengths in lowpad's curve order (the cut only; the order is made once, untimed)."""
-    from tokenmill.batching import pack_greedy, pack_lowpad
+def pack_times(pairs: int, repeats: int = 5) -> None:
+    """Seconds of the greedy cut and of ``pack_lowpad`` (default batch_penalty) on ``pairs`` of bench_batching's
+    lengths in lowpad's curve order (the cut only; the order is made once, untimed), alternating, at
+    budgets 4096 and 16384: median (min) of ``repeats``."""
+    from tokenmill.batching import BatchConfig, pack_greedy, pack_lowpad
     from tokenmill.batching.order import curve_order
 
     src, tgt = lognormal_lengths(pairs, SEED)
     _, s, t = curve_order(None, src, tgt, np.random.default_rng(SEED))
     costs = np.maximum(s, t)
-    times: dict[str, list[float]] = {"greedy": [], "lowpad": []}
-    for _ in range(repeats):
-        began = time.perf_counter()
-        pack_greedy(costs, 4096, None, MULTIPLE)
-        times["greedy"].append(time.perf_counter() - began)
-        began = time.perf_counter()
-        pack_lowpad(costs, s, t, 4096, None, MULTIPLE, 0.1)
-        times["lowpad"].append(time.perf_counter() - began)
-    print(f"cut of {pairs:,} pairs in curve order, max_tokens 4096: greedy "
-          + " / ".join(f"{x:.2f}" for x in times["greedy"]) + " s; pack_lowpad "
-          + " / ".join(f"{x:.2f}" for x in times["lowpad"]) + " s")
+    penalty = BatchConfig().batch_penalty
+    for budget in BUDGETS:
+        times: dict[str, list[float]] = {"greedy": [], "lowpad": []}
+        for _ in range(repeats):
+            began = time.perf_counter()
+            pack_greedy(costs, budget, None, MULTIPLE)
+            times["greedy"].append(time.perf_counter() - began)
+            began = time.perf_counter()
+            pack_lowpad(costs, s, t, budget, None, MULTIPLE, penalty)
+            times["lowpad"].append(time.perf_counter() - began)
+        print(f"cut of {pairs:,} pairs in curve order, max_tokens {budget}: "
+              + "; ".join(f"{name} {statistics.median(x):.2f} s ({min(x):.2f})" for name, x in times.items())
+              + f" (batch_penalty {penalty})")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -661,7 +669,7 @@ def print_table(rows: list[dict]) -> None:
             f"| {r['dp_s']:.1f} |"
         )
     print()
-    print("lowpad's cut (batch_penalty 0.1) of other sample orders (padding, batches, ratio to fairseq's padding):")
+    print("lowpad's cut (default batch_penalty) of other sample orders (padding, batches, ratio to fairseq's padding):")
     print()
     names = list(rows[0]["orders"]) if rows else []
     print("| corpus | max_tokens | " + " | ".join(names) + " |")
@@ -691,7 +699,7 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/tokenmill-bench")
     parser.add_argument("--pack-time", type=int, default=None, metavar="PAIRS",
                         help="only time the greedy cut and pack_lowpad on this many lognormal pairs, then exit")
-    parser.add_argument("--penalties", default="0,0.03,0.05,0.07",
+    parser.add_argument("--penalties", default="0,0.05,0.1,0.2,0.4",
                         help="other batch_penalty values to plan lowpad with (comma-separated)")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the rows to this file")
     options = parser.parse_args()

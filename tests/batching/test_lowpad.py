@@ -8,11 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.batching.corpus import pair_lengths
+from tests.batching.corpus import make_pair_dir, pair_lengths
 from tokenmill.batching import lowpad
-from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.config import LOWPAD_CUT, BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.plan import Planner
+from tokenmill.data.pairs import PairDataset
+from tokenmill.errors import TokenmillError
+from tokenmill.loader import BatchIterator
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +56,19 @@ def test_budget_and_multiple_hold(corpus):
         longest = max(corpus.src[batch].max(), corpus.tgt[batch].max())
         assert len(batch) * (-(-longest // 8) * 8) <= 4096
         assert len(batch) < 8 or len(batch) % 8 == 0
+
+
+def test_a_state_of_the_old_cut_rule_is_refused_naming_it(tmp_path):
+    """lowpad's cut changed for the same settings (LOWPAD_CUT 2): a state saved under the old rule (no
+    ``lowpad_cut`` in its settings) must not resume onto the new plan silently."""
+    assert BatchConfig().plan_identity()["lowpad_cut"] == LOWPAD_CUT == 2
+    assert "lowpad_cut" not in BatchConfig(mode="fairseq").plan_identity()  # the peer modes cut as before
+    dataset = PairDataset.from_dir(make_pair_dir(tmp_path / "data", 60, seed=2))
+    config = BatchConfig(max_tokens=160)
+    saved = BatchIterator(dataset, config, collate=None, cache=False)
+    next(iter(saved))
+    state = saved.state_dict()
+    BatchIterator(dataset, config, collate=None, cache=False).load_state_dict(state)  # same rule: resumes
+    del state["config"]["lowpad_cut"]
+    with pytest.raises(TokenmillError, match=r"lowpad_cut: None -> 2"):
+        BatchIterator(dataset, config, collate=None, cache=False).load_state_dict(state)

@@ -1,4 +1,5 @@
-"""Greedy token-budget packing: the fast run-walking packer equals the one-sample-at-a-time rule."""
+"""Token-budget packing: the fast greedy packer equals the one-sample-at-a-time rule; lowpad's cut reaches the
+brute-force least pad slots + price x batches under the same rules."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokenmill.batching import optimal_cut
 from tokenmill.batching.pack import pack_greedy, pack_lowpad, pack_reference, round_rows
 from tokenmill.errors import ConfigError
 
@@ -74,28 +76,56 @@ def test_fast_packer_equals_reference(costs, sort, max_tokens, max_sentences, mu
     assert fast.tolist() == slow.tolist()
 
 
-def lowpad_reference(src, tgt, max_tokens, max_sentences, multiple, penalty):
-    """pack_lowpad's rule one batch at a time: the greedy batch, then the end (every ``multiple`` rows)
-    with the least (pad slots + penalty x max_tokens) per row, unless the batch lies in one length cell."""
-    costs = [max(s, t) for s, t in zip(src, tgt, strict=True)]
-    greedy = pack_reference(np.asarray(costs), max_tokens, max_sentences, multiple).tolist()
-    ends, start = [], 0
-    while start < len(src):
-        rows = pack_reference(np.asarray(costs[start:]), max_tokens, max_sentences, multiple)[0]
-        one_cell = len({(src[i], tgt[i]) for i in range(start, start + rows)}) == 1
-        if rows > multiple and not one_cell:
-            best, best_score = rows, None
-            for r in range(multiple, rows + 1, multiple):
-                rows_here = range(start, start + r)
-                pad = r * (max(src[i] for i in rows_here) + max(tgt[i] for i in rows_here))
-                pad -= sum(src[i] + tgt[i] for i in rows_here)
-                score = (pad + penalty * max_tokens) / r
-                if best_score is None or score <= best_score:
-                    best, best_score = r, score
-            rows = best
-        start += rows
-        ends.append(start)
-    return ends, greedy
+def lowpad_value(src, tgt, ends, price, first=0) -> int:
+    """pad-slot measure of the batches ending at ``ends`` (the first starting at ``first``): rows x (longest
+    source + longest target) per batch, plus ``price`` per batch."""
+    starts = [first, *ends[:-1]]
+    return sum((b - a) * (max(src[a:b]) + max(tgt[a:b])) + price for a, b in zip(starts, ends, strict=True))
+
+
+def lowpad_reference(src, tgt, costs, max_tokens, max_sentences, multiple, price) -> int:
+    """The least value pack_lowpad must reach, by brute force over every cut it may make: on each stretch of
+    samples of which ``multiple`` rows fit (a grid of 1 when max_sentences < multiple), batches of a multiple
+    of ``multiple`` rows from the stretch's start, its leftover rows as one last batch; the samples between
+    stretches cut greedily."""
+    n = len(costs)
+    cap = max_sentences if max_sentences is not None else n
+    grid = multiple if cap >= multiple else 1
+    total, lo = 0, 0
+    while lo < n:
+        oversize = grid * costs[lo] > max_tokens
+        hi = lo
+        while hi < n and (grid * costs[hi] > max_tokens) == oversize:
+            hi += 1
+        if oversize:
+            ends = (lo + pack_reference(np.asarray(costs[lo:hi]), max_tokens, max_sentences, multiple)).tolist()
+            total += lowpad_value(src, tgt, ends, price, first=lo)
+        else:
+            groups = (hi - lo) // grid
+            best = [0] + [None] * groups  # best[g]: least value of the first g groups of the stretch
+            for g in range(1, groups + 1):
+                for k in range(1, g + 1):
+                    a, b = lo + (g - k) * grid, lo + g * grid
+                    rows = b - a
+                    if rows > cap or rows * max(costs[a:b]) > max_tokens:
+                        break
+                    value = best[g - k] + rows * (max(src[a:b]) + max(tgt[a:b])) + price
+                    best[g] = value if best[g] is None else min(best[g], value)
+            total += best[groups]
+            if (hi - lo) % grid:
+                total += lowpad_value(src, tgt, [hi], price, first=lo + groups * grid)
+        lo = hi
+    return total
+
+
+def check_rules(costs, ends, max_tokens, max_sentences, multiple) -> None:
+    """Every batch fits the budget and the row cap; its rows are a multiple of ``multiple`` or fewer."""
+    assert ends[-1] == len(costs) and np.all(np.diff(np.concatenate([[0], ends])) > 0)
+    for start, stop in batches_of(ends):
+        rows = stop - start
+        assert rows * max(costs[start:stop]) <= max_tokens
+        assert max_sentences is None or rows <= max_sentences
+        assert rows % multiple == 0 or rows < multiple
 
 
 def test_a_batch_stops_at_a_length_step_when_the_padding_is_worth_a_batch():
@@ -108,7 +138,28 @@ def test_a_batch_stops_at_a_length_step_when_the_padding_is_worth_a_batch():
     assert pack_lowpad(costs, src, tgt, 320, None, 8, penalty=1.0).tolist() == [32]
 
 
-@settings(max_examples=300, deadline=None)
+def test_a_batch_runs_on_when_the_extra_batch_costs_more_than_the_padding_it_saves():
+    # 8 rows of (3, 3), then 4 of (4, 4); budget 85 fits all 12 rows (12 x 4 = 48), price round(0.25 x 85) = 21.
+    # One batch: 12 x 8 = 96 slots (16 of them padding) + 21 = 117. Stopping at the step: 8 x 6 + 4 x 8 = 80
+    # slots + 2 x 21 = 122. (The rule before, least (padding + price) per row of the first batch, stopped.)
+    src = tgt = np.array([3] * 8 + [4] * 4)
+    assert pack_lowpad(np.maximum(src, tgt), src, tgt, 85, None, 4, penalty=0.25).tolist() == [12]
+    assert pack_lowpad(np.maximum(src, tgt), src, tgt, 85, None, 4, penalty=0.1).tolist() == [8, 12]
+
+
+def test_samples_of_which_multiple_rows_do_not_fit_are_cut_greedily_on_their_own():
+    src = np.array([3] * 10 + [30] * 5 + [3] * 9)
+    tgt = src.copy()
+    costs = np.maximum(src, tgt)
+    ends = pack_lowpad(costs, src, tgt, 100, None, 8, penalty=0.2)
+    # 10 short rows: one batch of 8 and the 2 left over; 30-token rows: 3 per batch (8 x 30 > 100);
+    # then 9 short rows: 8 and 1.
+    assert ends.tolist() == [8, 10, 13, 15, 23, 24]
+    check_rules(costs, ends, 100, None, 8)
+
+
+@pytest.mark.parametrize("scalar_work", [0, 10**9])
+@settings(max_examples=150, deadline=None)
 @given(
     lengths=st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=1, max_size=200),
     max_tokens=st.integers(12, 200),
@@ -117,11 +168,41 @@ def test_a_batch_stops_at_a_length_step_when_the_padding_is_worth_a_batch():
     penalty=st.sampled_from([0.0, 0.05, 0.1, 0.5]),
     one_side=st.booleans(),
 )
-def test_lowpad_packer_equals_its_reference(lengths, max_tokens, max_sentences, multiple, penalty, one_side):
+def test_lowpad_cut_is_the_least_value(scalar_work, lengths, max_tokens, max_sentences, multiple, penalty, one_side):
+    """Both ways of solving a unit (every window / lines and prefix minima) reach the brute-force optimum."""
     lengths = sorted((s, 0 if one_side else t) for s, t in lengths)  # cells contiguous, as in a curve order
     src = np.array([s for s, _ in lengths])
     tgt = np.array([t for _, t in lengths])
     costs = np.maximum(src, tgt)
-    fast = pack_lowpad(costs, src, None if one_side else tgt, max_tokens, max_sentences, multiple, penalty)
-    slow, greedy = lowpad_reference(src.tolist(), tgt.tolist(), max_tokens, max_sentences, multiple, penalty)
-    assert fast.tolist() == (greedy if penalty == 0 else slow)
+    kept = optimal_cut.SCALAR_WORK
+    optimal_cut.SCALAR_WORK = scalar_work
+    try:
+        fast = pack_lowpad(costs, src, None if one_side else tgt, max_tokens, max_sentences, multiple, penalty)
+    finally:
+        optimal_cut.SCALAR_WORK = kept
+    check_rules(costs, fast, max_tokens, max_sentences, multiple)
+    if penalty == 0:
+        assert fast.tolist() == pack_reference(costs, max_tokens, max_sentences, multiple).tolist()
+        return
+    price = max(1, round(penalty * max_tokens))
+    lists = src.tolist(), tgt.tolist(), costs.tolist()
+    assert lowpad_value(*lists[:2], fast.tolist(), price) == lowpad_reference(
+        *lists, max_tokens, max_sentences, multiple, price)
+
+
+def test_long_units_reach_the_optimum():
+    """Cells of thousands of samples (the periodic part of a unit, and lines reaching into it) against
+    the brute force over groups."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        cells = rng.integers(1, 30, size=(int(rng.integers(2, 8)), 2))
+        counts = rng.integers(1, 400, size=len(cells))
+        src, tgt = np.repeat(cells[:, 0], counts), np.repeat(cells[:, 1], counts)
+        costs = np.maximum(src, tgt)
+        max_tokens = int(rng.integers(8 * 30, 8 * 30 * 6))
+        penalty = float(rng.choice([0.02, 0.2, 0.7]))
+        fast = pack_lowpad(costs, src, tgt, max_tokens, None, 8, penalty)
+        check_rules(costs, fast, max_tokens, None, 8)
+        price = max(1, round(penalty * max_tokens))
+        lists = src.tolist(), tgt.tolist(), costs.tolist()
+        assert lowpad_value(*lists[:2], fast.tolist(), price) == lowpad_reference(*lists, max_tokens, None, 8, price)

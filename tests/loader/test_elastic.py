@@ -138,5 +138,5 @@ def test_settings_a_plan_does_not_depend_on_do_not_block_a_resume(dataset):
     again.load_state_dict(state)
     assert again.step == 1
     lowpad = BatchIterator(dataset, CONFIG.replace(batch_penalty=0.5), rank=0, world_size=2, collate=None, cache=False)
-    with pytest.raises(TokenmillError, match=r"batch_penalty: 0.1 -> 0.5"):
+    with pytest.raises(TokenmillError, match=r"batch_penalty: 0.25 -> 0.5"):
         lowpad.load_state_dict(old[0].state_dict())

@@ -15,6 +15,10 @@ from tokenmill.errors import ConfigError
 T = TypeVar("T")
 
 MODES = ("lowpad", "fairseq", "opennmt")
+LOWPAD_CUT = 2
+"""Version of lowpad's cut rule, part of a lowpad plan's identity: 1 (absent from older states) was a
+per-batch local rule, 2 the exact least pad slots + price x batches. The same settings cut by another
+rule give another plan, so a state or cached plan of the old rule is refused, naming ``lowpad_cut``."""
 """``lowpad``: ours, least padding (the default); ``fairseq``: fairseq's order and batch_by_size;
 ``opennmt``: OpenNMT-tf's shuffled stream grouped into length buckets."""
 
@@ -58,13 +62,15 @@ class BatchConfig:
     """``opennmt`` mode: OpenNMT-tf's ``sample_buffer_size``: -1 (or >= corpus size) shuffles the
     whole corpus, 0 keeps file order, k > 0 uses ``random_shard``: blocks of k consecutive samples
     in random order, shuffled inside each block."""
-    batch_penalty: float = 0.1
-    """``lowpad`` mode: the price of one more batch, in pad slots, as a fraction of ``max_tokens``. A batch
-    that would reach past a length step may end there instead when that saves more padding per row
-    than the extra batch costs (:func:`~tokenmill.batching.pack.pack_lowpad`). 0: always the longest
-    batch that fits (the fewest batches, fairseq's greedy rule on our order). On the corpora of
-    ``benchmarks/bench_padding_optimum.py`` the default 0.1 has 0.33-0.52x fairseq's padding at the
-    same budget with -5% to +2% of its batch count; lower values trade more batches for less padding."""
+    batch_penalty: float = 0.25
+    """``lowpad`` mode: the price of one more batch, in pad slots, as a fraction of ``max_tokens``. The cut
+    is the exact least ``pad slots + batch_penalty x max_tokens x batches`` over the cuts of lowpad's
+    order (:func:`~tokenmill.batching.pack.pack_lowpad`): a batch stops short of the budget only where
+    that saves more padding than the extra batch costs. 0: always the longest batch that fits (the
+    fewest batches, fairseq's greedy rule on our order). On the corpora of
+    ``benchmarks/bench_padding_optimum.py`` the default 0.25 has 0.30-0.43x fairseq's padding at the
+    same budget with -16% to +0.2% of its batch count; lower values trade more batches for less padding
+    (and more batches made of whole length cells, the same every epoch)."""
     block_size: int | None = 1 << 25
     """``lowpad`` mode: an epoch of more items than this is planned block by block (each block a
     random set of 1/64-block pieces of the items, new every epoch), so building a plan needs memory
@@ -111,11 +117,14 @@ class BatchConfig:
     def plan_identity(self) -> dict[str, Any]:
         """The settings a plan depends on: its cache key and what a resumed state must match. Not in it:
         how many threads build the plan, and ``batch_penalty`` outside ``lowpad`` mode (the peer modes
-        cut as their peers do, so a state saved before the setting existed still resumes there)."""
+        cut as their peers do, so a state saved before the setting existed still resumes there). In
+        ``lowpad`` mode it also holds :data:`LOWPAD_CUT`, the version of the cut rule."""
         values = self.to_dict()
         del values["plan_threads"]
         if self.mode != "lowpad":
             del values["batch_penalty"]
+        else:
+            values["lowpad_cut"] = LOWPAD_CUT
         return values
 
     @classmethod

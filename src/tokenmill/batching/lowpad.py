@@ -3,10 +3,11 @@
 Each epoch, samples are shuffled and then stably sorted along a Hilbert curve over their (source
 length, target length) cells (:func:`~tokenmill.batching.order.curve_order`). Consecutive samples
 therefore lie in a compact square of lengths on both sides (a sort by source then target length
-makes long strips instead). Batches are cut under the budget along that order; a batch that would
-reach past a length step may stop there when the padding it saves is worth one more batch
-(``BatchConfig.batch_penalty``, :func:`~tokenmill.batching.pack.pack_lowpad`). See
-``benchmarks/bench_padding_optimum.py`` for how far this is from the best cut of the same order.
+makes long strips instead). Batches are cut under the budget along that order by the exact least
+pad slots + a price per batch (``BatchConfig.batch_penalty`` x ``max_tokens``,
+:func:`~tokenmill.batching.pack.pack_lowpad`): a batch stops short of the budget at a length step only
+when the padding it saves is worth one more batch. ``benchmarks/bench_padding_optimum.py`` compares
+it with fairseq's batches and with other cuts of the same order.
 
 Randomness: samples of equal (source, target) length — thousands of them in a real corpus — are
 in a fresh random order every epoch, so batch membership changes between epochs; the batch order

@@ -13,10 +13,11 @@ window. Sorted corpora have a few thousand runs, so the Python loop is over runs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
 
 import numpy as np
 
+from tokenmill.batching.optimal_cut import cut_groups
 from tokenmill.errors import ConfigError
 
 
@@ -65,37 +66,62 @@ def pack_lowpad(
     multiple: int = 1,
     penalty: float = 0.0,
 ) -> np.ndarray:
-    """Batch ends like :func:`pack_greedy`, but a batch may end early where that saves padding.
+    """Batch ends under the same rules as :func:`pack_greedy`, cut where they cost the least
+    ``pad slots + price x batches`` with ``price = round(penalty x max_tokens)`` (at least 1).
 
-    Samples come in length-cell order (``src``/``tgt``: their lengths; equal lengths are neighbours).
-    A batch that lies inside one cell has no padding and is cut as the greedy rule cuts it. A batch
-    that reaches past its cell ends at the candidate (every ``multiple`` rows up to the greedy end)
-    with the least ``(pad slots + penalty * max_tokens) / rows``, the longest of equals: a short batch
-    that stops at a length step costs one more step (the penalty), not padding on every row. With
-    ``penalty`` 0 (or no token budget) this is exactly :func:`pack_greedy`, the fewest batches.
+    Samples come in length-cell order (``src``/``tgt``: their lengths). The cut is the exact optimum
+    over cuts whose boundaries fall every ``multiple`` rows (:mod:`tokenmill.batching.optimal_cut`):
+    each batch holds a multiple of ``multiple`` rows except the last one, and except next to samples
+    of which ``multiple`` rows do not fit ``max_tokens``: those are cut greedily, each such run on its
+    own, and the stretch before one may end with a batch of fewer rows. With ``penalty`` 0 (or no token
+    budget) this is exactly :func:`pack_greedy`, the fewest batches.
     """
     if max_tokens is None or penalty <= 0 or len(costs) == 0:
         return pack_greedy(costs, max_tokens, max_sentences, multiple)
     costs = np.asarray(costs)
     _check_costs(costs, max_tokens)
-    src = np.asarray(src)
-    tgt = None if tgt is None else np.asarray(tgt)
-    charge = penalty * max_tokens
+    n = len(costs)
+    cap = max_sentences if max_sentences is not None else n
+    grid = multiple if cap >= multiple else 1  # fewer rows than `multiple` in every batch: no rounding
+    price = max(1, round(penalty * max_tokens))
+    sides = (np.asarray(src), None if tgt is None else np.asarray(tgt))
+    if int(costs.max()) <= max_tokens // grid:
+        return _cut_stretch(costs, sides, max_tokens, cap, grid, price)
+    oversize = costs > max_tokens // grid
+    edges = [0, *(np.flatnonzero(oversize[1:] != oversize[:-1]) + 1).tolist(), n]
+    pieces = []
+    for lo, hi in itertools.pairwise(edges):
+        if oversize[lo]:
+            ends = pack_greedy(costs[lo:hi], max_tokens, max_sentences, multiple)
+        else:
+            ends = _cut_stretch(costs[lo:hi], tuple(None if x is None else x[lo:hi] for x in sides),
+                                max_tokens, cap, grid, price)
+        pieces.append(lo + ends)
+    return np.concatenate(pieces)
 
-    def shorten(pos: int, rows: int) -> int:
-        candidates = np.arange(multiple, rows + 1, multiple, dtype=np.int64)
-        longest = np.zeros(rows, dtype=np.int64)
-        real = np.zeros(rows, dtype=np.int64)
-        for side in (src, tgt):
-            if side is not None:
-                window = side[pos : pos + rows].astype(np.int64)
-                longest += np.maximum.accumulate(window)
-                real += np.cumsum(window)
-        score = (candidates * longest[candidates - 1] - real[candidates - 1] + charge) / candidates
-        return int(candidates[np.flatnonzero(score <= score.min())[-1]])
 
-    cap = max_sentences if max_sentences is not None else len(costs)
-    return _pack(costs, _run_ends(src, tgt), max_tokens, cap, multiple, shorten)
+def _cut_stretch(costs: np.ndarray, sides: tuple[np.ndarray | None, ...], max_tokens: int, cap: int, grid: int,
+                 price: int) -> np.ndarray:
+    """pack_lowpad's cut of samples of which ``grid`` rows fit: the optimum on groups of ``grid`` rows,
+    then the leftover rows (fewer than ``grid``) as one last batch."""
+    n = len(costs)
+    groups = n // grid
+    ends = np.zeros(0, dtype=np.int64)
+    if groups:
+        def most(x: np.ndarray | None) -> np.ndarray:
+            return np.zeros(groups, np.int64) if x is None else group_max(x[: groups * grid], grid)
+
+        ends = grid * cut_groups(most(sides[0]), most(sides[1]), most(costs), max_tokens, grid, cap // grid, price)
+    return np.append(ends, n) if n % grid else ends
+
+
+def group_max(x: np.ndarray, size: int) -> np.ndarray:
+    """The largest of each ``size`` consecutive elements (``len(x)`` a multiple of ``size``); halving an
+    even size with pairwise maxima of strided views is several times faster than a reshaped ``max``."""
+    while size > 1 and size % 2 == 0:
+        x = np.maximum(x[0::2], x[1::2])
+        size //= 2
+    return x if size == 1 else x.reshape(-1, size).max(axis=1)
 
 
 def _run_ends(*keys: np.ndarray | None) -> np.ndarray:
@@ -114,13 +140,11 @@ def _pack(
     max_tokens: int,
     cap: int,
     multiple: int,
-    shorten: Callable[[int, int], int] | None = None,
 ) -> np.ndarray:
     """The greedy walk over runs of samples of one cost (``run_ends``; a run may be finer).
 
     Inside a run every batch has the same size, so a whole stretch of batches is emitted with one
-    numpy call; a batch that straddles runs is measured with a running maximum over its window, and
-    ``shorten(start, rows)`` may then end it earlier (at least ``multiple`` rows are kept).
+    numpy call; a batch that straddles runs is measured with a running maximum over its window.
     """
     n = len(costs)
     pieces: list[np.ndarray] = []
@@ -147,8 +171,6 @@ def _pack(
         total = running * np.arange(1, window + 1, dtype=np.int64)
         rows = int(np.searchsorted(total, max_tokens, side="right"))
         rows = round_rows(min(rows, cap), multiple)
-        if shorten is not None and rows > multiple:
-            rows = shorten(pos, rows)
         pos += rows
         singles.append(pos)
     if singles:

@@ -74,7 +74,7 @@ def _row(label: str, value: object) -> str:
     "--pad-to-multiple", type=POSITIVE, default=1, show_default=True, help="Pad lengths to a multiple of this."
 )
 @click.option(
-    "--batch-penalty", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+    "--batch-penalty", type=click.FloatRange(0, 1), default=BatchConfig.batch_penalty, show_default=True,
     help="lowpad: price of one more batch as a fraction of --max-tokens pad slots (0: fewest batches).",
 )
 @click.option("--max-source-positions", type=POSITIVE, default=None, help="Drop pairs with longer sources.")
