@@ -9,6 +9,7 @@ never a traceback. Usage errors end with where to look: ``(see 'tokenmill prepar
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 from typing import Any
@@ -16,15 +17,20 @@ from typing import Any
 import click
 
 from tokenmill import __version__
-from tokenmill.commands.batches import batches
-from tokenmill.commands.export import export
-from tokenmill.commands.inspect import inspect
-from tokenmill.commands.prepare import prepare_command
-from tokenmill.commands.report import report as report_command
-from tokenmill.commands.verify import verify
 from tokenmill.errors import TokenmillError
 
 EXIT_BAD_INPUT = 2
+
+COMMANDS = {
+    "batches": ("tokenmill.commands.batches", "batches"),
+    "export": ("tokenmill.commands.export", "export"),
+    "inspect": ("tokenmill.commands.inspect", "inspect"),
+    "prepare": ("tokenmill.commands.prepare", "prepare_command"),
+    "report": ("tokenmill.commands.report", "report"),
+    "verify": ("tokenmill.commands.verify", "verify"),
+}
+"""Each sub-command's module and object. A module is imported when its command runs (or ``--help``
+lists the commands), so a start pays for the one command it runs."""
 
 
 def _one_line(text: str) -> str:
@@ -63,7 +69,21 @@ def report(message: str) -> None:
 
 
 class _Group(click.Group):
-    """A click group whose every failure on bad input is one ``error:`` line and exit status 2."""
+    """A click group whose every failure on bad input is one ``error:`` line and exit status 2, and
+    whose sub-commands are loaded by name from :data:`COMMANDS` when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, name = COMMANDS[cmd_name]
+        command: click.Command = getattr(importlib.import_module(module), name)
+        if not command.short_help and command.help:  # the whole first paragraph, not click's 45 characters
+            command.short_help = _one_line(command.help.split("\n\n", 1)[0])
+        self.add_command(command, cmd_name)
+        return command
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:  # type: ignore[override]
         if not standalone_mode:
@@ -103,12 +123,6 @@ def cli() -> None:
       tokenmill batches data-bin --max-tokens 4096 --world-size 8   # what an epoch will be
       tokenmill export tfrecord data-bin t2t-data --problem my_problem   # Tensor2Tensor's files
     """
-
-
-for _command in (prepare_command, verify, inspect, batches, report_command, export):
-    if not _command.short_help and _command.help:  # the whole first paragraph, not click's 45 characters
-        _command.short_help = _one_line(_command.help.split("\n\n", 1)[0])
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

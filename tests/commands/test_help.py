@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import click
 from click.testing import CliRunner
 
 from tokenmill.cli import cli
@@ -64,7 +65,21 @@ def test_every_config_field_is_a_flag_in_a_section_with_help_in_one_style():
 def test_top_level_help_shows_each_command_summary_whole():
     text = " ".join(_help().split())
     for command in ("prepare", "verify", "inspect", "batches"):
-        summary = " ".join(cli.commands[command].help.split("\n\n")[0].split())
+        with click.Context(cli) as ctx:
+            loaded = cli.get_command(ctx, command)
+        assert loaded is not None and loaded.help
+        summary = " ".join(loaded.help.split("\n\n")[0].split())
         assert summary in text, command
     assert prepare_command.short_help.startswith("Clean, tokenize and binarize")
     assert "..." not in text.split("Commands:")[1]
+
+
+def test_a_command_imports_only_its_own_module():
+    import subprocess
+    import sys
+
+    code = ("import sys; from tokenmill.cli import main; sys.argv = ['tokenmill', 'verify', '--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('tokenmill.commands.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['tokenmill.commands.verify']"
