@@ -169,17 +169,18 @@ def test_samples_of_which_multiple_rows_do_not_fit_are_cut_greedily_on_their_own
     one_side=st.booleans(),
 )
 def test_lowpad_cut_is_the_least_value(scalar_work, lengths, max_tokens, max_sentences, multiple, penalty, one_side):
-    """Both ways of solving a unit (every window / lines and prefix minima) reach the brute-force optimum."""
+    """Both ways of solving a unit (every window / lines and prefix minima) and of retracing the walk back
+    (plain loop / vectorized) reach the brute-force optimum."""
     lengths = sorted((s, 0 if one_side else t) for s, t in lengths)  # cells contiguous, as in a curve order
     src = np.array([s for s, _ in lengths])
     tgt = np.array([t for _, t in lengths])
     costs = np.maximum(src, tgt)
-    kept = optimal_cut.SCALAR_WORK
-    optimal_cut.SCALAR_WORK = scalar_work
+    kept = optimal_cut.SCALAR_WORK, optimal_cut.SCALAR_WINDOWS
+    optimal_cut.SCALAR_WORK = optimal_cut.SCALAR_WINDOWS = scalar_work
     try:
         fast = pack_lowpad(costs, src, None if one_side else tgt, max_tokens, max_sentences, multiple, penalty)
     finally:
-        optimal_cut.SCALAR_WORK = kept
+        optimal_cut.SCALAR_WORK, optimal_cut.SCALAR_WINDOWS = kept
     check_rules(costs, fast, max_tokens, max_sentences, multiple)
     if penalty == 0:
         assert fast.tolist() == pack_reference(costs, max_tokens, max_sentences, multiple).tolist()

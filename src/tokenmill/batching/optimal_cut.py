@@ -27,6 +27,8 @@ import numpy as np
 INF = 1 << 62
 SCALAR_WORK = 256
 """A unit whose groups x fit is at most this is solved by the plain loop (cheaper than ~40 numpy calls)."""
+SCALAR_WINDOWS = 64
+"""The walk back tries the windows ending at a boundary in a plain loop up to this many, else vectorized."""
 
 
 def cut_groups(
@@ -106,19 +108,21 @@ def _unit_by_lines(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.nda
     entries, reach = _entries(q, src, tgt, fits, start, stop, fit, m, width)
     x = np.concatenate([q[start : start + 1] - slope * start, entries + price])
     end = min(stop, start + reach + fit)  # explicit boundaries; past them every batch is a full one
-    i = np.arange(1, end - start + 1)
+    count = end - start  # boundary start + 1 + k for k < count; every index below is a slice
     prefix = np.minimum.accumulate(x)
-    suffix = np.minimum.accumulate(x[::-1])[::-1]
-    value = np.full(len(i), INF, dtype=np.int64)
-    value[:reach] = x[1 : reach + 1]  # a batch from before the unit ends at b
-    # one batch inside the unit, from the best entry h in [max(A, b - fit), b - 1]
-    inside = i < fit
-    one = price + np.where(inside, prefix[np.minimum(i - 1, reach)], suffix[np.maximum(i - fit, 0)])
-    np.minimum(value, one, out=value)
-    # two: a full batch after one from an entry before b - fit
-    two = 2 * price + prefix[np.clip(i - fit - 1, 0, reach)]
-    np.minimum(value, np.where(i > fit, two, INF), out=value)
-    q[start + 1 : end + 1] = value + slope * (start + i)
+    value = np.full(count, INF, dtype=np.int64)
+    value[:reach] = x[1 : reach + 1]  # a batch from before the unit ends here
+    # one batch inside the unit from the best entry in [max(A, b - fit), b - 1]: a prefix of x while
+    # b - fit < A (k <= fit - 2), then a suffix; two batches: the best entry before b - fit, then a full one
+    inside = min(count, fit - 1)
+    known = min(inside, reach + 1)
+    np.minimum(value[:known], prefix[:known] + price, out=value[:known])
+    np.minimum(value[known:inside], int(prefix[-1]) + price, out=value[known:inside])
+    if count >= fit:
+        suffix = np.minimum.accumulate(x[::-1])[::-1]
+        np.minimum(value[fit - 1 :], suffix[: count - fit + 1] + price, out=value[fit - 1 :])
+        np.minimum(value[fit:], prefix[: count - fit] + 2 * price, out=value[fit:])
+    q[start + 1 : end + 1] = value + slope * np.arange(start + 1, end + 1)
     if stop > end:  # P[b] = P[b - fit] + price
         b = np.arange(max(end, stop - tail) + 1, stop + 1)
         offset = b - end - 1
@@ -134,28 +138,29 @@ def _entries(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, 
     ``h <= a + K_a``; ``K_a`` grows with ``a``, so the last ``a`` reaches furthest. The ``a`` come in a few
     runs of equal maxima and ``K_a`` (equal slopes): the best ``a`` of a run is a suffix minimum."""
     back = min(start, fit - 1)
-    if back <= 0:
-        return np.zeros(0, dtype=np.int64), 0
-    low = start - back
-    room = np.minimum(np.minimum.accumulate(fits[low:start][::-1])[::-1], fit)
-    reach = min(stop - start, int(room[-1]) - 1)
+    reach = min(stop - start, min(int(fits[start - 1]), fit) - 1) if back > 0 else 0  # the last a's reach
     if reach <= 0:
         return np.zeros(0, dtype=np.int64), 0
-    longest = (np.maximum(np.maximum.accumulate(src[low:start][::-1].astype(np.int64))[::-1], int(src[start]))
-               + np.maximum(np.maximum.accumulate(tgt[low:start][::-1].astype(np.int64))[::-1], int(tgt[start])))
+    low = start - back
+    room = np.minimum.accumulate(fits[low:start][::-1])[::-1]  # K_a, before the unit's own fit caps it
+    longest = (np.maximum(np.maximum.accumulate(src[low:start][::-1], dtype=np.int64)[::-1], int(src[start]))
+               + np.maximum(np.maximum.accumulate(tgt[low:start][::-1], dtype=np.int64)[::-1], int(tgt[start])))
     c = q[low:start] - m * np.arange(low, start) * longest
     breaks = np.flatnonzero((longest[1:] != longest[:-1]) | (room[1:] != room[:-1])) + 1
-    best = np.full(reach, INF, dtype=np.int64)
+    first = np.concatenate([[0], breaks])
+    last = np.append(breaks, back) - 1
+    run = np.zeros(back, dtype=np.int64)
+    run[breaks] = 1
+    run = np.cumsum(run)
+    span = int(c.max()) - int(c.min()) + 1
+    lowest = np.minimum.accumulate((c + run * span)[::-1])[::-1] - run * span  # per run: later runs sit above
+    k = np.minimum(room[first], fit)
+    top = np.minimum(last + k - back, reach)  # the run's last a reaches h = A + top
     j = np.arange(1, reach + 1)
-    for first, stop_run in zip([0, *breaks.tolist()], [*breaks.tolist(), back], strict=True):
-        k = int(room[first])
-        top = min(reach, stop_run - 1 + k - back)  # the run's last a reaches h = A + top
-        if top > 0:
-            lowest = np.minimum.accumulate(c[first:stop_run][::-1])[::-1]
-            h = j[:top]
-            line = lowest[np.maximum(back + h - k - first, 0)] + m * int(longest[first] - width) * (start + h)
-            np.minimum(best[:top], line, out=best[:top])
-    return best, reach
+    at = np.minimum(np.maximum(first[:, None], back + j[None, :] - k[:, None]), last[:, None])  # first a with a + K_a >= h
+    lines = lowest[at] + (m * (longest[first] - width))[:, None] * (start + j)[None, :]
+    lines[j[None, :] > top[:, None]] = INF
+    return lines.min(axis=0), reach
 
 
 def _path(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, units: list[tuple[int, int, int]],
@@ -180,8 +185,17 @@ def _path(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, uni
             at -= fit
             continue
         low = max(at - fit, 0)
-        best, arg = _best_window(q[low:at].tolist(), src[low:at].tolist(), tgt[low:at].tolist(),
-                                 fits[low:at].tolist(), at - 1 - low, fit, m)
+        if fit <= SCALAR_WINDOWS:
+            best, arg = _best_window(q[low:at].tolist(), src[low:at].tolist(), tgt[low:at].tolist(),
+                                     fits[low:at].tolist(), at - 1 - low, fit, m)
+        else:  # the same windows, vectorized: window k (1-based) starts at at - k
+            rows = m * np.arange(1, at - low + 1)
+            longest = (np.maximum.accumulate(src[low:at][::-1], dtype=np.int64)
+                       + np.maximum.accumulate(tgt[low:at][::-1], dtype=np.int64))
+            value = q[low:at][::-1] + rows * longest
+            value[rows // m > np.minimum.accumulate(fits[low:at][::-1])] = INF
+            k = int(value.argmin())
+            best, arg = int(value[k]), at - 1 - k - low
         if best + price != q[at]:
             raise RuntimeError("lowpad's cut: the walk back does not retrace the optimum (a bug)")
         at = low + arg
