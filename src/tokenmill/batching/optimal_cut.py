@@ -157,7 +157,8 @@ def _entries(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, 
     k = np.minimum(room[first], fit)
     top = np.minimum(last + k - back, reach)  # the run's last a reaches h = A + top
     j = np.arange(1, reach + 1)
-    at = np.minimum(np.maximum(first[:, None], back + j[None, :] - k[:, None]), last[:, None])  # first a with a + K_a >= h
+    # per run and h: its first a with a + K_a >= h (a suffix minimum from there is the run's best line)
+    at = np.minimum(np.maximum(first[:, None], back + j[None, :] - k[:, None]), last[:, None])
     lines = lowest[at] + (m * (longest[first] - width))[:, None] * (start + j)[None, :]
     lines[j[None, :] > top[:, None]] = INF
     return lines.min(axis=0), reach
