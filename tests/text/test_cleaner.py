@@ -43,3 +43,25 @@ def test_cleaner_end_to_end(tmp_path: Path) -> None:
     assert stats["leakage"]["leaked"] == 1
     assert stats["dedup"]["duplicates"] == 1
     assert stats["normalize"]["changed"] == 2
+
+
+def test_dedup_keys_are_the_kept_items_hashes_with_or_without_a_leakage_filter(tmp_path: Path) -> None:
+    from tokenmill.text import pair_hashes, side_hashes
+    from tokenmill.text.readers import Chunk
+
+    src = ["a b", "held out", "c", "held out", "", "d  e"]
+    tgt = ["x", "held tgt", "y", "other", "z", "w"]
+    for mode in ("pair", "source", "target", "either", None):
+        leak = None
+        if mode is not None:
+            leak = LeakageFilter(mode)  # type: ignore[arg-type]
+            leak.add_reference(["held out"], ["held tgt"])
+        for pairs in (True, False):
+            chunk = Chunk(0, len(src), list(src), list(tgt) if pairs else None)
+            local, keys = Cleaner(CleanConfig(), leak).local(chunk)
+            expected = pair_hashes(local.src, local.tgt) if pairs else side_hashes(local.src)
+            assert keys is not None and keys.tolist() == expected.tolist(), (mode, pairs)
+            kept = [i for i in range(len(src)) if src[i]]  # the filter drops the pair with an empty side
+            k_src, k_tgt = [src[i] for i in kept], [tgt[i] for i in kept] if pairs else None
+            leaked = 0 if leak is None else int((~leak(k_src, k_tgt)).sum())  # the filter asked by itself
+            assert len(local.src) == len(kept) - leaked, (mode, pairs)

@@ -79,6 +79,39 @@ def test_leakage_modes(mode: str, expected: list[bool]) -> None:
     assert stats["leaked"] == expected.count(False)
 
 
+@pytest.mark.parametrize("mode", ["pair", "source", "target", "either"])
+def test_leakage_with_the_callers_hashes_equals_hashing_itself(mode: str) -> None:
+    leak = LeakageFilter(mode)  # type: ignore[arg-type]
+    leak.add_reference_chunks([(["valid src", "test src"], ["valid tgt", "test tgt"])])
+    src, tgt = ["valid src", "test src", "new src", "fresh"], ["valid tgt", "other", "test tgt", "fresh tgt"]
+    side = side_hashes(src)
+    for keys in ((side, pair_hashes(src, tgt)), (side, None)):
+        assert leak(src, tgt, keys=keys).tolist() == leak(src, tgt).tolist()
+    assert leak(src, None, keys=(side, None)).tolist() == leak(src, None).tolist()
+
+
+def test_leakage_without_references_keeps_everything_and_counts_zero() -> None:
+    leak = LeakageFilter("pair")
+    assert leak.empty
+    stats = StepStats("leakage")
+    assert leak(["a", "b"], ["c", "d"], stats).tolist() == [True, True]
+    assert stats.counts == {"leaked": 0}
+    leak.add_reference(["a"], ["c"])
+    assert not leak.empty and leak(["a", "b"], ["c", "d"]).tolist() == [False, True]
+
+
+def test_hashes_of_lines_with_a_lone_surrogate_are_those_of_their_surrogatepass_bytes() -> None:
+    import xxhash
+
+    lines = ["plain", "bad \udcff byte", "中文"]
+    expected = [xxhash.xxh3_64_intdigest(x.encode("utf-8", "surrogatepass")) for x in lines]
+    assert side_hashes(lines).tolist() == expected
+    assert side_hashes(lines[::2]).tolist() == expected[::2]  # the fast path: no surrogate in the chunk
+    targets = [t.encode("utf-8", "surrogatepass") for t in lines[::-1]]
+    seeded = [xxhash.xxh3_64_intdigest(t, s) for s, t in zip(expected, targets, strict=True)]
+    assert pair_hashes(lines, lines[::-1]).tolist() == seeded
+
+
 def test_leakage_bad_mode() -> None:
     with pytest.raises(ConfigError, match="leakage mode"):
         LeakageFilter("both")  # type: ignore[arg-type]

@@ -106,17 +106,28 @@ class Cleaner:
         if sampling and not keep.all():
             for reason, where in self._filter_reasons(src, tgt, np.flatnonzero(~keep), result.counts, collapsed):
                 self.dropped.add(reason, line_numbers(chunk, where), src, tgt, where)
-        if self.leakage is not None:
+        hashes = None
+        if self.leakage is not None and self.leakage.empty:  # no held-out set: nothing to pick or hash
+            self.leakage.nothing_leaked(int(np.count_nonzero(keep)), self.stats["leakage"])
+        elif self.leakage is not None:
             idx = np.flatnonzero(keep)
             kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
-            leaked = idx[~self.leakage(kept_src, kept_tgt, self.stats["leakage"])]
+            found = None
+            if keys or self.leakage.mode == "pair":  # hashed once, for the leakage and the dedup
+                side = side_hashes(kept_src)
+                found = (side, None if kept_tgt is None else pair_hashes(kept_src, kept_tgt, side))
+            ok = self.leakage(kept_src, kept_tgt, self.stats["leakage"], keys=found)
+            leaked = idx[~ok]
             keep[leaked] = False
             if sampling and len(leaked):
                 self.dropped.add("leakage", line_numbers(chunk, leaked), src, tgt, leaked)
+            if keys and found is not None:
+                hashes = (found[0] if found[1] is None else found[1])[ok]
         numbers = line_numbers(chunk, np.flatnonzero(keep)) if sampling else None
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
-        hashes = None if not keys else side_hashes(src) if tgt is None else pair_hashes(src, tgt)
+        if keys and hashes is None:
+            hashes = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
         return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), hashes
 
     def _filter_reasons(

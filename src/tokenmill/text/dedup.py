@@ -32,8 +32,11 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 def side_hashes(lines: Sequence[str]) -> np.ndarray:
     """uint64 xxh3_64 of each line's UTF-8 bytes."""
-    encoded = map(str.encode, lines, repeat("utf-8"), repeat("surrogatepass"))
-    return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded), dtype=np.uint64, count=len(lines))
+    try:  # the plain encoder is ~2x faster and gives the same bytes unless a line holds a lone surrogate
+        return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, lines)), dtype=np.uint64, count=len(lines))
+    except UnicodeEncodeError:
+        encoded = map(str.encode, lines, repeat("utf-8"), repeat("surrogatepass"))
+        return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded), dtype=np.uint64, count=len(lines))
 
 
 def pair_hashes(src: Sequence[str], tgt: Sequence[str], src_hashes: np.ndarray | None = None) -> np.ndarray:
@@ -41,8 +44,11 @@ def pair_hashes(src: Sequence[str], tgt: Sequence[str], src_hashes: np.ndarray |
     if len(src) != len(tgt):
         raise ValueError(f"source has {len(src)} items but target has {len(tgt)}")
     seeds = (side_hashes(src) if src_hashes is None else src_hashes).tolist()
-    encoded = map(str.encode, tgt, repeat("utf-8"), repeat("surrogatepass"))
-    return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded, seeds), dtype=np.uint64, count=len(tgt))
+    try:  # as in side_hashes
+        return np.fromiter(map(xxhash.xxh3_64_intdigest, map(str.encode, tgt), seeds), dtype=np.uint64, count=len(tgt))
+    except UnicodeEncodeError:
+        encoded = map(str.encode, tgt, repeat("utf-8"), repeat("surrogatepass"))
+        return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded, seeds), dtype=np.uint64, count=len(tgt))
 
 
 class HashSet:
@@ -210,15 +216,35 @@ class LeakageFilter:
         for src, tgt in chunks:
             self.add_reference(src, tgt)
 
+    @property
+    def empty(self) -> bool:
+        """No held-out item registered (nothing can leak: the filter keeps everything without hashing)."""
+        return not (len(self.pairs) or len(self.sources) or len(self.targets))
+
+    def nothing_leaked(self, n: int, stats: StepStats | None = None) -> np.ndarray:
+        """The keep mask of ``n`` items when nothing is registered (:attr:`empty`), counted as a call is."""
+        if stats is not None:
+            stats.add("leaked", 0)
+        return np.ones(n, dtype=bool)
+
     def __call__(
-        self, src: Sequence[str], tgt: Sequence[str] | None = None, stats: StepStats | None = None
+        self,
+        src: Sequence[str],
+        tgt: Sequence[str] | None = None,
+        stats: StepStats | None = None,
+        *,
+        keys: tuple[np.ndarray, np.ndarray | None] | None = None,
     ) -> np.ndarray:
-        """Keep mask: False for train items found in the held-out sets."""
-        hs = side_hashes(src)
+        """Keep mask: False for train items found in the held-out sets. ``keys``: (``side_hashes(src)``,
+        ``pair_hashes(src, tgt)`` or None) when the caller has them already (dedup hashes the same)."""
+        if self.empty:
+            return self.nothing_leaked(len(src), stats)
+        hs = side_hashes(src) if keys is None else keys[0]
         if tgt is None:
             leaked = (self.pairs if self.mode == "pair" else self.sources).contains(hs)
         elif self.mode == "pair":
-            leaked = self.pairs.contains(pair_hashes(src, tgt, hs))
+            pairs = keys[1] if keys is not None and keys[1] is not None else pair_hashes(src, tgt, hs)
+            leaked = self.pairs.contains(pairs)
         else:
             leaked = np.zeros(len(src), dtype=bool)
             if self.mode in ("source", "either"):

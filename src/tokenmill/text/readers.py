@@ -297,6 +297,9 @@ def _newline_positions(block: bytes) -> np.ndarray:
 def _take_lines(blocks: Iterator[tuple[int, bytes]], skip: int, limit: int | None) -> Iterator[tuple[int, bytes]]:
     """Drop the first ``skip`` lines, then stop after ``limit`` lines (None: to the end)."""
     for off, block in blocks:
+        if not skip and limit is None:  # the rest as it comes: no need to count its lines
+            yield off, block
+            continue
         if limit is not None and limit <= 0:
             return
         k = block.count(b"\n")
