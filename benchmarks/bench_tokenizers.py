@@ -24,8 +24,14 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
   fairseq dictionary lookup (single thread: no library does it on threads). Its token count is
   checked against the store's.
 
+With ``--baseline SRC`` (the ``src`` folder of another checkout, e.g. a ``git worktree`` of an earlier
+commit), every round also runs that tree's ``prepare`` on the same input (``PYTHONPATH=SRC``), right
+before or after this tree's (the order alternates between rounds), and checks that both wrote the same
+stores and dictionaries (the manifests' checksums).
+
     python benchmarks/bench_tokenizers.py                  # 300k pairs, 32k vocabularies, 3 rounds
     python benchmarks/bench_tokenizers.py --quick          # 20k pairs, 4k vocabularies, 1 round
+    python benchmarks/bench_tokenizers.py --backends sentencepiece,none --baseline /tmp/base/src
 """
 
 from __future__ import annotations
@@ -180,9 +186,7 @@ def stage_groups(stages: dict[str, dict]) -> dict[str, float]:
     return groups
 
 
-def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int) -> dict:
-    dest = work / backend
-    shutil.rmtree(dest, ignore_errors=True)
+def prepare_args(backend: str, corpus: Path, model: Path | None, dest: Path, workers: int, t2t_vocab: int) -> list[str]:
     args = ["--source-lang", "en", "--target-lang", "zh", "--destdir", str(dest), "--workers", str(workers)]
     if backend == "none":
         args += ["--trainpref", str(corpus / "seg" / "train"), "--tokenizer", "none", "--joined-dictionary"]
@@ -192,6 +196,34 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         args += ["--trainpref", str(corpus / "train"), "--tokenizer", backend, "--tokenizer-model", str(model)]
         if backend == "sentencepiece":
             args.append("--joined-dictionary")
+    return args
+
+
+def output_checksums(dest: Path) -> dict[str, str]:
+    """The manifest's checksum of every store and dictionary file (not the report or the log)."""
+    files = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))["files"]
+    return {name: json.dumps(info, sort_keys=True) for name, info in files.items()
+            if name.endswith((".bin", ".idx", ".txt"))}
+
+
+def baseline_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int,
+                 src: str) -> dict:
+    """``prepare`` of the baseline tree on the same input: seconds, CPU, peak RSS, stages, checksums."""
+    dest = work / f"{backend}-baseline"
+    shutil.rmtree(dest, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": src}
+    measured = run_measured(tokenmill_cmd(*prepare_args(backend, corpus, model, dest, workers, t2t_vocab)), env=env)
+    manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
+    row = {"prepare_s": measured.seconds, "prepare_cpu_s": measured.cpu_s, "prepare_rss_mb": measured.process_peak_mb,
+           "stages": stage_groups(manifest["run"]["stages"]), "checksums": output_checksums(dest)}
+    shutil.rmtree(dest, ignore_errors=True)
+    return row
+
+
+def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int) -> dict:
+    dest = work / backend
+    shutil.rmtree(dest, ignore_errors=True)
+    args = prepare_args(backend, corpus, model, dest, workers, t2t_vocab)
     measured = run_measured(tokenmill_cmd(*args))
     manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
     floor_model = {"none": dest / "dict.en.txt", "t2t-subword": dest / "vocab.subwords"}.get(backend, model)
@@ -217,6 +249,7 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         "tokens": tokens - items,
         "tokens_match": all(n == tokens - items for n in floor["tokens"].values()),
         "stages": stage_groups(manifest["run"]["stages"]),
+        "checksums": output_checksums(dest),
     }
     shutil.rmtree(dest, ignore_errors=True)
     return row
@@ -249,6 +282,8 @@ def main() -> None:
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--quick", action="store_true", help="20k pairs, 4k vocabularies, one round")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--baseline", help="the src folder of another checkout: its prepare is timed in every "
+                        "round too, on the same input, and its outputs compared")
     args = parser.parse_args()
     if args.quick:
         args.pairs, args.vocab, args.t2t_vocab, args.reps = 20_000, 4000, 4000, 1
@@ -260,11 +295,21 @@ def main() -> None:
     work = DATA / "tokenizers" / "runs"
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     started = time.perf_counter()
+    baselines: dict[str, list[dict]] = {b: [] for b in backends}
     for rep in range(args.reps):
         for backend in backends:
-            row = one_run(backend, corpus, found.get(backend), work, args.workers, args.t2t_vocab)
+            run_args = (backend, corpus, found.get(backend), work, args.workers, args.t2t_vocab)
+            if args.baseline and rep % 2 == 0:
+                baselines[backend].append(baseline_run(*run_args, args.baseline))
+            row = one_run(*run_args)
+            if args.baseline and rep % 2 == 1:
+                baselines[backend].append(baseline_run(*run_args, args.baseline))
+            if args.baseline:
+                row["same_outputs_as_baseline"] = row["checksums"] == baselines[backend][-1]["checksums"]
+                print(json.dumps({"rep": rep, "baseline": {k: v for k, v in baselines[backend][-1].items()
+                                                            if k != "checksums"}}), file=sys.stderr)
             runs[backend].append(row)
-            print(json.dumps({"rep": rep, **row}), file=sys.stderr)
+            print(json.dumps({"rep": rep, **{k: v for k, v in row.items() if k != "checksums"}}), file=sys.stderr)
     print(f"{args.pairs:,} pairs, --workers {args.workers}, median of {args.reps} "
           f"({time.perf_counter() - started:.0f} s in all), load after {os.getloadavg()}")
     rows = [median_row(runs[b]) for b in backends]
@@ -291,8 +336,35 @@ def main() -> None:
         encode = r["stages"].get("encode")
         vs = f"{encode / r['floor_s']:.2f}x" if encode else "- (no encode stage)"
         print(f"| {r['backend']} | " + " | ".join(cells) + f" | {r['other']:.2f} | {vs} |")
+    if args.baseline:
+        print_baseline(backends, runs, baselines, groups, args.baseline)
     if args.json:
-        Path(args.json).write_text(json.dumps({"runs": runs, "medians": rows}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"runs": runs, "medians": rows, "baselines": baselines}, indent=1),
+                                   encoding="utf-8")
+
+
+def print_baseline(backends: list[str], runs: dict[str, list[dict]], baselines: dict[str, list[dict]],
+                   groups: list[str], src: str) -> None:
+    """This tree against the baseline, median of the rounds: whole command and every stage group."""
+    def med(rows: list[dict], key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    def stage(rows: list[dict], group: str) -> float:
+        return statistics.median(r["stages"].get(group, 0.0) for r in rows)
+
+    def other(rows: list[dict]) -> float:
+        return statistics.median(r["prepare_s"] - sum(r["stages"].values()) for r in rows)
+
+    print(f"\nThis tree against the baseline ({src}), median seconds; other = start-up, report.html, publishing:\n")
+    print("| backend | side | prepare s | CPU s | " + " | ".join(groups) + " | other | same outputs |")
+    print("|---|---|" + "---:|" * (len(groups) + 3) + "---|")
+    for backend in backends:
+        ours, base = runs[backend], baselines[backend]
+        same = all(r.get("same_outputs_as_baseline") for r in ours)
+        for side, rows in (("baseline", base), ("this tree", ours)):
+            cells = [f"{stage(rows, g):.2f}" if any(g in r["stages"] for r in rows) else "-" for g in groups]
+            print(f"| {backend} | {side} | {med(rows, 'prepare_s'):.2f} | {med(rows, 'prepare_cpu_s'):.2f} | "
+                  + " | ".join(cells) + f" | {other(rows):.2f} | {'yes' if same else 'NO'} |")
 
 
 if __name__ == "__main__":
