@@ -277,7 +277,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=300_000)
     parser.add_argument("--vocab", type=int, default=32_000, help="SentencePiece and byte-level BPE vocabulary")
     parser.add_argument("--t2t-vocab", type=int, default=32_768, help="T2T --approx-vocab-size")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=None, help="rounds (default 3, 1 with --quick)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--quick", action="store_true", help="20k pairs, 4k vocabularies, one round")
@@ -286,7 +286,8 @@ def main() -> None:
                         "round too, on the same input, and its outputs compared")
     args = parser.parse_args()
     if args.quick:
-        args.pairs, args.vocab, args.t2t_vocab, args.reps = 20_000, 4000, 4000, 1
+        args.pairs, args.vocab, args.t2t_vocab = 20_000, 4000, 4000
+    args.reps = args.reps or (1 if args.quick else 3)
     backends = args.backends.split(",")
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
