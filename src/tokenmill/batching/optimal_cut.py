@@ -15,9 +15,11 @@ line in ``b`` (its maxima do not change while ``b`` stays in the unit) that hold
 Both are at most ``F - 1`` groups from ``A`` (the window holds group ``b - 1``), so with ``x[h]`` the
 value of entering the unit at ``h`` (``P[A]``, or ``price`` + the best line at ``h``), ``P[b] = min_h x[h]
 + price x ceil((b - h) / F)``: a prefix/suffix minimum of ``x`` per boundary up to ``A + D + F`` (``D``
-the lines' reach), and ``P[b] = P[b - F] + price`` (a full batch) after it. Each unit costs a few
-numpy calls; units of a few groups with small ``F`` run a plain loop over their windows instead
-(fewer interpreter calls). ``tests/batching/test_optimal_cut.py`` checks both against a brute force.
+the lines' reach), and ``P[b] = P[b - F] + price`` (a full batch) after it, written only for the last
+boundaries of the unit that a later window can reach. Each unit costs a few dozen numpy calls; units
+of a few groups with small ``F`` run a plain loop over their windows instead (fewer interpreter
+calls). The cut is walked back from the end: a periodic stretch in one step, elsewhere the window
+whose value matches. ``tests/batching/test_pack.py`` checks every path against a brute force.
 """
 
 from __future__ import annotations
