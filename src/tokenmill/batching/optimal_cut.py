@@ -55,12 +55,14 @@ def cut_groups(
     units = list(zip(starts, stops, fit[starts].tolist(), strict=True))
     tail = int(fit.max(initial=1))  # a later window reaches at most this far back
     periodic = []  # per unit: past this boundary every batch of the optimum is a full one inside the unit
+    before = 0  # the previous unit's start
     for start, stop, f in units:
         if (stop - start) * f <= SCALAR_WORK:
             _unit_by_windows(q, src, tgt, fit, start, stop, f, multiple, price)
             periodic.append(stop)
         else:
-            periodic.append(_unit_by_lines(q, src, tgt, fit, start, stop, f, multiple, price, tail))
+            periodic.append(_unit_by_lines(q, src, tgt, fit, (before, start, stop), f, multiple, price, tail))
+        before = start
     return _path(q, src, tgt, fit, units, periodic, multiple, price)
 
 
@@ -100,14 +102,16 @@ def _best_window(values: list[int], s: list[int], t: list[int], f: list[int], la
     return best, arg
 
 
-def _unit_by_lines(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, start: int, stop: int,
-                   fit: int, m: int, price: int, tail: int) -> int:
+def _unit_by_lines(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray,
+                   bounds: tuple[int, int, int], fit: int, m: int, price: int, tail: int) -> int:
     """``q`` on the unit's boundaries from its entry values (module doc), vectorized; returns the last
     boundary computed explicitly. Past it ``q[b] = q[b - fit]`` + a full batch, written only for the last
-    ``tail`` boundaries (the only ones a later window or the walk back reads)."""
+    ``tail`` boundaries (the only ones a later window or the walk back reads). ``bounds``: the previous
+    unit's start, this unit's start and stop."""
+    _, start, stop = bounds
     width = int(src[start]) + int(tgt[start])
     slope = m * width
-    entries, reach = _entries(q, src, tgt, fits, start, stop, fit, m, width)
+    entries, reach = _entries(q, src, tgt, fits, bounds, fit, m, width)
     x = np.concatenate([q[start : start + 1] - slope * start, entries + price])
     end = min(stop, start + reach + fit)  # explicit boundaries; past them every batch is a full one
     count = end - start  # boundary start + 1 + k for k < count; every index below is a slice
@@ -133,17 +137,24 @@ def _unit_by_lines(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.nda
     return end
 
 
-def _entries(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, start: int, stop: int, fit: int,
-             m: int, width: int) -> tuple[np.ndarray, int]:
+def _entries(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, bounds: tuple[int, int, int],
+             fit: int, m: int, width: int) -> tuple[np.ndarray, int]:
     """For ``h = A+1 .. A+D``: the least ``P[h]`` of a batch from some ``a < A`` to ``h`` (no price); and
     ``D``. Each ``a`` is a line in ``h`` (its window's maxima over ``a..A-1`` and the unit's) while
     ``h <= a + K_a``; ``K_a`` grows with ``a``, so the last ``a`` reaches furthest. The ``a`` come in a few
     runs of equal maxima and ``K_a`` (equal slopes): the best ``a`` of a run is a suffix minimum."""
+    before, start, stop = bounds
     back = min(start, fit - 1)
     reach = min(stop - start, min(int(fits[start - 1]), fit) - 1) if back > 0 else 0  # the last a's reach
     if reach <= 0:
         return np.zeros(0, dtype=np.int64), 0
     low = start - back
+    if low >= before:  # every a in the previous unit: one run (the common case in dense cells)
+        longest = max(int(src[start - 1]), int(src[start])) + max(int(tgt[start - 1]), int(tgt[start]))
+        k = min(int(fits[start - 1]), fit)
+        lowest = np.minimum.accumulate((q[low:start] - m * longest * np.arange(low, start))[::-1])[::-1]
+        j = np.arange(1, reach + 1)
+        return lowest[np.maximum(back + j - k, 0)] + m * (longest - width) * (start + j), reach
     room = np.minimum.accumulate(fits[low:start][::-1])[::-1]  # K_a, before the unit's own fit caps it
     longest = (np.maximum(np.maximum.accumulate(src[low:start][::-1], dtype=np.int64)[::-1], int(src[start]))
                + np.maximum(np.maximum.accumulate(tgt[low:start][::-1], dtype=np.int64)[::-1], int(tgt[start])))
