@@ -85,7 +85,10 @@ def one_process(corpus, tmp_path_factory) -> Path:
 @pytest.mark.parametrize("tasks", [1, 2, 3, 7])
 def test_every_task_count_gives_the_same_bytes(corpus, one_process, tmp_path, tasks):
     summary = tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=tasks), progress=False)
-    assert [len(rows) for rows in summary.tasks.values()] == [tasks, tasks, tasks]  # clean, encode en, encode zh
+    stages = ["clean.train", "encode.train.en", "encode.train.zh", "binarize.train.en", "binarize.train.zh"]
+    assert {stage: len(rows) for stage, rows in summary.tasks.items()} == dict.fromkeys(stages, tasks)
+    # the encoded parts are never joined: the dictionary sums their counts, binarize runs on each
+    assert not list((tmp_path / "bin" / ".work" / "ids").glob("train.*.bin"))
     assert sum(row["lines"] for row in summary.tasks["clean.train"]) == 3000
     assert_same_output(one_process, tmp_path / "bin")
     manifest = json.loads((tmp_path / "bin" / "manifest.json").read_text())

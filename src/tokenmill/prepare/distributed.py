@@ -9,12 +9,18 @@ once, in the process that holds the output folder (the coordinator):
   kept (partitioned by hash on disk) and its counts. The coordinator then finds duplicates partition by
   partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat memory) and joins the parts in task
   order without them: the same cleaned file, counts and drop sample as one process makes.
-* ``encode.train.{lang}``: task i encodes range i of the cleaned text into a part id store; the parts
-  are appended in order with unknown surfaces renumbered (:mod:`~tokenmill.prepare.part_merge`).
+* ``encode.train.{lang}``: task i encodes range i of the cleaned text into a part id store and writes the
+  bincount of its ids and its unknown surfaces. The parts are never joined: the coordinator only makes the
+  split's table of unknown surfaces (:mod:`~tokenmill.prepare.part_merge`).
+* ``dictionary``: the parts' counts summed, less the items the piece filters dropped
+  (:func:`~tokenmill.prepare.encoded_parts.summed_counts`): no pass over the ids.
+* ``binarize.train.{lang}``: task i maps part i to the dictionary's ids, drops what the piece filters
+  dropped, appends the end tokens in the store's dtype; the coordinator copies the parts' tokens and sizes
+  into the stores (shards cut at the same items), the writer deriving the pointers from the sizes.
 
-The tokenizer then trains on the same cleaned file (its seeded sample is a function of the seed and
-line numbers only), and the dictionary and stores follow as in one process: the output is
-byte-identical for every task count and engine.
+The tokenizer trains on the same cleaned file (its seeded sample is a function of the seed and line
+numbers only), and the stages left run as in one process: the output is byte-identical for every task
+count and engine.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
+from itertools import chain
 from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +44,21 @@ from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_write, write_json
 from tokenmill.prepare.config import absolute_paths
 from tokenmill.prepare.crash import crash_point
+from tokenmill.prepare.encoded_parts import (
+    COUNTS,
+    IDS,
+    UNKNOWN,
+    IdCounts,
+    binarize_part,
+    mask_slice,
+    part_lengths,
+    part_table,
+    surfaces_in_order,
+)
 from tokenmill.prepare.engines import get_engine
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.parallel import local_chunks
-from tokenmill.prepare.part_merge import append_part_ids, copy_kept_lines, renumbered_unknowns
+from tokenmill.prepare.part_merge import copy_kept_lines, renumbered_unknowns
 from tokenmill.prepare.partitioned_dedup import (
     KEYS_RAW,
     duplicates_in,
@@ -49,7 +67,8 @@ from tokenmill.prepare.partitioned_dedup import (
     partition_keys,
 )
 from tokenmill.prepare.tasks import TASKS_DIR, TaskSet
-from tokenmill.store import IndexedWriter
+from tokenmill.store.format import Layout
+from tokenmill.store.index_file import item_blocks
 from tokenmill.text import Cleaner
 from tokenmill.text.drop_sample import DropSample, line_keys
 
@@ -60,6 +79,10 @@ LOCAL_BYTES_PER_TASK = 1 << 30
 CLUSTER_BYTES_PER_TASK = 256 << 20
 NUMBERS_RAW = "numbers.raw"
 DROPPED = "dropped.json"
+PART = "part"
+COPY_ITEMS = 1 << 18  # items per block copied from a binarized part into the stores
+Block = tuple[np.ndarray, np.ndarray]
+"""(tokens, item sizes) of consecutive items."""
 STEP_ORDER = ("normalize", "filter", "leakage")
 
 
@@ -104,10 +127,11 @@ class Tasked:
     def task_set(self, stage: str, key: str) -> TaskSet:
         return TaskSet(self.pipeline.work / TASKS_DIR / stage, stage, key)
 
-    def run(self, tasks: TaskSet, execute: Callable[..., dict[str, Any]]) -> None:
-        """Run the tasks of ``tasks`` not finished yet on the engine (the coordinator's part)."""
+    def run(self, tasks: TaskSet, execute: Callable[..., dict[str, Any]], *, in_phase: bool = False) -> None:
+        """Run the tasks of ``tasks`` not finished yet on the engine (the coordinator's part); in a ``--phase``
+        run only when ``in_phase`` (binarize's tasks run inside the merge phase: no array job of their own)."""
         left = tasks.left()
-        if left and self.phase is not None:
+        if left and self.phase is not None and not in_phase:
             tasks.records()  # raises: the tasks of this stage must have run before this phase
         engine = get_engine(self.config.engine if self.config.engine != "slurm" else "local",
                             ray_address=self.config.ray_address)
@@ -269,30 +293,92 @@ class Tasked:
         start, stop = details["ranges"][index]
         started = time.perf_counter()
         chunks = (chunk.src for chunk in source.chunks(start, stop))
-        table = pipeline.encode_lines(lang, chunks, folder / "ids", threads=workers,
-                                      crash_name=f"encode.train.{lang}#{index}")
-        write_json(folder / "unknown.json", table or {})
+        counts = IdCounts(pipeline.tokenizer_for(lang).vocab_size)
+        table = pipeline.encode_lines(lang, chunks, folder / IDS, threads=workers,
+                                      crash_name=f"encode.train.{lang}#{index}", counts=counts)
+        counts.save(folder / COUNTS)
+        write_json(folder / UNKNOWN, table or {})
         return self.record(started, stop - start, attempt)
 
     def merge_encoded(self, tasks: TaskSet, lang: str) -> tuple[list[Path], dict[str, Any]]:
-        """Append the part id stores in task order into ``.work/ids/train.{lang}`` (``encode.train.{lang}``)."""
+        """Record the tasks' parts as the output of ``encode.train.{lang}`` (they are not joined: the dictionary
+        sums their counts, binarize runs on each), with the split's table of unknown surfaces as one process
+        numbers them."""
         pipeline = self.pipeline
         tasks.records()
         started = time.perf_counter()
-        prefix = pipeline.ids_prefix("train", lang)
         vocab_size = pipeline.tokenizer_for(lang).vocab_size
         table: dict[str, list[int]] = {}
-        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
-            for i in range(tasks.count):
-                part = json.loads((tasks.folder(i) / "unknown.json").read_text(encoding="utf-8"))
-                append_part_ids(writer, tasks.folder(i) / "ids", renumbered_unknowns(table, part, vocab_size))
-        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        outputs: list[Path] = []
+        for i in range(tasks.count):
+            folder = tasks.folder(i)
+            renumbered_unknowns(table, part_table(folder), vocab_size)
+            outputs += [folder / f"{IDS}.bin", folder / f"{IDS}.idx", folder / COUNTS, folder / UNKNOWN]
         if pipeline.keeps_unknown_surfaces():
             path = pipeline.unknown_path("train", lang)
             write_json(path, table)
             outputs.append(path)
         self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
-        return outputs, {}
+        return outputs, {"parts": tasks.count}
+
+    def part_folders(self, stage: str, key: str, count: int) -> list[Path]:
+        """The folders of the ``count`` tasks of ``stage`` (whose parts a recorded stage lists)."""
+        tasks = self.task_set(stage, key)
+        return [tasks.folder(i) for i in range(count)]
+
+    # ---------------------------------------------------------------- binarize.train.{lang}
+    def plan_binarize(self, lang: str, key: str, details: dict[str, Any]) -> TaskSet:
+        """One task per encoded part of train's side ``lang``; ``details``: the id lookup, surfaces' ids, end
+        token, unknown id, dtype and layout (every task reads them from the plan)."""
+        tasks = self.task_set(f"binarize.train.{lang}", key)
+        if tasks.read_plan() is None or self.pipeline.stages.force:
+            lengths = part_lengths(self.pipeline.id_parts[lang])
+            firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+            tasks.write_plan(len(lengths), lengths=lengths.tolist(), firsts=firsts.tolist(), **details)
+        return tasks
+
+    def binarize_task(self, lang: str, index: int) -> dict[str, Any]:
+        """Task ``index`` of ``binarize.train.{lang}``: encoded part ``index`` in the output's ids."""
+        stage = f"binarize.train.{lang}"
+        tasks = TaskSet.planned(self.pipeline.work / TASKS_DIR / stage, stage)
+        details = tasks.plan()
+        return tasks.run_once(index, lambda folder, attempt: self._binarize_part(lang, details, index, folder,
+                                                                                 attempt))
+
+    def _binarize_part(
+        self, lang: str, details: dict[str, Any], index: int, folder: Path, attempt: int
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        part = self.task_set(f"encode.train.{lang}", "").folder(index)
+        lookup = None
+        if details["lookup"] is not None:  # + the part's unknown surfaces, by their own work ids
+            surfaces = details["surfaces"]
+            extra = [surfaces[surface] for surface in surfaces_in_order(part_table(part))]
+            lookup = np.array(details["lookup"] + extra, dtype=np.int32)
+        first, length = int(details["firsts"][index]), int(details["lengths"][index])
+        kept = mask_slice(self.pipeline.keep_path("train") if details["keep"] else None, first, first + length)
+        counts = binarize_part(part / IDS, folder / PART, lookup=lookup, kept=kept, end=details["end"],
+                               unk=details["unk"], dtype=np.dtype(details["dtype"]), layout=Layout(details["layout"]),
+                               crash_name=f"binarize.train.{lang}#{index}")
+        return self.record(started, length, attempt, **counts)
+
+    def merge_binarized(
+        self, tasks: TaskSet, write: Callable[[Iterator[Block]], tuple[list[Path], dict[str, Any]]]
+    ) -> tuple[list[Path], dict[str, Any]]:
+        """The binarized parts copied in task order into the split's stores (``write`` cuts the shards and
+        writes the indexes: pointers from the sizes), with the unknown tokens the tasks counted."""
+        records = tasks.records()
+        started = time.perf_counter()
+        blocks = chain.from_iterable(item_blocks(tasks.folder(i) / PART, COPY_ITEMS) for i in range(tasks.count))
+        outputs, info = write(blocks)
+        written = (sum(r["sentences"] for r in records), sum(r["tokens"] for r in records))
+        if (info["sentences"], info["tokens"]) != written:
+            raise TokenmillError(f"stage {tasks.stage}: the parts hold other counts than their tasks wrote; delete "
+                                 f"{tasks.root} and run prepare again")
+        unknown = sum(int(r["unk"]) for r in records)
+        info.update(unk=unknown, unk_percent=round(100.0 * unknown / info["tokens"], 4) if info["tokens"] else 0.0)
+        self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
+        return outputs, info
 
 
 def _smallest_keys(gone: np.ndarray, numbers: np.ndarray, sample: DropSample) -> np.ndarray:

@@ -3,8 +3,8 @@
 * :func:`copy_kept_lines`: a task's cleaned text into the split's cleaned file, without the lines the
   global dedup dropped (a byte mask per block, no per-line Python), picking out the few lines whose
   text the drop sample wants.
-* :func:`append_part_ids`: a task's id store onto the split's, with the work ids of unknown surfaces
-  renumbered to the order of their first appearance in the whole split (what one process assigns).
+* :func:`renumbered_unknowns`: a task's unknown surfaces added to the split's table, numbered in the order
+  of their first appearance in the whole split (what one process assigns).
 """
 
 from __future__ import annotations
@@ -16,11 +16,8 @@ from typing import BinaryIO
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare.sequential import item_blocks
-from tokenmill.store import IndexedWriter
 
 _BLOCK_BYTES = 1 << 22
-_ITEMS_PER_BLOCK = 1 << 16
 
 
 def copy_kept_lines(path: Path, out: BinaryIO, drop: np.ndarray, want: np.ndarray) -> dict[int, bytes]:
@@ -74,11 +71,4 @@ def renumbered_unknowns(
     return lookup
 
 
-def append_part_ids(writer: IndexedWriter, prefix: Path, lookup: np.ndarray | None) -> None:
-    """Append every item of the part store ``prefix`` to ``writer``, ids mapped through ``lookup`` (read
-    block by block without a memory map: resident memory stays one block's)."""
-    for block, sizes in item_blocks(prefix, _ITEMS_PER_BLOCK):
-        writer.add_items(block if lookup is None else lookup[block], sizes)
-
-
-__all__ = ["append_part_ids", "copy_kept_lines", "renumbered_unknowns"]
+__all__ = ["copy_kept_lines", "renumbered_unknowns"]

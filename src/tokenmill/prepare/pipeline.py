@@ -46,6 +46,7 @@ from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, writ
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
 from tokenmill.prepare.distributed import PhaseDone, Tasked
+from tokenmill.prepare.encoded_parts import IDS, IdCounts, regrouped, summed_counts, with_end_token
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.object_storage import (
     INPUTS_DIR,
@@ -251,6 +252,9 @@ class Pipeline:
         self.meanings: dict[str, dict[str, Any]] = {}
         self._tokenizers: dict[str, Tokenizer] = {}
         self.tasked = Tasked(self, phase)
+        self.id_parts: dict[str, list[Path]] = {}
+        """lang -> the folders of train's encoded parts, when its encode stage was cut into tasks (then no joined
+        id store is written: the dictionary and binarize work from the parts)."""
         self.inputs = StagedInputs(self.work / INPUTS_DIR, config.storage_options)
         """Staged store prefix -> what its ids mean (vocabulary file, size, end-of-item id)."""
         """Staged outputs of the stages of this run (ran or up to date): what the directory will hold."""
@@ -681,7 +685,9 @@ class Pipeline:
                 info = self._stage(f"encode.{split}.{lang}", key, run)
                 if info.get("clean") is not None:  # the input was read here (see reads_input)
                     self.summary.splits.setdefault(split, {})["clean"] = info["clean"]
-                if split == "train":
+                if split == "train" and info.get("parts"):  # the tasks' part stores are the stage's output
+                    self.id_parts[lang] = self.tasked.part_folders(f"encode.train.{lang}", key, info["parts"])
+                elif split == "train":
                     self.tasked.task_set(f"encode.train.{lang}", key).remove()
 
     def _run_encode_tasks(self, lang: str, tasks: Any) -> tuple[list[Path], dict[str, Any]]:
@@ -724,10 +730,11 @@ class Pipeline:
 
     def encode_lines(
         self, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int, bar: tqdm | None = None,
-        crash_name: str = "encode",
+        crash_name: str = "encode", counts: IdCounts | None = None,
     ) -> dict[str, list[int]] | None:
-        """Encode chunks of lines into an int32 work-id store at ``prefix``; returns the unknown surfaces'
-        table (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
+        """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
+        bincount, when given); returns the unknown surfaces' table (surface -> [work id, count]) when they are
+        kept (fairseq fidelity), else None."""
         tokenizer = self.tokenizer_for(lang)
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
 
@@ -743,6 +750,8 @@ class Pipeline:
                 if surfaces is not None and found is not None:
                     flat = surfaces.assign(flat, found)  # work ids in input order
                 writer.add_items(flat, lengths)
+                if counts is not None:
+                    counts.add(flat)
                 if bar is not None:
                     bar.update(count)
                 if chunk_ends:
@@ -792,28 +801,43 @@ class Pipeline:
             info = self._stage(f"pieces.{split}", key, lambda s=split: self._run_piece_filter(s, config))
             self.summary.splits.setdefault(split, {}).setdefault("clean", {})["pieces"] = info["stats"]
 
+    def encoded_prefixes(self, split: str, lang: str) -> list[Path]:
+        """The id stores of one split and side, in order: train's parts when its encode stage was cut into
+        tasks, else the one joined store."""
+        if split == "train" and lang in self.id_parts:
+            return [folder / IDS for folder in self.id_parts[lang]]
+        return [self.ids_prefix(split, lang)]
+
     def _run_piece_filter(self, split: str, config: FilterConfig) -> tuple[list[Path], dict[str, Any]]:
-        prefixes = [self.ids_prefix(split, lang) for lang in self.config.langs]
+        sides = [self.encoded_prefixes(split, lang) for lang in self.config.langs]
         stats = StepStats("pieces")
         check = PairFilter(config)
 
+        def side_sizes(prefixes: list[Path]) -> Iterator[np.ndarray]:
+            return regrouped(chain.from_iterable(size_blocks(p, _ITEMS_PER_BLOCK) for p in prefixes), _ITEMS_PER_BLOCK)
+
         def kept() -> Iterator[np.ndarray]:
-            for block in zip(*(size_blocks(p, _ITEMS_PER_BLOCK) for p in prefixes), strict=True):
+            for block in zip(*(side_sizes(prefixes) for prefixes in sides), strict=True):
                 placeholders = [[""] * len(block[0]) for _ in block]
                 tokens = {"src_tokens": block[0], **({"tgt_tokens": block[1]} if len(block) > 1 else {})}
                 yield check(placeholders[0], placeholders[1] if len(block) > 1 else None, stats=stats, **tokens).keep
 
         path = self.keep_path(split)
-        save_npy_blocks(path, kept(), store_length(prefixes[0]), np.dtype(bool))
+        save_npy_blocks(path, kept(), sum(store_length(p) for p in sides[0]), np.dtype(bool))
         return [path], {"stats": dict(stats.counts)}
+
+    def keep_file(self, split: str) -> Path | None:
+        """The piece filters' mask of a split (None: every encoded item is kept)."""
+        path = self.keep_path(split)
+        if self.piece_filter() is None or not path.exists() or f"pieces.{split}" not in self.keys:
+            return None
+        return path
 
     def kept_items(self, split: str) -> Iterator[np.ndarray] | None:
         """The piece filters' mask of a split, ``_ITEMS_PER_BLOCK`` items at a time (None: every encoded item
         is kept)."""
-        path = self.keep_path(split)
-        if self.piece_filter() is None or not path.exists() or f"pieces.{split}" not in self.keys:
-            return None
-        return npy_blocks(path, _ITEMS_PER_BLOCK)
+        path = self.keep_file(split)
+        return None if path is None else npy_blocks(path, _ITEMS_PER_BLOCK)
 
     def encoded_blocks(self, split: str, lang: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(work ids as stored: int32, int64 lengths) of the kept items of one split and side, block by block,
@@ -879,11 +903,14 @@ class Pipeline:
         words of whitespace-tokenized text."""
         if backend_name(self.config) != WHITESPACE:
             tokenizer = self.tokenizer_for(lang)
-            surfaces = self.unknown_surfaces("train", lang)
-            size = tokenizer.vocab_size + len(surfaces)
-            array = np.zeros(size, dtype=np.int64)
-            for block, _ in self.encoded_blocks("train", lang):
-                array += np.bincount(block, minlength=size)
+            if lang in self.id_parts:  # the encode tasks' bincounts, summed (no pass over the ids)
+                array, found = summed_counts(self.id_parts[lang], tokenizer.vocab_size, self.keep_file("train"))
+            else:
+                surfaces = self.unknown_surfaces("train", lang)
+                array = np.zeros(tokenizer.vocab_size + len(surfaces), dtype=np.int64)
+                for block, _ in self.encoded_blocks("train", lang):
+                    array += np.bincount(block, minlength=len(array))
+                found = {surface: int(array[work_id]) for surface, (work_id, _) in surfaces.items()}
             skip = set(tokenizer.special_ids.values())
             text_piece = getattr(tokenizer, "is_text_piece", lambda i: i not in skip)
             counts = Counter({
@@ -891,9 +918,9 @@ class Pipeline:
                 for i in np.flatnonzero(array[: tokenizer.vocab_size]).tolist()
                 if text_piece(i)
             })
-            for surface, (work_id, _) in surfaces.items():
-                if array[work_id]:
-                    counts[surface] += int(array[work_id])
+            for surface, count in found.items():
+                if count:
+                    counts[surface] += count
             return counts
         words = self.split_words("train", lang)
         array = np.zeros(len(words), dtype=np.int64)
@@ -947,8 +974,10 @@ class Pipeline:
                                   self.end_token(dictionaries.get(lang), lang), cfg.output_prefix)
                 info = self._stage(
                     f"binarize.{split}.{lang}", key,
-                    lambda s=split, la=lang: self._run_binarize(s, la, dictionaries.get(la)),
+                    lambda s=split, la=lang, k=key: self._run_binarize(s, la, dictionaries.get(la), k),
                 )
+                if split == "train":
+                    self.tasked.task_set(f"binarize.train.{lang}", key).remove()  # recorded: the parts are copies
                 self.summary.splits.setdefault(split, {}).setdefault("langs", {})[lang] = info
                 self._register_side(split, lang, dictionaries.get(lang), info)
 
@@ -1017,7 +1046,7 @@ class Pipeline:
             yield (block if lookup is None else lookup[block]), sizes
 
     def _run_binarize(
-        self, split: str, lang: str, dictionary: Dictionary | None
+        self, split: str, lang: str, dictionary: Dictionary | None, key: str
     ) -> tuple[list[Path], dict[str, Any]]:
         eos = self.end_token(dictionary, lang)
         if dictionary is None:  # the tokenizer's own ids (T2T: <EOS>=1 appended as T2T does)
@@ -1025,10 +1054,31 @@ class Pipeline:
             vocab_size, unk = tokenizer.vocab_size, tokenizer.special_ids.get("unk", -1)
         else:
             vocab_size, unk = len(dictionary), dictionary.unk_index
+        if split == "train" and lang in self.id_parts:
+            return self._run_binarize_tasks(lang, key, dictionary, eos, unk, token_dtype(vocab_size))
         return self._write_split(
             split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
             self._id_blocks(split, lang, dictionary), eos=eos, unk=unk, crash_name=f"binarize.{split}.{lang}",
         )
+
+    def _run_binarize_tasks(
+        self, lang: str, key: str, dictionary: Dictionary | None, eos: int | None, unk: int, dtype: np.dtype
+    ) -> tuple[list[Path], dict[str, Any]]:
+        """Train's side ``lang`` from its encoded parts: one task per part writes it in the output's ids, then
+        the parts are copied into the stores (shards cut as one process cuts them)."""
+        lookup = surfaces = None
+        if dictionary is not None:  # as _id_blocks maps them; each task adds its part's surfaces
+            lookup = self.piece_lookup(self.tokenizer_for(lang), dictionary).astype(np.int32).tolist()
+            surfaces = {surface: dictionary.indices.get(surface, dictionary.unk_index)
+                        for surface in self.unknown_surfaces("train", lang)}
+        details = {"lookup": lookup, "surfaces": surfaces, "end": eos, "unk": unk, "dtype": np.dtype(dtype).str,
+                   "layout": self.config.layout, "keep": self.keep_file("train") is not None}
+        tasks = self.tasked.plan_binarize(lang, key, details)
+        self.tasked.run(tasks, execute_task, in_phase=True)
+        return self.tasked.merge_binarized(tasks, lambda blocks: self._write_split(
+            "train", lambda shard: self.output_prefix("train", lang, shard), dtype, blocks, eos=None, unk=-1,
+            crash_name=f"binarize.train.{lang}",
+        ))
 
     def _write_split(
         self,
@@ -1241,7 +1291,10 @@ class Pipeline:
             return self.tasked.clean_task(index, workers)
         if stage.startswith("encode.train."):
             return self.tasked.encode_task(stage.rsplit(".", 1)[1], index, workers)
-        raise TokenmillError(f"stage {stage!r} is not cut into tasks (clean.train and encode.train.LANG are)")
+        if stage.startswith("binarize.train."):
+            return self.tasked.binarize_task(stage.rsplit(".", 1)[1], index)
+        raise TokenmillError(
+            f"stage {stage!r} is not cut into tasks (clean.train, encode.train.LANG and binarize.train.LANG are)")
 
 
 def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int) -> dict[str, Any]:
@@ -1281,24 +1334,6 @@ def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, cr
                 bar.update(len(lines))
             _crash_point(f"{crash_name}:midway")
     return list(table)
-
-
-def with_end_token(flat: np.ndarray, lengths: np.ndarray, end: int, dtype: np.dtype) -> np.ndarray:
-    """``end`` after each item of (``flat``, ``lengths``), as ``dtype``: what ``np.insert`` gives, in the store's
-    dtype at once (one pass fewer over a block). Ids outside ``dtype`` are refused, as the writer would."""
-    dtype = np.dtype(dtype)
-    if np.issubdtype(dtype, np.integer) and flat.size:
-        limits = np.iinfo(dtype)
-        low, high = int(flat.min()), int(flat.max())
-        if low < limits.min or high > limits.max:
-            raise ValueError(f"token ids span [{low}, {high}] but {dtype} holds [{limits.min}, {limits.max}]")
-    out = np.empty(len(flat) + len(lengths), dtype=dtype)
-    ends = np.cumsum(lengths) + np.arange(len(lengths))
-    keep = np.ones(len(out), dtype=bool)
-    keep[ends] = False
-    out[keep] = flat
-    out[ends] = end
-    return out
 
 
 def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:

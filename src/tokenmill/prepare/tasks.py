@@ -40,6 +40,15 @@ class TaskSet:
         self.stage = stage
         self.key = key
 
+    @classmethod
+    def planned(cls, root: Path, stage: str) -> TaskSet:
+        """The tasks of ``stage`` under ``root`` for the key their plan was written with: for a task process
+        that cannot work the key out (it depends on stage records only the coordinator reads); without a
+        plan, :meth:`plan` says to run the plan step."""
+        path = root / PLAN
+        key = json.loads(path.read_text(encoding="utf-8")).get("key", "") if path.exists() else ""
+        return cls(root, stage, key)
+
     # ---------------------------------------------------------------- the plan
     def read_plan(self) -> dict[str, Any] | None:
         """The plan for this key, or None (none yet, or one for other inputs or settings)."""
