@@ -10,12 +10,19 @@ import numpy as np
 import pytest
 
 from tokenmill.prepare import partitioned_dedup
-from tokenmill.prepare.partitioned_dedup import KEYS_RAW, duplicates_in, find_duplicates, partition_keys
+from tokenmill.prepare.partitioned_dedup import (
+    KEYS_RAW,
+    duplicates_in,
+    find_duplicates,
+    join_duplicates,
+    partition_keys,
+)
 from tokenmill.text.dedup import Deduplicator
 
 
-def settle(tmp_path, keys: np.ndarray, cuts: list[int], partitions: int) -> np.ndarray:
-    """Keep mask over ``keys`` cut into tasks at ``cuts``, through the partitioned files."""
+def settle(tmp_path, keys: np.ndarray, cuts: list[int], partitions: int, ranges: list[int] | None = None) -> np.ndarray:
+    """Keep mask over ``keys`` cut into tasks at ``cuts``, through the partitioned files (the partitions
+    settled in one call, or by one call per range between the partition numbers ``ranges``, joined)."""
     folders = []
     for t in range(len(cuts) - 1):
         folder = tmp_path / f"task{t}"
@@ -23,7 +30,13 @@ def settle(tmp_path, keys: np.ndarray, cuts: list[int], partitions: int) -> np.n
         keys[cuts[t]:cuts[t + 1]].tofile(folder / KEYS_RAW)
         partition_keys(folder, partitions)
         folders.append(folder)
-    find_duplicates(folders, cuts[:-1], partitions, tmp_path / "dups")
+    if ranges is None:
+        find_duplicates(folders, cuts[:-1], partitions, tmp_path / "dups")
+    else:
+        outs = [tmp_path / f"range{k}" for k in range(len(ranges) - 1)]
+        for out, lo, hi in zip(outs, ranges[:-1], ranges[1:], strict=True):
+            find_duplicates(folders, cuts[:-1], partitions, out, range(lo, hi))
+        join_duplicates(outs, tmp_path / "dups")
     keep = np.ones(len(keys), dtype=bool)
     for t in range(len(cuts) - 1):
         keep[cuts[t] + duplicates_in(tmp_path / "dups", partitions, cuts[t], cuts[t + 1] - cuts[t])] = False
@@ -36,6 +49,13 @@ def test_same_drops_as_one_process(tmp_path, monkeypatch, cuts):
     keys = np.random.default_rng(0).integers(0, 3000, size=20000).astype(np.uint64)
     keys[::97] = 0  # the key 0 (the hash table's empty mark) is a key like any other
     assert (settle(tmp_path, keys, cuts, partitions=7) == Deduplicator().keep_first(keys)).all()
+
+
+@pytest.mark.parametrize("ranges", [[0, 7], [0, 3, 4, 7], [0, 1, 2, 3, 4, 5, 6, 7]])
+def test_partition_ranges_settled_apart_give_the_same_drops(tmp_path, ranges):
+    keys = np.random.default_rng(1).integers(0, 2000, size=9000).astype(np.uint64)
+    keep = settle(tmp_path, keys, [0, 4000, 9000], partitions=7, ranges=ranges)
+    assert (keep == Deduplicator().keep_first(keys)).all() and not keep.all()
 
 
 PEAK = r"""

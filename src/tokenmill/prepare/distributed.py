@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_write, write_json
+from tokenmill.prepare import line_count
 from tokenmill.prepare.config import absolute_paths
 from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.encoded_parts import (
@@ -60,9 +61,11 @@ from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.parallel import local_chunks
 from tokenmill.prepare.part_merge import copy_kept_lines, renumbered_unknowns
 from tokenmill.prepare.partitioned_dedup import (
+    BOUNDS,
     KEYS_RAW,
     duplicates_in,
     find_duplicates,
+    join_duplicates,
     partition_count,
     partition_keys,
 )
@@ -80,10 +83,25 @@ CLUSTER_BYTES_PER_TASK = 256 << 20
 NUMBERS_RAW = "numbers.raw"
 DROPPED = "dropped.json"
 PART = "part"
-COPY_ITEMS = 1 << 18  # items per block copied from a binarized part into the stores
+COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
 Block = tuple[np.ndarray, np.ndarray]
 """(tokens, item sizes) of consecutive items."""
 STEP_ORDER = ("normalize", "filter", "leakage")
+
+
+CLUSTER_ENGINES = ("ray",)
+"""Engines whose runs also count the inputs and settle the dedup partitions by tasks. The local engine runs
+tasks one after another, so there one pass in the coordinator costs less than rounds of tasks (each
+round starts a helper process); a Slurm run would do them in one job anyway."""
+COUNT_STAGES = ("count.train", "index.train")
+DEDUP_STAGE = "dedup.train"
+
+
+def index_paths(plan: CleanPlan) -> list[str]:
+    """The files a source of ``plan`` indexes, in its order (a parallel corpus: source, target, ...)."""
+    if plan.tgt_files is None:
+        return list(plan.files)
+    return [path for pair in zip(plan.files, plan.tgt_files, strict=True) for path in pair]
 
 
 class PhaseDone(Exception):
@@ -161,16 +179,67 @@ class Tasked:
                 "host": socket.gethostname(), "pid": os.getpid(), **extra}
 
     # ---------------------------------------------------------------- clean.train
-    def plan_clean(self, plan: CleanPlan) -> TaskSet:
-        """The tasks of ``clean.train`` (planned now unless a plan for these inputs exists)."""
+    def plan_clean(self, plan: CleanPlan, execute: Callable[..., dict[str, Any]]) -> TaskSet:
+        """The tasks of ``clean.train`` (planned now unless a plan for these inputs exists). The inputs are
+        counted here, or on a cluster engine by tasks over byte ranges (:meth:`count_inputs`)."""
         tasks = self.task_set("clean.train", plan.key)
         if tasks.read_plan() is None or self.pipeline.stages.force:
             source = self.pipeline.open_inputs(plan)
+            counted = self.config.engine in CLUSTER_ENGINES
+            if counted:
+                source.restore_index(self.count_inputs(plan, execute))
             total = source.scan()
             count = self.count()
             tasks.write_plan(count, ranges=source.ranges(count), index=source.index_state(), items=total,
                              partitions=partition_count(total))
+            if counted:
+                for stage in COUNT_STAGES:
+                    self.task_set(stage, plan.key).remove()  # the plan holds the index
         return tasks
+
+    # ---------------------------------------------------------------- count.train, index.train
+    def count_inputs(self, plan: CleanPlan, execute: Callable[..., dict[str, Any]]) -> list[dict[str, Any]]:
+        """The line index of every training input (what ``Source.index_state`` holds after its counting
+        pass), made by two rounds of tasks over byte ranges (:mod:`~tokenmill.prepare.line_count`)."""
+        paths = index_paths(plan)
+        every = self.pipeline.read_options.index_every
+        ranges = line_count.byte_ranges(paths, self.count())
+        rounds = [self.task_set(stage, plan.key) for stage in COUNT_STAGES]
+        if rounds[0].read_plan() is None or self.pipeline.stages.force:
+            rounds[0].write_plan(len(ranges), ranges=ranges, every=every)
+        self.run(rounds[0], execute, in_phase=True)
+        counted = rounds[0].records()
+        if rounds[1].read_plan() is None or self.pipeline.stages.force:
+            rounds[1].write_plan(len(ranges), ranges=ranges, every=every,
+                                 before=line_count.newlines_before(ranges, counted))
+        self.run(rounds[1], execute, in_phase=True)
+        offsets = [record["offsets"] for record in rounds[1].records()]
+        states = line_count.file_indexes(paths, ranges, counted, offsets, every)
+        if plan.tgt_files is not None:
+            line_count.check_pairs(states)
+        return states
+
+    def count_task(self, stage: str, index: int) -> dict[str, Any]:
+        """Task ``index`` of ``count.train`` (newlines of one byte range) or ``index.train`` (the offsets of
+        the range's indexed lines)."""
+        tasks = TaskSet.planned(self.pipeline.work / TASKS_DIR / stage, stage)
+        details = tasks.plan()
+        paths = index_paths(self.pipeline.clean_settings("train"))
+
+        def body(folder: Path, attempt: int) -> dict[str, Any]:
+            started = time.perf_counter()
+            where = details["ranges"][index]
+            path, every = paths[where["file"]], int(details["every"])
+            if stage == COUNT_STAGES[0]:
+                found = line_count.count_range(path, where["start"], where["stop"], every)
+                lines = found.get("newlines", found.get("index", {}).get("n_lines", 0))
+            else:
+                offsets = [] if where["stop"] is None else line_count.range_offsets(
+                    path, where["start"], where["stop"], int(details["before"][index]), every)
+                found, lines = {"offsets": offsets}, len(offsets)
+            return self.record(started, lines, attempt, **found)
+
+        return tasks.run_once(index, body)
 
     def clean_task(self, index: int, workers: int) -> dict[str, Any]:
         """Task ``index`` of ``clean.train``: its cleaned lines, dedup keys and counts, then its marker."""
@@ -211,14 +280,51 @@ class Tasked:
         stats.update({name: dict(cleaner.stats[name].counts) for name in STEP_ORDER if cleaner.stats[name].counts})
         return self.record(started, stop - start, attempt, kept=kept, stats=stats)
 
-    def merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
+    def merge_clean(
+        self, tasks: TaskSet, plan: CleanPlan, execute: Callable[..., dict[str, Any]]
+    ) -> tuple[list[Path], dict[str, Any]]:
         """Settle duplicates across tasks and join the parts into the cleaned files (``clean.train``)."""
         started = time.perf_counter()
-        outputs, info = self._merge_clean(tasks, plan)
+        outputs, info = self._merge_clean(tasks, plan, execute)
         self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
         return outputs, info
 
-    def _merge_clean(self, tasks: TaskSet, plan: CleanPlan) -> tuple[list[Path], dict[str, Any]]:
+    def _duplicates(
+        self, folders: list[Path], bases: list[int], partitions: int, out: Path, key: str,
+        execute: Callable[..., dict[str, Any]],
+    ) -> int:
+        """Find the duplicates across tasks into ``out``: here, or on a cluster engine by tasks that settle a
+        range of partitions each (:data:`DEDUP_STAGE`), whose outputs are then put one after another."""
+        if self.config.engine not in CLUSTER_ENGINES:
+            return find_duplicates(folders, bases, partitions, out)
+        tasks = self.task_set(DEDUP_STAGE, key)
+        if tasks.read_plan() is None or self.pipeline.stages.force:
+            cuts = (np.arange(min(partitions, self.count()) + 1) * partitions) // min(partitions, self.count())
+            tasks.write_plan(len(cuts) - 1, cuts=cuts.tolist(), bases=bases, partitions=partitions)
+        self.run(tasks, execute, in_phase=True)
+        found = join_duplicates([tasks.folder(i) for i in range(tasks.count)], out)
+        tasks.remove()
+        return found
+
+    def dedup_task(self, index: int) -> dict[str, Any]:
+        """Task ``index`` of :data:`DEDUP_STAGE`: the duplicates in its range of hash partitions."""
+        tasks = TaskSet.planned(self.pipeline.work / TASKS_DIR / DEDUP_STAGE, DEDUP_STAGE)
+        details = tasks.plan()
+        parts = self.task_set("clean.train", "")
+        folders = [parts.folder(i) for i in range(len(details["bases"]))]
+
+        def body(folder: Path, attempt: int) -> dict[str, Any]:
+            started = time.perf_counter()
+            which = range(details["cuts"][index], details["cuts"][index + 1])
+            keys = sum(int(b[which.stop] - b[which.start]) for b in (np.load(f / BOUNDS) for f in folders))
+            found = find_duplicates(folders, details["bases"], int(details["partitions"]), folder, which)
+            return self.record(started, keys, attempt, duplicates=found)
+
+        return tasks.run_once(index, body)
+
+    def _merge_clean(
+        self, tasks: TaskSet, plan: CleanPlan, execute: Callable[..., dict[str, Any]]
+    ) -> tuple[list[Path], dict[str, Any]]:
         pipeline, cfg = self.pipeline, self.config
         records = tasks.records()
         details = tasks.plan()
@@ -229,7 +335,7 @@ class Tasked:
         partitions = int(details["partitions"])
         duplicates = 0
         if plan.config.dedup:
-            duplicates = find_duplicates(folders, bases[:-1].tolist(), partitions, dedup_dir)
+            duplicates = self._duplicates(folders, bases[:-1].tolist(), partitions, dedup_dir, tasks.key, execute)
         dropped = Cleaner(plan.config).dropped
         for folder in folders:
             dropped.merge(DropSample.from_dict(json.loads((folder / DROPPED).read_text(encoding="utf-8")),

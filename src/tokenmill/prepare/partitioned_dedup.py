@@ -14,6 +14,7 @@ entries whatever the corpus size, so memory is flat.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -86,15 +87,19 @@ def partition_keys(folder: Path, partitions: int) -> None:
     raw.unlink()
 
 
-def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: int, out: Path) -> int:
-    """For each partition, the global positions (``bases[t]`` + task position) of every later occurrence
-    of a key, sorted, one partition after another into ``out/dups.raw`` (int64), with
-    ``out/dups.bounds.npy`` (partitions + 1 offsets into it); returns the number of duplicates."""
+def find_duplicates(
+    folders: Sequence[Path], bases: Sequence[int], partitions: int, out: Path, which: range | None = None
+) -> int:
+    """For each partition (of ``which``: all by default), the global positions (``bases[t]`` + task position)
+    of every later occurrence of a key, sorted, one partition after another into ``out/dups.raw`` (int64),
+    with ``out/dups.bounds.npy`` (one offset more than partitions); returns the number of duplicates. A
+    task of its own may settle a range of partitions: :func:`join_duplicates` puts the ranges together."""
     out.mkdir(parents=True, exist_ok=True)
+    which = range(partitions) if which is None else which
     bounds = [np.load(f / BOUNDS) for f in folders]
-    where = np.zeros(partitions + 1, dtype=np.int64)
+    where = np.zeros(len(which) + 1, dtype=np.int64)
     with atomic_path(out / DUPS) as tmp, open(tmp, "wb") as dups:
-        for p in range(partitions):
+        for k, p in enumerate(which):
             # one partition's slice of each task, copied out of a map opened for it alone: the pages of the
             # other partitions are never touched, so resident memory stays one partition's
             keys = np.concatenate([_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
@@ -108,11 +113,26 @@ def find_duplicates(folders: Sequence[Path], bases: Sequence[int], partitions: i
             later = np.concatenate([[False], sorted_keys[1:] == sorted_keys[:-1]]) if len(order) else np.zeros(0, bool)
             duplicates = np.sort(positions[order][later])
             dups.write(duplicates.astype(np.int64).tobytes())
-            where[p + 1] = where[p] + len(duplicates)
+            where[k + 1] = where[k] + len(duplicates)
             del keys, positions, order, sorted_keys, later, duplicates
             release_heap()  # the partition's arrays: glibc would keep up to 2x the largest in its heap
     _save(out / DUPS_BOUNDS, where)
     return int(where[-1])
+
+
+def join_duplicates(parts: Sequence[Path], out: Path) -> int:
+    """The outputs of :func:`find_duplicates` over consecutive partition ranges (``parts``, in order) as one
+    ``out/dups.raw`` and bounds, what one call over every partition writes; returns the duplicates."""
+    out.mkdir(parents=True, exist_ok=True)
+    where = [np.zeros(1, dtype=np.int64)]
+    with atomic_path(out / DUPS) as tmp, open(tmp, "wb") as dups:
+        for part in parts:
+            with open(part / DUPS, "rb") as source:
+                shutil.copyfileobj(source, dups, 1 << 22)
+            where.append(np.load(part / DUPS_BOUNDS)[1:] + where[-1][-1])
+    joined = np.concatenate(where)
+    _save(out / DUPS_BOUNDS, joined)
+    return int(joined[-1])
 
 
 def _slice(path: Path, start: int, stop: int) -> np.ndarray:
@@ -141,4 +161,6 @@ def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarr
         del table  # unmapped: nothing of the table stays resident
 
 
-__all__ = ["PARTITION_ITEMS", "duplicates_in", "find_duplicates", "partition_count", "partition_keys"]
+__all__ = [
+    "PARTITION_ITEMS", "duplicates_in", "find_duplicates", "join_duplicates", "partition_count", "partition_keys",
+]

@@ -45,7 +45,7 @@ from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
-from tokenmill.prepare.distributed import PhaseDone, Tasked
+from tokenmill.prepare.distributed import COUNT_STAGES, DEDUP_STAGE, PhaseDone, Tasked
 from tokenmill.prepare.encoded_parts import IDS, IdCounts, regrouped, summed_counts, with_end_token
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.object_storage import (
@@ -341,7 +341,7 @@ class Pipeline:
         for split in splits:
             plan = self.clean_settings(split)
             if split == "train" and self.tasked.enabled and self.stages.done("clean.train", plan.key) is None:
-                tasks = self.tasked.plan_clean(plan)
+                tasks = self.tasked.plan_clean(plan, execute_task)
                 if self.tasked.phase == "plan":
                     raise PhaseDone(f"planned {tasks.count} tasks of clean.train")
                 run = lambda p=plan, t=tasks: self._run_clean_tasks(p, t)  # noqa: E731
@@ -401,7 +401,7 @@ class Pipeline:
 
     def _run_clean_tasks(self, plan: CleanPlan, tasks: Any) -> tuple[list[Path], dict[str, Any]]:
         self.tasked.run(tasks, execute_task)
-        return self.tasked.merge_clean(tasks, plan)
+        return self.tasked.merge_clean(tasks, plan, execute_task)
 
     def _align_files(self, split: str) -> list[str]:
         """The word-alignment files of a split (``{pref}.{align_suffix}``), if alignments were asked for."""
@@ -1293,8 +1293,13 @@ class Pipeline:
             return self.tasked.encode_task(stage.rsplit(".", 1)[1], index, workers)
         if stage.startswith("binarize.train."):
             return self.tasked.binarize_task(stage.rsplit(".", 1)[1], index)
+        if stage in COUNT_STAGES:
+            return self.tasked.count_task(stage, index)
+        if stage == DEDUP_STAGE:
+            return self.tasked.dedup_task(index)
         raise TokenmillError(
-            f"stage {stage!r} is not cut into tasks (clean.train, encode.train.LANG and binarize.train.LANG are)")
+            f"stage {stage!r} is not cut into tasks (clean.train, encode.train.LANG, binarize.train.LANG and, on a "
+            "cluster, count.train, index.train and dedup.train are)")
 
 
 def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int) -> dict[str, Any]:
