@@ -421,6 +421,7 @@ def measure_prepare(name: str, cmd: list[str], out: Path, pairs: int, tasks: int
         "task_rows": task_rows, "processes": procs, "path": "tasked" if task_rows else "one process",
         "kept_pairs": manifest["summary"]["splits"]["train"]["clean"]["kept"]["pairs"],
         "clean_bytes": work_bytes(out, "clean/train.*"), "ids_bytes": work_bytes(out, "ids/train.*"),
+        "store_bytes": sum(p.stat().st_size for p in out.rglob("train.*.bin") if ".work" not in p.parts),
     }
     print(json.dumps({k: v for k, v in row.items() if k not in ("processes", "task_rows")}), file=sys.stderr)
     return row
@@ -526,12 +527,15 @@ def lm_side(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the projection
-def _group(stage: str) -> str | None:
-    """The coordinator-side component a stage belongs to (None: the tasked stages, counted apart)."""
-    if stage == "clean.train" or stage.startswith("encode.train"):
+def _group(stage: str, tasked: set[str]) -> str | None:
+    """The coordinator-side component a stage belongs to (None: the tasked stages, whose coordinator part is
+    their merge, counted apart)."""
+    if stage in tasked or stage == "clean.train" or stage.startswith("encode.train"):
         return None
     if stage.startswith("binarize.train"):
         return "binarize.train (one process)"
+    if stage == "pieces.train":
+        return "piece filters (item sizes)"
     if stage == "dictionary":
         return "dictionary"
     if stage == "tokenizer":
@@ -539,10 +543,14 @@ def _group(stage: str) -> str | None:
     return "valid/test stages"
 
 
+def _merge_group(stage: str) -> str:
+    return {"clean.train": "clean merge (dedup, join)"}.get(stage, f"{stage.split('.')[0]} merges")
+
+
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """(seconds per pair, fixed seconds) of a least-squares line."""
+    """(seconds per pair, fixed seconds) of a least-squares line (one size: the median ratio, no fixed part)."""
     if len(set(xs)) < 2:
-        return ys[0] / xs[0], 0.0
+        return float(np.median(np.array(ys) / np.array(xs))), 0.0
     slope, intercept = np.polyfit(xs, ys, 1)
     return float(slope), float(intercept)
 
@@ -550,24 +558,26 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
 def projection(rows: list[dict[str, Any]], tokenizer_s: float, target: float = 1e9) -> dict[str, Any]:
     """``target`` pairs on 64 and 512 cores. Tasks: the Ray run's per-task rates (one CPU per task, so
     lines per core-second), all cores busy. Everything else runs once, on the coordinator: each part
-    (the merges, binarize, dictionary, the time outside stages: start-up, the plan's counting pass,
-    publishing) as a line fitted over every tasked run's seconds against its pairs (1M to 8M)."""
+    (each stage's merge, the stages not cut into tasks, the time outside stages: start-up, the plan's
+    counting pass, publishing) as a line fitted over every tasked run's seconds against its pairs."""
     ray = max((r for r in rows if r["name"].startswith("ray")), key=lambda r: r["pairs"])
     tasked = [r for r in rows if r["tasks"] >= 1]
     rates = {stage: sum(t["lines"] for t in task_rows) / sum(t["seconds"] for t in task_rows)
              for stage, task_rows in ray["task_rows"].items()}
     kept = ray["kept_pairs"] / ray["pairs"]
-    # clean reads every input pair; encode reads the kept ones
+    # clean reads every input pair; encode and binarize read the kept ones
     core_s_per_pair = sum((1 if stage == "clean.train" else kept) / rate for stage, rate in rates.items())
     biggest = max(tasked, key=lambda r: (r["pairs"], -r["tasks"]))
     clean_gbps = biggest["clean_bytes"] / biggest["merge_seconds"]["clean.train"] / 1e9
-    encode_gbps = biggest["ids_bytes"] / sum(v for k, v in biggest["merge_seconds"].items()
-                                             if k.startswith("encode")) / 1e9
+    binarize_s = sum(v for k, v in biggest["merge_seconds"].items() if k.startswith("binarize"))
+    copy_gbps = biggest.get("store_bytes", 0) / binarize_s / 1e9 if binarize_s else None
     components: dict[str, list[float]] = {}
     for r in tasked:
-        parts: dict[str, float] = {"merges": sum(r["merge_seconds"].values()), "outside stages": r["other_s"]}
+        parts: dict[str, float] = {"outside stages": r["other_s"]}
+        for stage, seconds in r["merge_seconds"].items():
+            parts[_merge_group(stage)] = parts.get(_merge_group(stage), 0.0) + seconds
         for stage, seconds in r["stages"].items():
-            group = _group(stage)
+            group = _group(stage, set(r["task_rows"]))
             if group:
                 parts[group] = parts.get(group, 0.0) + seconds
         for name, seconds in parts.items():
@@ -577,7 +587,7 @@ def projection(rows: list[dict[str, Any]], tokenizer_s: float, target: float = 1
     fits = {name: (0.0, float(np.median(ys))) if name in fixed else _fit(xs, ys) for name, ys in components.items()}
     serial = {name: max(0.0, intercept + slope * target) for name, (slope, intercept) in fits.items()}
     out = {"target": target, "rates_lines_per_core_s": rates, "kept_share": kept, "core_s_per_pair": core_s_per_pair,
-           "clean_merge_gbps": clean_gbps, "encode_merge_gbps": encode_gbps, "merge_at": biggest["name"],
+           "clean_merge_gbps": clean_gbps, "binarize_copy_gbps": copy_gbps, "merge_at": biggest["name"],
            "merge_pairs": biggest["pairs"], "fits_us_per_pair_and_fixed_s": {
                k: (slope * 1e6, intercept) for k, (slope, intercept) in fits.items()},
            "serial_s": serial, "tokenizer_train_s": tokenizer_s, "cores": {}}
@@ -599,6 +609,8 @@ def main() -> None:
     parser.add_argument("--lm-shards", type=int, default=4)
     parser.add_argument("--parts", default="engines,rss,datatrove",
                         help="engines, rss, datatrove; rss-tasked: only the tasked runs of the RSS check")
+    parser.add_argument("--only", default="", help="comma-separated run names to make (e.g. 'ray x4'); the plain "
+                        "run is always made: the others are compared with it")
     parser.add_argument("--quick", action="store_true", help="200k pairs, 10 MB of JSONL")
     parser.add_argument("--keep", action="store_true", help=f"keep {ROOT}")
     parser.add_argument("--json", default=str(CACHE / "results.json"))
@@ -632,6 +644,9 @@ def main() -> None:
                 runs += [("local x1", 1, "local"), ("local x2", 2, "local"), (f"ray x{per_task}", per_task, "ray")]
             if pairs in rss_sizes and per_task not in (r[1] for r in runs if r[2] == "local"):
                 runs.append((f"local x{per_task}", per_task, "local"))
+            if args.only:
+                wanted = {"plain", *(name.strip() for name in args.only.split(","))}
+                runs = [run for run in runs if run[0] in wanted]
             reference = ROOT / "runs" / f"{pairs}-plain"
             for name, tasks, engine in runs:
                 out = ROOT / "runs" / f"{pairs}-{name.replace(' ', '')}"
@@ -676,7 +691,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
         plain = next(r for r in main_rows if r["name"] == "plain")
         print(f"\n{args.main_pairs:,} pairs ({results['input_bytes'][args.main_pairs] / 1e6:,.0f} MB), "
               f"{plain['kept_pairs']:,} kept after cleaning and dedup\n")
-        print("| run | wall s | x plain | CPU s | merge s (clean / encode en / encode zh) | merge share "
+        print("| run | wall s | x plain | CPU s | merge s (clean / encode en, zh / binarize en, zh) | merge share "
               "| coordinator peak RSS | largest other process | load before/after | path | output vs plain |")
         print("|---|---:|---:|---:|---|---:|---:|---:|---|---|---|")
         for r in main_rows:
@@ -733,7 +748,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
               + ", ".join(f"{k} {v:,.0f}" for k, v in p["rates_lines_per_core_s"].items())
               + f"; {p['core_s_per_pair'] * 1e6:.0f} core-us per input pair ({p['kept_share']:.0%} kept); merges at "
               f"{p['merge_pairs']:,} ({p['merge_at']}): {p['clean_merge_gbps']:.2f} GB/s cleaned text, "
-              f"{p['encode_merge_gbps']:.2f} GB/s ids")
+              + (f"{p['binarize_copy_gbps']:.2f} GB/s of stores copied" if p.get("binarize_copy_gbps") else
+                 "binarize not tasked"))
         print("coordinator parts, fitted (us per pair, fixed s): " + ", ".join(
             f"{k} {v[0]:.2f} us + {v[1]:.1f} s" for k, v in p["fits_us_per_pair_and_fixed_s"].items()))
         names = list(p["serial_s"])
