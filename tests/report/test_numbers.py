@@ -279,3 +279,32 @@ def test_prepare_keeps_the_same_drop_sample_whatever_its_chunks_and_workers(pair
     finally:
         pipeline._PARALLEL_CLEAN_MIN_LINES = original
     assert json.loads(dropped_path(tmp_path / "bin", "train").read_text(encoding="utf-8")) == expected
+
+
+def test_a_joined_dictionary_is_parsed_once_and_different_contents_apart(pairs_dir: Path, tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    import shutil
+
+    import tokenmill.report.corpus as corpus
+
+    parsed: list[str] = []
+    real = corpus.vocabulary_symbols
+
+    def counting(path, kind, backend=None):
+        parsed.append(Path(path).name)
+        return real(path, kind)
+
+    monkeypatch.setattr(corpus, "vocabulary_symbols", counting)
+    records = [_manifest(pairs_dir)["stores"][f"train.en-de.{lang}"] for lang in ("en", "de")]
+    assert records[0]["vocab"] != records[1]["vocab"]  # one file per language, the same bytes (joined)
+    vocabularies = corpus.Vocabularies(pairs_dir)
+    first, second = (vocabularies.symbols(r) for r in records)
+    assert len(parsed) == 1 and first is second and first == real(pairs_dir / records[1]["vocab"], "fairseq")
+    copy = tmp_path / "copy"
+    shutil.copytree(pairs_dir, copy)
+    with open(copy / records[1]["vocab"], "a", encoding="utf-8") as handle:
+        handle.write("extra 1\n")  # now different content: its own symbols
+    parsed.clear()
+    vocabularies = corpus.Vocabularies(copy)
+    first, second = (vocabularies.symbols(r) for r in records)
+    assert len(parsed) == 2 and second is not None and second[-1] == "extra" and first[-1] != "extra"

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tokenmill.report.layout import DataDir, Part
+from tokenmill.store.manifest import file_checksum
 from tokenmill.store.meaning import vocabulary_symbols
 from tokenmill.store.reader import IndexedDataset
 
@@ -111,11 +112,13 @@ def display_symbol(symbol: str) -> str:
 
 
 class Vocabularies:
-    """Symbols of the vocabulary files the manifest names, loaded once each."""
+    """Symbols of the vocabulary files the manifest names, loaded once per distinct content (a joined
+    dictionary is written once per language, the same bytes: it is parsed once)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._loaded: dict[tuple[str, str], list[str] | None] = {}
+        self._by_content: dict[tuple[str, str], list[str] | None] = {}
 
     def symbols(self, record: dict[str, Any]) -> list[str] | None:
         """Symbols of a store's vocabulary (its manifest record), or None when it cannot be read."""
@@ -124,8 +127,12 @@ class Vocabularies:
             return None
         key = (vocab, kind)
         if key not in self._loaded:
+            path = self.root / vocab
             try:
-                self._loaded[key] = vocabulary_symbols(self.root / vocab, kind)
+                content = (kind, file_checksum(path))  # the file as it is now, not as the manifest says
+                if content not in self._by_content:
+                    self._by_content[content] = vocabulary_symbols(path, kind)
+                self._loaded[key] = self._by_content[content]
             except Exception:  # a report shows what it can; verify names broken vocabularies
                 self._loaded[key] = None
         return self._loaded[key]
