@@ -167,14 +167,17 @@ def test_samples_of_which_multiple_rows_do_not_fit_are_cut_greedily_on_their_own
     multiple=st.sampled_from([1, 2, 8]),
     penalty=st.sampled_from([0.0, 0.05, 0.1, 0.5]),
     one_side=st.booleans(),
+    pad_to=st.sampled_from([1, 4]),
 )
-def test_lowpad_cut_is_the_least_value(scalar_work, lengths, max_tokens, max_sentences, multiple, penalty, one_side):
+def test_lowpad_cut_is_the_least_value(scalar_work, lengths, max_tokens, max_sentences, multiple, penalty, one_side,
+                                       pad_to):
     """Both ways of solving a unit (every window / lines and prefix minima) and of retracing the walk back
-    (plain loop / vectorized) reach the brute-force optimum."""
+    (plain loop / vectorized) reach the brute-force optimum; costs (the budget) padded to ``pad_to`` while
+    the value counts the lengths, as lowpad's row costs with ``pad_to_multiple``."""
     lengths = sorted((s, 0 if one_side else t) for s, t in lengths)  # cells contiguous, as in a curve order
     src = np.array([s for s, _ in lengths])
     tgt = np.array([t for _, t in lengths])
-    costs = np.maximum(src, tgt)
+    costs = -(-np.maximum(src, tgt) // pad_to) * pad_to
     kept = optimal_cut.SCALAR_WORK, optimal_cut.SCALAR_WINDOWS
     optimal_cut.SCALAR_WORK = optimal_cut.SCALAR_WINDOWS = scalar_work
     try:
