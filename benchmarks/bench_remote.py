@@ -93,7 +93,7 @@ def main() -> None:
     size = make_directory(local, args.pairs)
     plans, cache = work / "plans", work / "remote-cache"
     config = tokenmill.BatchConfig(max_tokens=args.max_tokens, seed=1)
-    os.environ["TOKENMILL_CACHE_DIR"] = str(work / "tm-cache")
+    os.environ["TOKENMILL_CACHE"] = str(work / "tm-cache")
 
     with S3Server(process=True) as s3:
         started = time.perf_counter()

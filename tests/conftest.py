@@ -12,7 +12,7 @@ from tokenmill.data.multi_pairs import MultiPairDataset
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_root(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache-root")))
+        patch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("tokenmill-cache-root")))
         yield
 
 

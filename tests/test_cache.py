@@ -165,8 +165,20 @@ def test_build_info_is_kept_and_epochs_older_than_kept_are_pruned(tmp_path):
     assert not again.built and again.info == {"epoch": 5} and again.arrays["order"].tolist() == list(range(5))
 
 
+def test_one_variable_names_the_cache_root_and_the_older_name_still_works(tmp_path, monkeypatch):
+    monkeypatch.delenv("TOKENMILL_CACHE", raising=False)
+    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path / "old"))
+    assert default_cache_dir() == tmp_path / "old" / "arrays"
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path / "new"))
+    assert default_cache_dir() == tmp_path / "new" / "arrays"
+    monkeypatch.delenv("TOKENMILL_CACHE")
+    monkeypatch.delenv("TOKENMILL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "tokenmill" / "arrays"
+
+
 def test_cache_arguments_name_one_place_or_none(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path / "root"))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path / "root"))
     assert array_cache(True).directory == default_cache_dir() == tmp_path / "root" / "arrays"
     assert array_cache(tmp_path / "x").directory == tmp_path / "x"
     assert array_cache(str(tmp_path / "x")).directory == tmp_path / "x"

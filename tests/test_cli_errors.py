@@ -149,7 +149,7 @@ def never_prepare(monkeypatch, tmp_path):
         raise AssertionError("bad input reached the pipeline")
 
     monkeypatch.setattr("tokenmill.commands.prepare.prepare", refuse)
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path / "cache"))
 
 
 # ---------------------------------------------------------------- prepare

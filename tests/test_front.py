@@ -20,7 +20,7 @@ CONFIG = {"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "t
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("cache")))
 
 
 def test_prepare_open_batches_and_resume_at_another_world_size(tmp_path):

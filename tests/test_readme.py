@@ -116,7 +116,7 @@ def _env(scratch: Path) -> dict[str, str]:
     return {
         **os.environ,
         "PATH": os.pathsep.join([*path, os.environ.get("PATH", "")]),
-        "TOKENMILL_CACHE_DIR": str(scratch / ".cache" / "plans"),  # plan caches stay in the scratch copy
+        "TOKENMILL_CACHE": str(scratch / ".cache" / "plans"),  # plan caches stay in the scratch copy
         "PYTHONDONTWRITEBYTECODE": "1",
     }
 

@@ -10,7 +10,7 @@ exits, so a builder that dies leaves no stale lock), re-checks, builds into a pr
 folder, fsyncs, and renames it into place; the others wake when the lock is free and map the
 finished entry. Readers take no lock: an entry folder exists only once complete. No pickle anywhere.
 
-Where: ``cache=True`` (the default everywhere) is ``$TOKENMILL_CACHE_DIR/arrays``, else
+Where: ``cache=True`` (the default everywhere) is ``$TOKENMILL_CACHE/arrays``, else
 ``~/.cache/tokenmill/arrays`` (:func:`tokenmill.fsutil.cache_root`); a path is that folder;
 ``False``/``None`` keeps nothing and computes every time.
 """
@@ -64,7 +64,7 @@ def fingerprint_array(array: np.ndarray) -> str:
 
 
 def default_cache_dir() -> Path:
-    """Where ``cache=True`` keeps entries: ``$TOKENMILL_CACHE_DIR/arrays``, else ``~/.cache/tokenmill/arrays``."""
+    """Where ``cache=True`` keeps entries: ``$TOKENMILL_CACHE/arrays``, else ``~/.cache/tokenmill/arrays``."""
     return cache_root() / "arrays"
 
 

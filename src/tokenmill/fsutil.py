@@ -17,10 +17,16 @@ from typing import IO, Any
 TMP_MARKER = ".tmp-"
 
 
+CACHE_VARIABLE = "TOKENMILL_CACHE"
+OLD_CACHE_VARIABLE = "TOKENMILL_CACHE_DIR"
+"""The name the cache folder had before; still read when ``TOKENMILL_CACHE`` is not set."""
+
+
 def cache_root() -> Path:
-    """Where tokenmill keeps what it can rebuild or fetch again: ``$TOKENMILL_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/tokenmill``, else ``~/.cache/tokenmill`` (each user of it takes a subfolder)."""
-    configured = os.environ.get("TOKENMILL_CACHE_DIR")
+    """Where tokenmill keeps what it can rebuild or fetch again: ``$TOKENMILL_CACHE`` (or its older name
+    ``$TOKENMILL_CACHE_DIR``), else ``$XDG_CACHE_HOME/tokenmill``, else ``~/.cache/tokenmill`` (each user
+    of it takes a subfolder)."""
+    configured = os.environ.get(CACHE_VARIABLE) or os.environ.get(OLD_CACHE_VARIABLE)
     if configured:
         return Path(configured)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tokenmill"

@@ -15,7 +15,7 @@ from tokenmill.commands.batches import batches
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Plan caches and verification stamps of these tests stay out of ~/.cache."""
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 def run(*args: str):

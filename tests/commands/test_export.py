@@ -31,7 +31,7 @@ PROBLEM = "translate_enzh_tokenmill"
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 @pytest.fixture(scope="module")

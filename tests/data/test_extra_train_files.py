@@ -22,7 +22,7 @@ WORDS = 60
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 def write_part(root, split, n, seed, *, names=("en", "de"), dtype=None, align=False):

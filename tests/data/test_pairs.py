@@ -20,7 +20,7 @@ EOS, BOS = 2, 0
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Plan caches and verification stamps of these tests stay out of ~/.cache."""
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path_factory.mktemp("tokenmill-cache")))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path_factory.mktemp("tokenmill-cache")))
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def s3() -> S3Server:
 
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path / "cache"))
 
 
 def download(s3: S3Server, prefix: str, into: Path) -> Path:

@@ -46,7 +46,7 @@ def proxy(s3_server) -> FlakyProxy:  # noqa: F811 - the fixture
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path, monkeypatch) -> Path:
     cache = tmp_path / "cache"
-    monkeypatch.setenv("TOKENMILL_CACHE_DIR", str(cache))
+    monkeypatch.setenv("TOKENMILL_CACHE", str(cache))
     return cache
 
 

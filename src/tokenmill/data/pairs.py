@@ -645,7 +645,7 @@ class PairDataset:
 
 
 def stamp_dir() -> Path:
-    """Where :func:`open_store` remembers verified stores: ``$TOKENMILL_CACHE_DIR/verified`` or
+    """Where :func:`open_store` remembers verified stores: ``$TOKENMILL_CACHE/verified`` or
     ``~/.cache/tokenmill/verified`` (``$XDG_CACHE_HOME`` honoured; :func:`tokenmill.fsutil.cache_root`)."""
     return cache_root() / "verified"
 

@@ -62,7 +62,7 @@ class BatchIterator:
     one over ``dataset``'s lengths; its fingerprint is what a resumed state must match.
     ``infinite`` runs epoch after epoch; otherwise one ``for`` loop covers the rest of the current
     epoch and the next loop starts the next epoch. ``cache``: True for the default array cache
-    (``$TOKENMILL_CACHE_DIR/arrays`` or ``~/.cache/tokenmill/arrays``), False for none, or a folder
+    (``$TOKENMILL_CACHE/arrays`` or ``~/.cache/tokenmill/arrays``), False for none, or a folder
     (:mod:`tokenmill.cache`).
     """
 

@@ -7,8 +7,8 @@ object's ETag and size next to it. The coordinator checks each object once per r
 only when it changed; a task (on any machine sharing the folder) reads the copies. The pipeline reads
 local files from there on, so every reader, the line index and the stage keys work as for local input.
 
-Outputs. ``--destdir s3://bucket/data-bin`` runs in a local folder, ``$TOKENMILL_CACHE_DIR/prepare/
-<name>-<hash>`` (a re-run resumes there; on a cluster, point ``TOKENMILL_CACHE_DIR`` at a shared file
+Outputs. ``--destdir s3://bucket/data-bin`` runs in a local folder, ``$TOKENMILL_CACHE/prepare/
+<name>-<hash>`` (a re-run resumes there; on a cluster, point ``TOKENMILL_CACHE`` at a shared file
 system), then publishes to the bucket: the old manifest is deleted first, every file is uploaded
 (s3fs sends large files as multipart uploads, and an object appears under its name only when its
 upload completes), the manifest goes last, and objects of an earlier run this one did not produce are

@@ -36,7 +36,7 @@ Limits: a directory replaced at the same URL while a job reads it can make that 
 (DataLoader workers re-open by path) see new files: publish a new version under a new URL. A file
 changed in the cache without changing its size, mtime or inode is not noticed (only ``verify`` re-hashes).
 
-Where: ``cache_dir`` (:class:`RemoteOptions`), else ``$TOKENMILL_CACHE_DIR/remote``, else
+Where: ``cache_dir`` (:class:`RemoteOptions`), else ``$TOKENMILL_CACHE/remote``, else
 ``~/.cache/tokenmill/remote`` (:func:`tokenmill.fsutil.cache_root`). Credentials and endpoints are
 fsspec's: ``storage_options`` (e.g. ``{"client_kwargs": {"endpoint_url": ...}}`` for s3fs) or the
 backend's environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ``FSSPEC_S3``, ...).
@@ -108,7 +108,7 @@ class RemoteOptions:
     """How remote directories are cached and fetched."""
 
     cache_dir: str | os.PathLike[str] | None = None
-    """Folder of cached views (None: ``$TOKENMILL_CACHE_DIR/remote`` or ``~/.cache/tokenmill/remote``)."""
+    """Folder of cached views (None: ``$TOKENMILL_CACHE/remote`` or ``~/.cache/tokenmill/remote``)."""
     retries: int = 4
     """Retries of a failed request (after the backend's own), with exponential backoff."""
     backoff: float = 0.5
@@ -425,7 +425,7 @@ class RemoteDirectory:
     def _cache_error(self, error: OSError) -> TokenmillError:
         return TokenmillError(
             f"cannot write the cached copy of {self.url} under {self.local} ({error.strerror or error}); free space "
-            "there or choose another cache (RemoteOptions(cache_dir=...) or TOKENMILL_CACHE_DIR)"
+            "there or choose another cache (RemoteOptions(cache_dir=...) or TOKENMILL_CACHE)"
         )
 
 
