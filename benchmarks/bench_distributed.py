@@ -565,8 +565,11 @@ def projection(rows: list[dict[str, Any]], tokenizer_s: float, target: float = 1
     rates = {stage: sum(t["lines"] for t in task_rows) / sum(t["seconds"] for t in task_rows)
              for stage, task_rows in ray["task_rows"].items()}
     kept = ray["kept_pairs"] / ray["pairs"]
-    # clean reads every input pair; encode and binarize read the kept ones
-    core_s_per_pair = sum((1 if stage == "clean.train" else kept) / rate for stage, rate in rates.items())
+    # each tasked stage's task seconds (one CPU each) per input pair: what its tasks cost, however their
+    # "lines" count (input pairs, kept pairs, newlines, indexed lines)
+    per_pair = {stage: sum(t["seconds"] for t in task_rows) / ray["pairs"]
+                for stage, task_rows in ray["task_rows"].items()}
+    core_s_per_pair = sum(per_pair.values())
     biggest = max(tasked, key=lambda r: (r["pairs"], -r["tasks"]))
     clean_gbps = biggest["clean_bytes"] / biggest["merge_seconds"]["clean.train"] / 1e9
     binarize_s = sum(v for k, v in biggest["merge_seconds"].items() if k.startswith("binarize"))
@@ -587,6 +590,7 @@ def projection(rows: list[dict[str, Any]], tokenizer_s: float, target: float = 1
     fits = {name: (0.0, float(np.median(ys))) if name in fixed else _fit(xs, ys) for name, ys in components.items()}
     serial = {name: max(0.0, intercept + slope * target) for name, (slope, intercept) in fits.items()}
     out = {"target": target, "rates_lines_per_core_s": rates, "kept_share": kept, "core_s_per_pair": core_s_per_pair,
+           "core_us_per_pair_by_stage": {stage: seconds * 1e6 for stage, seconds in per_pair.items()},
            "clean_merge_gbps": clean_gbps, "binarize_copy_gbps": copy_gbps, "merge_at": biggest["name"],
            "merge_pairs": biggest["pairs"], "fits_us_per_pair_and_fixed_s": {
                k: (slope * 1e6, intercept) for k, (slope, intercept) in fits.items()},
@@ -744,8 +748,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
               + f"; Ray system processes up to {r['peak_by_role_mb'].get('Ray system', 0):.0f} MB")
     if "projection" in results:
         p = results["projection"]
-        print("\nprojection to 1B pairs: per-task rates (lines per core-second, Ray tasks on one CPU): "
-              + ", ".join(f"{k} {v:,.0f}" for k, v in p["rates_lines_per_core_s"].items())
+        print("\nprojection to 1B pairs: task core-us per input pair (Ray tasks on one CPU): "
+              + ", ".join(f"{k} {v:.2f}" for k, v in p["core_us_per_pair_by_stage"].items())
               + f"; {p['core_s_per_pair'] * 1e6:.0f} core-us per input pair ({p['kept_share']:.0%} kept); merges at "
               f"{p['merge_pairs']:,} ({p['merge_at']}): {p['clean_merge_gbps']:.2f} GB/s cleaned text, "
               + (f"{p['binarize_copy_gbps']:.2f} GB/s of stores copied" if p.get("binarize_copy_gbps") else

@@ -1,17 +1,19 @@
-"""The counting pass cut into byte ranges gives the one-pass scan's line index, wherever the cuts fall."""
+"""The counting pass cut into byte ranges, and the index the clean merge makes as it writes, give the
+one-pass scan's line index."""
 
 from __future__ import annotations
 
 import gzip
 import random
 
+import numpy as np
 import pytest
 
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare import distributed, line_count
+from tokenmill.prepare import distributed, line_count, part_merge
 from tokenmill.prepare.line_count import (
     byte_ranges,
     check_pairs,
@@ -20,6 +22,7 @@ from tokenmill.prepare.line_count import (
     newlines_before,
     range_offsets,
 )
+from tokenmill.prepare.part_merge import LineIndexer, copy_kept_lines
 from tokenmill.text.readers import scan_lines
 
 
@@ -95,3 +98,34 @@ def test_a_run_counted_by_tasks_gives_the_same_bytes(tmp_path, monkeypatch):
     assert summary.splits["train"]["clean"]["dedup"]["duplicates"] > 100
     assert not (tmp_path / "tasks" / ".work" / "tasks" / "count.train").exists()
     assert_same_output(tmp_path / "plain", tmp_path / "tasks")
+
+
+@pytest.mark.parametrize("every", [1, 5, 64])
+def test_the_clean_merge_indexes_the_file_it_writes(tmp_path, monkeypatch, every):
+    """Parts joined with lines dropped and picked out, in blocks of a few bytes: the index made while writing
+    is the one a scan of the written file makes."""
+    monkeypatch.setattr(part_merge, "_BLOCK_BYTES", 37)
+    rng = np.random.default_rng(2)
+    index = LineIndexer(every)
+    out_path = tmp_path / "joined.txt"
+    with open(out_path, "wb") as out:
+        for k, lines in enumerate([300, 0, 1, 250]):
+            part = tmp_path / f"part{k}.txt"
+            part.write_bytes(b"".join(b"w" * int(rng.integers(0, 20)) + b"\n" for _ in range(lines)))
+            drop = np.sort(rng.choice(lines, size=lines // 4, replace=False)) if k != 3 else np.zeros(0, np.int64)
+            want = np.sort(rng.choice(lines, size=min(lines, 3), replace=False))
+            copy_kept_lines(part, out, drop, want, index)
+    assert index.state(out_path) == one_pass(str(out_path), every)
+
+
+def test_the_encode_plan_takes_the_index_the_clean_merge_saved(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus", pairs=600)
+    taken = []
+    saved_index = distributed.saved_index
+    monkeypatch.setattr(distributed, "saved_index", lambda path: taken.append(saved_index(path)) or taken[-1])
+    tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=2), progress=False)
+    cleaned = tmp_path / "bin" / ".work" / "clean"
+    assert taken == [one_pass(str(cleaned / f"train.{lang}"), taken[0]["every"]) for lang in ("en", "zh")]
+    # a file that changed since (here: written again) is counted again, not taken from a stale index
+    (cleaned / "train.en").write_bytes((cleaned / "train.en").read_bytes())
+    assert saved_index(cleaned / "train.en") is None

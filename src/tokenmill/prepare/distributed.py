@@ -59,7 +59,7 @@ from tokenmill.prepare.encoded_parts import (
 from tokenmill.prepare.engines import get_engine
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.parallel import local_chunks
-from tokenmill.prepare.part_merge import copy_kept_lines, renumbered_unknowns
+from tokenmill.prepare.part_merge import LineIndexer, copy_kept_lines, renumbered_unknowns
 from tokenmill.prepare.partitioned_dedup import (
     BOUNDS,
     KEYS_RAW,
@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 LOCAL_BYTES_PER_TASK = 1 << 30
 CLUSTER_BYTES_PER_TASK = 256 << 20
 NUMBERS_RAW = "numbers.raw"
+INDEX_SUFFIX = ".index.json"
 DROPPED = "dropped.json"
 PART = "part"
 COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
@@ -341,6 +342,7 @@ class Tasked:
             dropped.merge(DropSample.from_dict(json.loads((folder / DROPPED).read_text(encoding="utf-8")),
                                                dropped.size, dropped.seed))
         outputs = [pipeline.clean_path("train", lang) for lang in cfg.langs]
+        indexes = [LineIndexer(pipeline.read_options.index_every) for _ in outputs]
         with ExitStack() as files:
             handles = [files.enter_context(atomic_write(path, "wb")) for path in outputs]
             for i, folder in enumerate(folders):
@@ -348,13 +350,14 @@ class Tasked:
                         else np.zeros(0, np.int64))
                 numbers = np.fromfile(folder / NUMBERS_RAW, dtype=np.int64)
                 sampled = _smallest_keys(gone, numbers, dropped)
-                texts = [copy_kept_lines(folder / f"{lang}.txt", handle, gone, sampled)
-                         for lang, handle in zip(cfg.langs, handles, strict=True)]
+                texts = [copy_kept_lines(folder / f"{lang}.txt", handle, gone, sampled, index)
+                         for lang, handle, index in zip(cfg.langs, handles, indexes, strict=True)]
                 if len(sampled):
                     sides = [[pipeline.cleaned_line(texts[k][p]) for p in sampled.tolist()] for k in range(len(texts))]
                     dropped.add("dedup", numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
                 del gone, numbers, sampled, texts
                 release_heap()  # one task's arrays at a time in the coordinator's resident memory
+        outputs += [save_index(path, index) for path, index in zip(outputs, indexes, strict=True)]
         dropped_file = pipeline.dropped_path("train")
         dropped.write(dropped_file)
         stats: dict[str, Any] = {"read": _summed(r["stats"]["read"] for r in records)}
@@ -372,6 +375,9 @@ class Tasked:
         tasks = self.task_set(f"encode.train.{lang}", key)
         if tasks.read_plan() is None or self.pipeline.stages.force:
             source = self.pipeline.cleaned_source("train", lang)
+            written = saved_index(self.pipeline.clean_path("train", lang))
+            if written is not None:  # made by the clean merge as it wrote the file: no counting pass
+                source.restore_index([written])
             count = self.count()
             tasks.write_plan(count, ranges=source.ranges(count), index=source.index_state(), items=source.scan(),
                              lang=lang)
@@ -485,6 +491,25 @@ class Tasked:
         info.update(unk=unknown, unk_percent=round(100.0 * unknown / info["tokens"], 4) if info["tokens"] else 0.0)
         self.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
         return outputs, info
+
+
+def save_index(path: Path, index: LineIndexer) -> Path:
+    """Save the line index of the file ``path`` just written, with its size and time (so that an index
+    is never taken for another version of the file); returns where."""
+    stat = os.stat(path)
+    where = path.with_name(path.name + INDEX_SUFFIX)
+    write_json(where, {"file": [stat.st_size, stat.st_mtime_ns], "index": index.state(path)})
+    return where
+
+
+def saved_index(path: Path) -> dict[str, Any] | None:
+    """The line index :func:`save_index` left for ``path``, if the file is still the one it indexed."""
+    where = path.with_name(path.name + INDEX_SUFFIX)
+    if not where.exists() or not path.exists():
+        return None
+    saved = json.loads(where.read_text(encoding="utf-8"))
+    stat = os.stat(path)
+    return saved["index"] if saved.get("file") == [stat.st_size, stat.st_mtime_ns] else None
 
 
 def _smallest_keys(gone: np.ndarray, numbers: np.ndarray, sample: DropSample) -> np.ndarray:
