@@ -3,12 +3,15 @@
 Two stages do the heavy work per line and are cut into tasks by input order; everything else runs
 once, in the process that holds the output folder (the coordinator):
 
-* ``clean.train``: the plan counts the inputs (one pass; the seek offsets are saved, so a task reads
-  only its own lines) and cuts them into N ranges. Task i normalizes, filters and leak-checks its range
-  (held-out sets come cleaned from the coordinator), writes its cleaned text, the dedup keys of what it
-  kept (partitioned by hash on disk) and its counts. The coordinator then finds duplicates partition by
-  partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat memory) and joins the parts in task
-  order without them: the same cleaned file, counts and drop sample as one process makes.
+* ``clean.train``: the plan counts the inputs (the seek offsets are saved, so a task reads only its own
+  lines) and cuts them into N ranges. On a cluster engine the counting pass is two rounds of tasks over
+  byte ranges (``count.train``, ``index.train``: :mod:`~tokenmill.prepare.line_count`). Task i normalizes,
+  filters and leak-checks its range (held-out sets come cleaned from the coordinator), writes its cleaned
+  text, the dedup keys of what it kept (partitioned by hash on disk) and its counts. The duplicates are
+  found partition by partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat memory; on a cluster
+  engine by ``dedup.train`` tasks over ranges of partitions), and the coordinator joins the parts in task
+  order without them, indexing the lines as it writes: the same cleaned file, counts and drop sample as
+  one process makes, and the encode plan needs no counting pass.
 * ``encode.train.{lang}``: task i encodes range i of the cleaned text into a part id store and writes the
   bincount of its ids and its unknown surfaces. The parts are never joined: the coordinator only makes the
   split's table of unknown surfaces (:mod:`~tokenmill.prepare.part_merge`).
