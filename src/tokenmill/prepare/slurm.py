@@ -4,6 +4,8 @@
 
 Each job is ``tokenmill prepare -c DESTDIR/.work/slurm/config.yaml --phase P [--task $SLURM_ARRAY_TASK_ID]``;
 the config file holds every resolved setting (task count included), so every job sees the same run.
+The merge job runs the binarize tasks itself (one per encoded part, one after another: they copy and map
+ids, far lighter than encoding).
 Jobs wait for the previous one with ``--dependency=afterok``; a failed array task fails its array, and
 submitting the script again re-runs only what is not done (finished tasks keep their markers).
 ``tokenmill prepare -c ... --status`` shows the tasks done and left.
