@@ -55,14 +55,11 @@ import os
 import platform
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +72,9 @@ from _peer import how_to_get, peer_python  # noqa: E402
 from _procstat import PAGE, TICK, _children  # noqa: E402
 from dist_corpus import prefix_corpus, write_corpus  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent))
+from tests.ray_cluster import namespace_pids, two_node_ray  # noqa: E402
+
 ROOT = Path(os.environ.get("TOKENMILL_BENCH_DIR", "/tmp/bench_distributed"))
 CACHE = HERE / ".data" / "distributed"
 HWM_FILE = "TOKENMILL_BENCH_HWM"
@@ -86,8 +86,6 @@ TASKED = EXIT_HWM + "import sys; from tokenmill.cli import main; sys.argv[0] = '
 PLAIN = (EXIT_HWM + "import importlib, sys; "
          "importlib.import_module('tokenmill.prepare.distributed').LOCAL_BYTES_PER_TASK = 1 << 62; "
          "from tokenmill.cli import main; sys.argv[0] = 'tokenmill'; main()")
-ADDRESS = "10.254.0.1"
-PORT = 6380
 STAGE = re.compile(r"^stage (\S+): running")
 MB = 2**20
 
@@ -231,63 +229,6 @@ class Watch:
         before = [hwm for t, hwm in self.hwm_series if t <= ended]
         after = [t for t, _ in self.hwm_series if t > ended]
         return max(before) / MB if before and after else None
-
-
-# ---------------------------------------------------------------- a two-node Ray cluster in a namespace
-def _ns(namespace: str, *command: str, env: dict | None = None) -> None:
-    done = subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True, env=env,
-                          timeout=300)
-    if done.returncode:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
-
-
-def namespace_pids(namespace: str) -> list[int]:
-    done = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
-    return [int(p) for p in done.stdout.split()]
-
-
-@contextmanager
-def ray_cluster(cpus: int, object_store_mb: int = 256):
-    """A head and a second node (``cpus`` CPUs each) in a fresh network namespace; yields (namespace,
-    address). Afterwards every process in the namespace (all started here) is ended by its pid."""
-    namespace = f"tmb{uuid.uuid4().hex[:8]}"
-    setup = [
-        ["ip", "netns", "add", namespace],
-        ["ip", "netns", "exec", namespace, "ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
-        ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{ADDRESS}/24", "dev", "v0"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v0", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v1", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "route", "add", "default", "via", ADDRESS, "dev", "v0"],
-    ]
-    ray = str(Path(sys.executable).parent / "ray")
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    temp = tempfile.mkdtemp(prefix="tmray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
-    store = str(object_store_mb * MB)
-    try:
-        for command in setup:
-            subprocess.run(command, check=True, capture_output=True)
-        _ns(namespace, ray, "start", "--head", f"--node-ip-address={ADDRESS}", f"--port={PORT}", f"--num-cpus={cpus}",
-            f"--temp-dir={temp}", "--include-dashboard=false", f"--object-store-memory={store}", env=env)
-        _ns(namespace, ray, "start", f"--address={ADDRESS}:{PORT}", f"--node-ip-address={ADDRESS}",
-            f"--num-cpus={cpus}", f"--object-store-memory={store}", env=env)
-        yield namespace, f"{ADDRESS}:{PORT}"
-    finally:
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-            pids = namespace_pids(namespace)
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
-            deadline = time.time() + wait
-            while pids and time.time() < deadline:
-                time.sleep(0.2)
-                pids = namespace_pids(namespace)
-            if not pids:
-                break
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- outputs
@@ -656,7 +597,7 @@ def main() -> None:
                 out = ROOT / "runs" / f"{pairs}-{name.replace(' ', '')}"
                 shutil.rmtree(out, ignore_errors=True)
                 if engine == "ray":
-                    with ray_cluster(args.cpus_per_node) as (namespace, address):
+                    with two_node_ray(args.cpus_per_node, object_store_mb=256) as (namespace, address):
                         roots = namespace_pids(namespace)
                         cmd = ["ip", "netns", "exec", namespace,
                                *prepare_cmd(corpus, out, model, tasks=tasks, engine="ray", ray_address=address)]

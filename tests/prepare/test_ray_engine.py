@@ -2,57 +2,31 @@
 process is SIGKILLed in the middle of a task; a run whose task keeps dying keeps what it finished.
 
 Ray advertises the machine's own interface address, so the cluster, the driver and the prepare all run
-inside a network namespace this test creates (a veth pair with 10.254.0.1/24 and a default route on it)
-and removes afterwards: no traffic reaches the machine's external address. The single-node test runs
+inside a network namespace this test creates (``tests/ray_cluster.py``: a veth pair with 10.254.0.1/24
+and a default route on it) and removes afterwards: no traffic reaches the machine's external address. The single-node test runs
 the engine's own Ray, on loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set for it by the engine and
 here as well).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-import uuid
 
 import pytest
 
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
+from tests.ray_cluster import can_make_namespaces, run_in, two_node_ray
 
 pytest.importorskip("ray")
-ADDRESS = "10.254.0.1"
-
-
-def _can_make_namespaces() -> bool:
-    return os.geteuid() == 0 and shutil.which("ip") is not None
-
 
 pytestmark = pytest.mark.slow
-needs_namespaces = pytest.mark.skipif(not _can_make_namespaces(),
+needs_namespaces = pytest.mark.skipif(not can_make_namespaces(),
                                       reason="needs root and iproute2 to make a network namespace")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _in(namespace: str, *command: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True, env=env,
-                          timeout=300)
-    if check and done.returncode:
-        raise AssertionError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
-    return done
 
 
 @pytest.fixture
@@ -61,65 +35,10 @@ def cluster(tmp_path):
 
     Their workers SIGKILL themselves once, in the middle of task 1 of clean.train (the crash-test hook,
     armed through the nodes' environment)."""
-    namespace = f"tm{uuid.uuid4().hex[:8]}"
-    setup = [
-        ["ip", "netns", "add", namespace],
-        ["ip", "netns", "exec", namespace, "ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
-        ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{ADDRESS}/24", "dev", "v0"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v0", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v1", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "route", "add", "default", "via", ADDRESS, "dev", "v0"],
-    ]
     env = {**os.environ, "TOKENMILL_CRASH_AT": "clean.train#1:midway",
-           "TOKENMILL_CRASH_ONCE": str(tmp_path / "crashed-once"), "RAY_USAGE_STATS_ENABLED": "0"}
-    port = _free_port()
-    ray = os.path.join(os.path.dirname(sys.executable), "ray")
-    temp = tempfile.mkdtemp(prefix="tmray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
-    nodes: list[subprocess.Popen] = []
-    try:
-        for command in setup:
-            subprocess.run(command, check=True, capture_output=True)
-        # --block: each node stays a child of this test in its own process group, so stopping it stops
-        # only this cluster (`ray stop` would stop every Ray on the machine)
-        head = ["start", "--head", "--block", f"--node-ip-address={ADDRESS}", f"--port={port}", "--num-cpus=1",
-                f"--temp-dir={temp}", "--include-dashboard=false"]
-        second = ["start", "--block", f"--address={ADDRESS}:{port}", f"--node-ip-address={ADDRESS}", "--num-cpus=1"]
-        for expected, args in ((1, head), (2, second)):
-            nodes.append(subprocess.Popen(["ip", "netns", "exec", namespace, ray, *args], env=env,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          start_new_session=True))
-            _wait_for_nodes(namespace, ray, f"{ADDRESS}:{port}", expected)
-        yield namespace, f"{ADDRESS}:{port}"
-    finally:
-        for node in reversed(nodes):
-            _stop(node)
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
-        shutil.rmtree(temp, ignore_errors=True)
-
-
-def _wait_for_nodes(namespace: str, ray: str, address: str, count: int, timeout: float = 90.0) -> None:
-    """Until ``ray status`` lists ``count`` active nodes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = _in(namespace, ray, "status", f"--address={address}", check=False)
-        active = status.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0] if status.returncode == 0 else ""
-        if active.count("node_") >= count:
-            return
-        time.sleep(1.0)
-    raise AssertionError(f"the Ray cluster did not reach {count} node(s) in {timeout:.0f} s")
-
-
-def _stop(node: subprocess.Popen) -> None:
-    """Stop one node's whole process group (its raylet, object store and workers)."""
-    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 15)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(node.pid, sig)
-        try:
-            node.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+           "TOKENMILL_CRASH_ONCE": str(tmp_path / "crashed-once")}
+    with two_node_ray(cpus=1, env=env) as (namespace, address):
+        yield namespace, address
 
 
 @needs_namespaces
@@ -129,8 +48,8 @@ def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_
     tokenmill.prepare(settings_for(corpus, tmp_path / "local", tasks=3), progress=False)
     config = tmp_path / "ray.yaml"
     config.write_text(json.dumps(settings_for(corpus, tmp_path / "ray", tasks=3, engine="ray", ray_address=address)))
-    done = _in(namespace, sys.executable, "-m", "tokenmill", "prepare", "-c", str(config), "-q", "--no-report",
-               check=False, env={k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_CRASH")})
+    done = run_in(namespace, sys.executable, "-m", "tokenmill", "prepare", "-c", str(config), "-q", "--no-report",
+                  check=False, env={k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_CRASH")})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "crashed-once").exists()  # a worker did die in the middle of task 1
     assert_same_output(tmp_path / "local", tmp_path / "ray")
