@@ -3,9 +3,9 @@ process is SIGKILLed in the middle of a task; a run whose task keeps dying keeps
 
 Ray advertises the machine's own interface address, so the cluster, the driver and the prepare all run
 inside a network namespace this test creates (``tests/ray_cluster.py``: a veth pair with 10.254.0.1/24
-and a default route on it) and removes afterwards: no traffic reaches the machine's external address. The single-node test runs
-the engine's own Ray, on loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set for it by the engine and
-here as well).
+and a default route on it) and removes afterwards: no traffic reaches the machine's external address.
+The single-node test runs the engine's own Ray, on loopback (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set
+for it by the engine and here as well).
 """
 
 from __future__ import annotations
