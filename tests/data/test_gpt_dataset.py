@@ -155,6 +155,13 @@ def test_batch_rows_equal_single_samples(corpus, read_by):
         np.testing.assert_array_equal(row - b * 30, one["cu_seqlens"])
 
 
+def test_an_empty_batch_has_empty_rows(corpus, read_by):
+    store, _ = corpus
+    batch = GPTDataset(store, GPTDatasetConfig(seq_length=30, seed=4)).get_batch([])
+    assert batch["tokens"].shape == batch["labels"].shape == (0, 30)
+    assert batch["cu_seqlens"].tolist() == [0] and batch["max_seqlen"] == 0
+
+
 def test_cached_index_is_built_once_and_memory_mapped(corpus, tmp_path):
     store, _ = corpus
     config = GPTDatasetConfig(seq_length=32, seed=6, num_samples=1000)

@@ -232,7 +232,7 @@ class GPTDataset:
         # One gather for every token of the batch.
         source = self.dataset.pointers[documents] // self._itemsize + start
         total = int(before[-1] + lengths[-1]) if len(owner) else 0
-        if total == count * width and len(owner) * SLICE_COPY_MIN_PIECE <= total:
+        if total == count * width and len(owner) and len(owner) * SLICE_COPY_MIN_PIECE <= total:
             tokens = self._tokens
             pieces_text = [tokens[at : at + n] for at, n in zip(source.tolist(), lengths.tolist(), strict=True)]
             return np.concatenate(pieces_text).reshape(count, width), real, column, owner
