@@ -129,3 +129,25 @@ def test_the_encode_plan_takes_the_index_the_clean_merge_saved(tmp_path, monkeyp
     # a file that changed since (here: written again) is counted again, not taken from a stale index
     (cleaned / "train.en").write_bytes((cleaned / "train.en").read_bytes())
     assert saved_index(cleaned / "train.en") is None
+
+
+def test_a_run_stopped_between_the_rounds_resumes_with_another_task_count(tmp_path, monkeypatch):
+    """The first round's records are joined with the ranges of its plan, not with ranges cut again for the
+    resumed run's task count (which gave an IndexError)."""
+    corpus = write_corpus(tmp_path / "corpus", pairs=900)
+    tokenmill.prepare(settings_for(corpus, tmp_path / "plain"), progress=False)
+    monkeypatch.setattr(distributed, "CLUSTER_ENGINES", ("local",))
+    monkeypatch.setattr(line_count, "MIN_RANGE_BYTES", 4096)
+    run = distributed.Tasked.run
+
+    def stop_before_round_two(self, tasks, *args, **kwargs):
+        if tasks.stage == "index.train":  # stopped as a killed run is: what the first round did stays
+            raise distributed.PhaseDone("stopped")
+        return run(self, tasks, *args, **kwargs)
+
+    monkeypatch.setattr(distributed.Tasked, "run", stop_before_round_two)
+    tokenmill.prepare(settings_for(corpus, tmp_path / "tasks", tasks=3), progress=False)
+    assert (tmp_path / "tasks" / ".work" / "tasks" / "count.train").exists()
+    monkeypatch.setattr(distributed.Tasked, "run", run)
+    tokenmill.prepare(settings_for(corpus, tmp_path / "tasks", tasks=5), progress=False)
+    assert_same_output(tmp_path / "plain", tmp_path / "tasks")

@@ -207,10 +207,11 @@ class Tasked:
         pass), made by two rounds of tasks over byte ranges (:mod:`~tokenmill.prepare.line_count`)."""
         paths = index_paths(plan)
         every = self.pipeline.read_options.index_every
-        ranges = line_count.byte_ranges(paths, self.count())
         rounds = [self.task_set(stage, plan.key) for stage in COUNT_STAGES]
         if rounds[0].read_plan() is None or self.pipeline.stages.force:
+            ranges = line_count.byte_ranges(paths, self.count())
             rounds[0].write_plan(len(ranges), ranges=ranges, every=every)
+        ranges = rounds[0].plan()["ranges"]  # a run resumed with another task count keeps the planned ranges
         self.run(rounds[0], execute, in_phase=True)
         counted = rounds[0].records()
         if rounds[1].read_plan() is None or self.pipeline.stages.force:
