@@ -15,12 +15,12 @@ from tokenmill.errors import ConfigError
 T = TypeVar("T")
 
 MODES = ("lowpad", "fairseq", "opennmt")
+"""``lowpad``: ours, least padding (the default); ``fairseq``: fairseq's order and batch_by_size;
+``opennmt``: OpenNMT-tf's shuffled stream grouped into length buckets."""
 LOWPAD_CUT = 2
 """Version of lowpad's cut rule, part of a lowpad plan's identity: 1 (absent from older states) was a
 per-batch local rule, 2 the exact least pad slots + price x batches. The same settings cut by another
 rule give another plan, so a state or cached plan of the old rule is refused, naming ``lowpad_cut``."""
-"""``lowpad``: ours, least padding (the default); ``fairseq``: fairseq's order and batch_by_size;
-``opennmt``: OpenNMT-tf's shuffled stream grouped into length buckets."""
 
 
 def settings_from_dict(cls: type[T], values: dict[str, Any], what: str) -> T:
