@@ -614,7 +614,10 @@ def main() -> None:
             if pairs != max(sizes):
                 shutil.rmtree(corpus, ignore_errors=True)
         if "engines" in parts:
-            results["projection"] = projection(results["rows"], results["model"]["tokenizer_s"])
+            if any(r["name"].startswith("ray") for r in results["rows"]):  # the task rates come from the Ray run
+                results["projection"] = projection(results["rows"], results["model"]["tokenizer_s"])
+            else:
+                print("no projection: it takes the task rates of a Ray run (--only left it out)")
         if "datatrove" in parts:
             results["datatrove"] = lm_side(args)
     finally:
