@@ -18,55 +18,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from tests.netns import can_make_namespaces, namespace_pids, network_namespace, run_in
+
 ADDRESS = "10.254.0.1"
 MB = 1 << 20
-
-
-def can_make_namespaces() -> bool:
-    """Whether this process may create network namespaces (root, with ``ip``)."""
-    return os.geteuid() == 0 and shutil.which("ip") is not None
-
-
-def run_in(namespace: str, *command: str, env: Mapping[str, str] | None = None, check: bool = True,
-           timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``command`` inside ``namespace``; with ``check`` a failure raises naming the command."""
-    done = subprocess.run(["ip", "netns", "exec", namespace, *command], capture_output=True, text=True,
-                          env=dict(env) if env is not None else None, timeout=timeout)
-    if check and done.returncode:
-        raise RuntimeError(f"{' '.join(command)} failed: {done.stderr[-2000:]}")
-    return done
-
-
-def namespace_pids(namespace: str) -> list[int]:
-    """Every process running inside ``namespace``."""
-    done = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True)
-    return [int(pid) for pid in done.stdout.split()]
-
-
-@contextlib.contextmanager
-def network_namespace(address: str = ADDRESS) -> Iterator[str]:
-    """A fresh namespace whose veth ``v0`` holds ``address``/24 and the default route; yields its name."""
-    namespace = f"tm{uuid.uuid4().hex[:8]}"
-    setup = [
-        ["ip", "netns", "add", namespace],
-        ["ip", "netns", "exec", namespace, "ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
-        ["ip", "netns", "exec", namespace, "ip", "addr", "add", f"{address}/24", "dev", "v0"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v0", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "v1", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "link", "set", "lo", "up"],
-        ["ip", "netns", "exec", namespace, "ip", "route", "add", "default", "via", address, "dev", "v0"],
-    ]
-    try:
-        for command in setup:
-            subprocess.run(command, check=True, capture_output=True)
-        yield namespace
-    finally:
-        _end_processes_in(namespace)
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
 
 
 @contextlib.contextmanager
@@ -80,7 +38,7 @@ def two_node_ray(cpus: int = 1, env: Mapping[str, str] | None = None, object_sto
     temp = tempfile.mkdtemp(prefix="tmray", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     store = [f"--object-store-memory={object_store_mb * MB}"] if object_store_mb else []
     nodes: list[subprocess.Popen] = []
-    with network_namespace() as namespace:
+    with network_namespace(ADDRESS) as namespace:
         try:
             port = _free_port()
             address = f"{ADDRESS}:{port}"
@@ -132,16 +90,4 @@ def _stop_group(node: subprocess.Popen) -> None:
             continue
 
 
-def _end_processes_in(namespace: str) -> None:
-    """SIGTERM, then SIGKILL, whatever still runs in the namespace (all of it started by its user)."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        pids = namespace_pids(namespace)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.time() + wait
-        while pids and time.time() < deadline:
-            time.sleep(0.2)
-            pids = namespace_pids(namespace)
-        if not pids:
-            return
+__all__ = ["ADDRESS", "can_make_namespaces", "namespace_pids", "network_namespace", "run_in", "two_node_ray"]

@@ -194,7 +194,11 @@ def _run(
         if task is None or phase not in ("clean", "encode"):
             raise click.UsageError("--task I goes with --phase clean or --phase encode (one task of that phase)")
         for record in run_task(config, phase, task):
-            if not quiet:
+            if quiet:
+                continue
+            if record.get("merged"):
+                click.echo(f"task {task} ({phase}): {record['stage']} is already merged; nothing to do")
+            else:
                 click.echo(f"task {task} ({phase}): {record['lines']:,} lines in {record['seconds']:.1f}s")
         return
     if config.engine == "slurm" and phase is None:

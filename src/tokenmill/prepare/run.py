@@ -41,15 +41,22 @@ def prepare(
 
 def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, Any]]:
     """Task ``index`` of phase ``clean`` (one range of the training text) or ``encode`` (that range of every
-    side): what a Slurm array task runs. Returns the task's records."""
+    side): what a Slurm array task runs. Returns the task's records; a stage the coordinator already merged
+    and recorded (a script submitted again after its run finished) gives ``{"merged": True}`` and runs
+    nothing."""
     pipeline = Pipeline(config, progress=False, phase=phase)
     if phase == "clean":
-        stages = ["clean.train"]
+        stages = {"clean.train": pipeline.clean_settings("train").key}
     elif phase == "encode":
-        stages = [f"encode.train.{lang}" for lang in config.langs]
+        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang) for lang in config.langs}
     else:
         raise ConfigError(f"--task is for --phase clean or encode, not {phase}")
-    return [pipeline.run_task(stage, index, config.workers) for stage in stages]
+    return [
+        {"stage": stage, "task": index, "merged": True, "lines": 0, "seconds": 0.0}
+        if pipeline.stages.done(stage, key) is not None
+        else pipeline.run_task(stage, index, config.workers)
+        for stage, key in stages.items()
+    ]
 
 
 def write_slurm_script(config: PrepareConfig) -> Path:
