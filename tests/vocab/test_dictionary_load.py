@@ -1,0 +1,87 @@
+"""``Dictionary.load``'s one-scan reading of plain fairseq dictionaries gives what the line-by-line
+reading gives, and leaves every other file (and every bad line) to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tokenmill.errors import FormatError
+from tokenmill.vocab.dictionary import Dictionary
+
+ODD_TOKENS = ["▁the", "a\tb", "x y", "\u3000", "#fairseq:overwrite", "x\x0by", "p\u2028q", "r\x85s", "٣", "-",
+              "12", "<blank>", "madeupword0000", "  lead", "trail "]
+
+
+def line_by_line(path: Path) -> Dictionary:
+    """The reading :meth:`Dictionary.load` used for every file before its one-scan path."""
+    dictionary = Dictionary()
+    with open(path, encoding="utf-8") as handle:
+        numbered = [(n, raw.rstrip("\n")) for n, raw in enumerate(handle, start=1) if raw.strip()]
+    dictionary._add_fairseq(path, numbered)
+    return dictionary
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_one_scan_equals_line_by_line(tmp_path: Path, newline: str, last_newline: bool) -> None:
+    counts = [5, 0, -3, 7, 1, 2, 9, 4, 3, 1, 8, 6, 1, 2, 100]
+    body = newline.join(f"{t} {c}" for t, c in zip(ODD_TOKENS, counts, strict=True))
+    body = body.replace(" 1" + newline, " 0001" + newline, 1)  # leading zeros are digits too
+    path = tmp_path / "dict.txt"
+    path.write_bytes((body + (newline if last_newline else "")).encode("utf-8"))
+    text = path.read_text(encoding="utf-8")
+    assert Dictionary()._add_fairseq_fast(text.replace("\r\n", "\n"))  # the scan takes this file
+    loaded, expected = Dictionary.load(path), line_by_line(path)
+    assert loaded.symbols == expected.symbols
+    assert loaded.counts == expected.counts
+    assert loaded.indices == expected.indices
+    assert loaded.format == "fairseq"
+    assert [loaded.index(t) for t in ODD_TOKENS] == list(range(4, 4 + len(ODD_TOKENS)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a 1\n\nb 2\n",  # a blank line
+        "a 1\n   \nb 2\n",  # a line of spaces
+        "a 1\nb 2 #fairseq:overwrite\n",  # the overwrite flag
+        "a 1\na 2\n",  # a repeated token
+        "a 1\n<unk> 2\n",  # a special
+        "a 1\nb +2\n",  # a count that is not plain digits
+        "a 1\nb 2_0\n",
+        "a 1\nb\n",
+        "<blank> 3\na 1\n",  # an OpenNMT vocabulary with counts
+        "a\t1\nb\t2\n",  # OpenNMT-py
+        "a\nb\n",  # OpenNMT-tf
+        "",
+    ],
+)
+def test_anything_else_is_left_to_the_line_by_line_reading(text: str) -> None:
+    dictionary = Dictionary()
+    assert not dictionary._add_fairseq_fast(text)
+    assert dictionary.symbols == ["<s>", "<pad>", "</s>", "<unk>"] and len(dictionary.indices) == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a 1\nb 2\na 3\n", r"dict.txt:3: duplicate token 'a'"),
+        ("a 1\nb x\n", r"dict.txt:2: expected '<token> <count>', got 'b x'"),
+        ("a 1\n\nb 2\n c\n", r"dict.txt:4: expected '<token> <count>', got ' c'"),
+    ],
+)
+def test_bad_lines_are_still_named(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "dict.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError, match=message):
+        Dictionary.load(path)
+
+
+def test_overwrite_flag_and_blank_lines_read_as_before(tmp_path: Path) -> None:
+    path = tmp_path / "dict.txt"
+    path.write_text("a 1\n\nb 2\na 5 #fairseq:overwrite\n", encoding="utf-8")
+    loaded, expected = Dictionary.load(path), line_by_line(path)
+    assert loaded.symbols == expected.symbols == ["<s>", "<pad>", "</s>", "<unk>", "a", "b", "a"]
+    assert loaded.counts == expected.counts and loaded.indices == expected.indices
