@@ -10,7 +10,7 @@ import click
 
 from tokenmill.batching.config import MODES
 from tokenmill.errors import ConfigError, opening
-from tokenmill.report import ReportOptions, default_output, gather, render_html, to_json
+from tokenmill.report import ReportOptions, default_output, gather, render_html, to_json, warm_up_charts
 from tokenmill.report.options import DEFAULT_TEMPERATURES
 from tokenmill.settings import Range, number
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
@@ -89,7 +89,7 @@ def report(
         temperatures=tuple(temperatures) or DEFAULT_TEMPERATURES, seq_length=seq_length, blend=tuple(blend),
         blend_samples=blend_samples, token_sample=token_sample, verify=verify, seed=seed,
     )
-    numbers = gather(directory, options)
+    numbers = gather(directory, options, meanwhile=None if as_json and output is None else warm_up_charts)
     if as_json and output is None:
         click.echo(to_json(numbers))
         return

@@ -44,12 +44,24 @@ def to_json(report: dict[str, Any]) -> str:
     return json.dumps(report, default=plain, ensure_ascii=False, sort_keys=True)
 
 
-def render_html(report: dict[str, Any], options: ReportOptions | None = None) -> str:
-    """The HTML page of a gathered report (needs matplotlib: ``pip install 'tokenmill[report]'``)."""
+def render_html(report: dict[str, Any], options: ReportOptions | None = None, *, parallel: bool = True) -> str:
+    """The HTML page of a gathered report (needs matplotlib: ``pip install 'tokenmill[report]'``);
+    ``parallel``: see :func:`tokenmill.report.page.render`."""
     from tokenmill.report.page import render
 
     options = options or ReportOptions()
-    return render(report, max_plots=options.max_plotted_parts)
+    return render(report, max_plots=options.max_plotted_parts, parallel=parallel)
+
+
+def warm_up_charts() -> None:
+    """Import and warm up matplotlib for the charts (what :func:`gather`'s ``meanwhile`` is given when
+    a page follows); nothing when matplotlib is missing (rendering then says so)."""
+    try:
+        from tokenmill.report.plots import warm_up
+
+        warm_up()
+    except ImportError:
+        pass
 
 
 def write_report(
@@ -60,7 +72,7 @@ def write_report(
     """Gather the numbers of ``directory``, write the page atomically to ``output`` (default
     :func:`default_output`) and return (page path, numbers)."""
     options = options or ReportOptions()
-    report = gather(directory, options)
+    report = gather(directory, options, meanwhile=warm_up_charts)
     page = render_html(report, options)
     path = Path(output) if output is not None else default_output(directory)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,5 +89,6 @@ __all__ = [
     "read_dropped",
     "render_html",
     "to_json",
+    "warm_up_charts",
     "write_report",
 ]

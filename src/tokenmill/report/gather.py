@@ -23,6 +23,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.report.batching import preview
 from tokenmill.report.cleaning import cleaning
 from tokenmill.report.corpus import Vocabularies, part_numbers
+from tokenmill.report.forked import Forked
 from tokenmill.report.layout import DataDir, open_data_dir
 from tokenmill.report.lm import blend_numbers, lm_numbers
 from tokenmill.report.mix import directions_section
@@ -46,47 +47,78 @@ class _Clock:
         self._last = now
 
 
-def gather(directory: str | Path, options: ReportOptions | None = None) -> dict[str, Any]:
-    """All the report's numbers for ``directory`` (a directory ``tokenmill prepare`` wrote)."""
+def gather(
+    directory: str | Path,
+    options: ReportOptions | None = None,
+    *,
+    parallel: bool = True,
+    meanwhile: Callable[[], object] | None = None,
+) -> dict[str, Any]:
+    """All the report's numbers for ``directory`` (a directory ``tokenmill prepare`` wrote).
+
+    The batching preview (or the LM numbers) and the blend are computed in a forked child
+    (:mod:`~tokenmill.report.forked`) while this process does the overview (checksums included),
+    the data and cleaning sections and then ``meanwhile`` (the page passes matplotlib's import and
+    warm-up); ``parallel=False`` computes everything here, in turn. The numbers are the same either
+    way (``timings`` adds ``meanwhile`` and ``wait``, the time spent waiting for the child)."""
     options = options or ReportOptions()
     began = time.perf_counter()
     clock = _Clock()
     data = open_data_dir(directory)
-    report: dict[str, Any] = {
-        "format": "tokenmill-report",
-        "format_version": REPORT_FORMAT,
-        "directory": str(data.root),
-        "kind": data.kind,
-        "options": options.to_dict(),
-        "overview": overview(data, options.verify),
-    }
-    clock.lap("overview")
-    vocabularies = Vocabularies(data.root)
-    parts = []
-    for i, part in enumerate(data.parts):
-        numbers, _ = part_numbers(data, part, vocabularies, options.token_sample, options.seed + i)
-        numbers["cleaning"] = cleaning(
-            data.root, data.manifest.summary, part.split, part.direction if data.kind == "multilingual" else None
-        )
-        parts.append(numbers)
-    report["parts"] = parts
-    clock.lap("parts")
-    report["directions"] = None
-    report["batching"] = None
-    report["lm"] = None
+    background = Forked(partial(_background, data, options), parallel=parallel)
+    try:
+        report: dict[str, Any] = {
+            "format": "tokenmill-report",
+            "format_version": REPORT_FORMAT,
+            "directory": str(data.root),
+            "kind": data.kind,
+            "options": options.to_dict(),
+            "overview": overview(data, options.verify),
+        }
+        clock.lap("overview")
+        vocabularies = Vocabularies(data.root)
+        parts = []
+        for i, part in enumerate(data.parts):
+            numbers, _ = part_numbers(data, part, vocabularies, options.token_sample, options.seed + i)
+            numbers["cleaning"] = cleaning(
+                data.root, data.manifest.summary, part.split, part.direction if data.kind == "multilingual" else None
+            )
+            parts.append(numbers)
+        report["parts"] = parts
+        clock.lap("parts")
+        report["directions"] = None
+        if data.kind == "multilingual":
+            report["directions"] = directions_section(data, _multilingual(data), options.temperatures, options.seed)
+            clock.lap("directions")
+        if meanwhile is not None:
+            meanwhile()
+            clock.lap("meanwhile")
+        late = background.result()
+    except BaseException:
+        background.cancel()
+        raise
+    clock.lap("wait")
+    report["batching"], report["lm"], report["blend"] = late["batching"], late["lm"], late["blend"]
+    report["timings"] = {**clock.seconds, **late["seconds"]}
+    report["seconds"] = time.perf_counter() - began
+    return report
+
+
+def _background(data: DataDir, options: ReportOptions) -> dict[str, Any]:
+    """The sections :func:`gather` computes beside the others: batching (or LM) and blend."""
+    clock = _Clock()
+    out: dict[str, Any] = {"batching": None, "lm": None, "blend": None}
     if data.kind == "multilingual":
         multilingual = _multilingual(data)
-        report["directions"] = directions_section(data, multilingual, options.temperatures, options.seed)
-        clock.lap("directions")
         if multilingual is not None:
             what = f"train, {len(data.directions)} directions"
-            report["batching"] = _safe(partial(preview, multilingual, options, what))
+            out["batching"] = _safe(partial(preview, multilingual, options, what))
     elif data.kind == "pairs":
         pairs, what = _pairs(data)
         if pairs is not None:
-            report["batching"] = _safe(partial(preview, pairs, options, what))
+            out["batching"] = _safe(partial(preview, pairs, options, what))
     else:
-        report["lm"] = {
+        out["lm"] = {
             "seq_length": options.seq_length,
             "splits": [
                 {"split": part.split,
@@ -96,12 +128,11 @@ def gather(directory: str | Path, options: ReportOptions | None = None) -> dict[
             ],
         }
     clock.lap("batching" if data.kind != "monolingual" else "lm")
-    report["blend"] = blend_numbers(options.blend, options.seq_length, options.blend_samples, data.root) \
+    out["blend"] = blend_numbers(options.blend, options.seq_length, options.blend_samples, data.root) \
         if options.blend else None
     clock.lap("blend")
-    report["timings"] = clock.seconds
-    report["seconds"] = time.perf_counter() - began
-    return report
+    out["seconds"] = clock.seconds
+    return out
 
 
 def _safe(build: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from tokenmill.report import plots
 from tokenmill.report.cleaning import REASON_LABELS
+from tokenmill.report.drawing import collecting, draw_all, fill, later
 
 _CSS = """
 :root { --fg:#1d2430; --muted:#5b6575; --line:#dde2ea; --bg:#f4f6f9; --card:#fff; --accent:#2f6db5;
@@ -223,7 +224,7 @@ def _overview(report: dict[str, Any], n: int) -> str:
     out.append(block + "</div></div>")
     if o["stage_groups"]:
         out.append("<h3>What the last prepare run spent its time on</h3>")
-        out.append(chart("stages", plots.stages_chart(o["stage_groups"]),
+        out.append(chart("stages", later(plots.stages_chart, o["stage_groups"]),
                          "Stages that were up to date and skipped take ~0 s; see the table for each stage."))
         rows = [(f'<span class="text">{esc(s["name"])}</span>', "ran" if s["ran"] else "up to date",
                  f'{s["seconds"]:.3f}') for s in o["stages"]]
@@ -325,8 +326,8 @@ def _parts(report: dict[str, Any], max_plots: int, n: int) -> str:
         if wants_plot:
             plotted += 1
             sides = [(lang, side["histogram"]) for lang, side in part["sides"].items()]
-            out.append(chart(f"lengths-{index}", plots.lengths_chart(f"lengths-{index}", _title(part), sides, joint,
-                                                                     part["langs"]),
+            out.append(chart(f"lengths-{index}", later(plots.lengths_chart, f"lengths-{index}", _title(part), sides,
+                                                       joint, part["langs"]),
                              "Left: sentences per length. Right: each cell counts pairs with those "
                              "lengths; mass far from the dashed diagonal means pairs of very different lengths "
                              "(misaligned or badly split lines)." if joint else ""))
@@ -372,7 +373,7 @@ def _cleaning(report: dict[str, Any], max_plots: int, n: int) -> str:
         out.append(table(("step", "reason", "dropped", "% of read", "left after"), rows, numeric=(2, 3, 4)))
         if plotted < max_plots:
             plotted += 1
-            out.append(chart(f"funnel-{index}", plots.funnel_chart(f"funnel-{index}", title, info)))
+            out.append(chart(f"funnel-{index}", later(plots.funnel_chart, f"funnel-{index}", title, info)))
         out.append(_samples(info))
     out.append("</section>")
     return "".join(out)
@@ -427,7 +428,7 @@ def _cleaning_many(report: dict[str, Any], n: int) -> str:
                      rows, numeric=range(2, len(reasons) + 5)))
     train = [(p["direction"] or "", p["cleaning"]) for _, p in parts if p["split"] == "train"]
     if train and any(s["dropped"] for _, info in train for s in info["steps"]):
-        out.append(chart("cleaning-directions", plots.drops_by_direction_chart(train, reasons, labels)))
+        out.append(chart("cleaning-directions", later(plots.drops_by_direction_chart, train, reasons, labels)))
     missing = [p for _, p in parts if p["cleaning"].get("samples") is None]
     for _, part in parts:
         if part["cleaning"].get("samples") is not None:
@@ -501,7 +502,7 @@ def _directions(report: dict[str, Any], n: int) -> str:
                    '<p class="muted">p ∝ n<sup>1/T</sup> over the pairs of the shard each direction reads in epoch 1 '
                    "(what training's sampler does); drawn = pairs of that direction in the epoch; epochs over data = "
                    "drawn / pairs (above 1: the direction is repeated).</p>")
-        out.append(chart("sampling", plots.sampling_chart(d["sampling"])))
+        out.append(chart("sampling", later(plots.sampling_chart, d["sampling"])))
         out.append(_sampling_table(d["sampling"]))
     out.append("</section>")
     return "".join(out)
@@ -577,10 +578,10 @@ def _batching(report: dict[str, Any], n: int) -> str:
                    "pairs longer than a row are dropped and counted.</p>")
     good = {k: v for k, v in entries.items() if "padding_fraction" in v}
     if good:
-        out.append(chart("padding", plots.padding_chart(good)))
+        out.append(chart("padding", later(plots.padding_chart, good)))
     shapes = b.get("shapes")
     if shapes and (shapes.get("grid") or shapes.get("points")):
-        out.append(chart("shapes", plots.shapes_chart(shapes, b["mode"]),
+        out.append(chart("shapes", later(plots.shapes_chart, shapes, b["mode"]),
                          "Each dot (or cell, when there are many shapes) counts the batches with that many rows and "
                          "that longest row; a fixed-shape trainer (XLA) compiles once per distinct shape."))
         rows = [(fmt(s["rows"]), fmt(s["src"]), fmt(s["tgt"]), fmt(s["batches"])) for s in shapes["top"]]
@@ -589,7 +590,7 @@ def _batching(report: dict[str, Any], n: int) -> str:
                    + "</details>")
     detail = b["modes"].get(b["mode"]) or {}
     if detail.get("tokens_per_rank") and len(detail["tokens_per_rank"]) > 1:
-        out.append(chart("ranks", plots.ranks_chart(detail["tokens_per_rank"])))
+        out.append(chart("ranks", later(plots.ranks_chart, detail["tokens_per_rank"])))
     out.append("</section>")
     return "".join(out)
 
@@ -619,7 +620,7 @@ def _lm(report: dict[str, Any], n: int) -> str:
             out.append(f'<p class="muted small">Documents: {esc(docs)}. Samples per epoch as megatron-core\'s '
                        "GPTDataset cuts them (seq_length + 1 tokens each, the last partial one dropped); change the "
                        "length with --seq-length.</p>")
-            out.append(chart(f"documents-{i}", plots.documents_chart(f"documents-{i}", split["split"],
+            out.append(chart(f"documents-{i}", later(plots.documents_chart, f"documents-{i}", split["split"],
                                                                       split["histogram"], seq)))
     if blend is not None:
         out.append(f'<h3>Blend of {len(blend["datasets"])} datasets, {fmt(blend["samples"])} samples of '
@@ -631,14 +632,15 @@ def _lm(report: dict[str, Any], n: int) -> str:
                 for i, d in enumerate(blend["datasets"])]
         out.append(table(("dataset", "weight", "realised share", "samples drawn", "samples per epoch",
                           "epochs of it"), rows, numeric=range(1, 6)))
-        out.append(chart("blend", plots.blend_chart(blend), "More than one epoch of a dataset means its samples "
+        out.append(chart("blend", later(plots.blend_chart, blend), "More than one epoch of a dataset means its samples "
                                                             "repeat within the blend."))
     out.append("</section>")
     return "".join(out)
 
 
-def render(report: dict[str, Any], max_plots: int = 24) -> str:
-    """The whole page for a report dict from :func:`tokenmill.report.gather.gather`."""
+def render(report: dict[str, Any], max_plots: int = 24, *, parallel: bool = True) -> str:
+    """The whole page for a report dict from :func:`tokenmill.report.gather.gather`: the text first,
+    then the charts (:mod:`~tokenmill.report.drawing`; ``parallel=False``: all drawn here, in turn)."""
     has_cleaning = any(p.get("cleaning") for p in report["parts"])
     sections: list[tuple[str, str, bool, Callable[[int], str]]] = [
         ("overview", "Overview", True, lambda n: _overview(report, n)),
@@ -649,7 +651,9 @@ def render(report: dict[str, Any], max_plots: int = 24) -> str:
         ("lm", "LM data", report["lm"] is not None or report["blend"] is not None, lambda n: _lm(report, n)),
     ]
     present = [(anchor, label, build) for anchor, label, shown, build in sections if shown]
-    bodies = [(anchor, label, build(i + 1)) for i, (anchor, label, build) in enumerate(present)]
+    with collecting() as charts:
+        bodies = [(anchor, label, build(i + 1)) for i, (anchor, label, build) in enumerate(present)]
+    svgs = draw_all(charts, parallel)
     nav = "".join(f'<a href="#{a}">{esc(label)}</a>' for a, label, _ in bodies)
     o = report["overview"]
     name = report["directory"].rstrip("/").rsplit("/", 1)[-1]
@@ -661,7 +665,7 @@ def render(report: dict[str, Any], max_plots: int = 24) -> str:
         f'<header><h1>tokenmill report: {esc(name)}</h1><div class="sub">{esc(report["directory"])} · '
         f'{esc(o["created_by"] or "")} · report by {esc(o["report_by"])}</div></header>'
         '<div id="report-errors" hidden></div>'
-        f"<nav>{nav}</nav><main>{''.join(body for _, _, body in bodies)}</main>"
+        f"<nav>{nav}</nav><main>{fill(''.join(body for _, _, body in bodies), svgs)}</main>"
         f'<footer>Gathered in {report["seconds"]:.2f} s. The same numbers as JSON: '
         f"<code>tokenmill report {esc(report['directory'])} --json</code></footer>"
         f"<script>{_AUDIT}</script></body></html>\n"

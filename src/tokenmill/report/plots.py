@@ -43,6 +43,27 @@ def _figure_class() -> Any:
     return Figure
 
 
+def warm_up() -> None:
+    """Import what the charts use and draw one small figure (fonts loaded, caches filled), so that
+    this cost is paid once, before any chart, and can overlap other work (see ``gather``'s
+    ``meanwhile``); cheap when done already."""
+    global _WARM
+    if _WARM:
+        return
+    from matplotlib import colors, ticker  # noqa: F401 - imported for the charts' sake
+
+    with _style("warm-up"):
+        fig = _figure_class()(figsize=(2.0, 1.0), layout="constrained")
+        ax = fig.add_subplot(1, 1, 1)
+        ax.set_title("0.5 s")
+        ax.set_xlabel("tokens")
+        _svg(fig)
+    _WARM = True
+
+
+_WARM = False
+
+
 @contextmanager
 def _style(name: str) -> Iterator[None]:
     import matplotlib
@@ -418,4 +439,5 @@ __all__ = [
     "sampling_chart",
     "shapes_chart",
     "stages_chart",
+    "warm_up",
 ]

@@ -1,0 +1,100 @@
+"""Work of the report done in a forked child process while the parent does other work.
+
+The report's parts are pure functions of the directory and the settings, and most of them hold
+the GIL (matplotlib's drawing, the batching planners' loops), so threads would not overlap them;
+a fork does, on a second core, and starts in milliseconds with every module already imported.
+The child sends its result back as JSON through a pipe (no pickle); the parent reads it when it
+needs it. Where there is no second core or no ``fork`` (Windows, macOS's default), or the child
+fails for any reason, the parent computes the same thing itself when asked for it: the result is
+the same either way, only the wall time differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def can_fork() -> bool:
+    """True on Linux with more than one usable CPU: where a forked child runs beside its parent."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) > 1
+    except OSError:
+        return (os.cpu_count() or 1) > 1
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    raise TypeError(f"not JSON-able: {type(value).__name__}")
+
+
+class Forked(Generic[T]):
+    """``build()`` run in a forked child from construction on; :meth:`result` returns its value (JSON
+    round-tripped). ``parallel=False``, no fork here, or a failed child: :meth:`result` calls
+    ``build()`` itself (so its exceptions are raised in the parent, as without a child)."""
+
+    def __init__(self, build: Callable[[], T], parallel: bool = True) -> None:
+        self.build = build
+        self._pid: int | None = None
+        self._fd = -1
+        if not (parallel and can_fork()):
+            return
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the caller's code, never flushes the parent's buffers
+            status = 1
+            try:
+                os.close(read_end)
+                data = json.dumps(build(), default=_plain, ensure_ascii=False).encode("utf-8")
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(write_end, view) :]
+                status = 0
+            except BaseException:  # any failure: the parent computes it again and raises it there
+                pass
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        self._pid, self._fd = pid, read_end
+
+    @property
+    def forked(self) -> bool:
+        """Whether a child is computing (or computed) the result."""
+        return self._pid is not None
+
+    def result(self) -> T:
+        """The child's result, or ``build()`` computed here."""
+        if self._pid is None:
+            return self.build()
+        pid, self._pid = self._pid, None
+        try:
+            with os.fdopen(self._fd, "rb") as pipe:
+                data = pipe.read()
+        finally:
+            _, status = os.waitpid(pid, 0)
+        if status != 0 or not data:
+            return self.build()
+        return json.loads(data.decode("utf-8"))  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        """Stop a child whose result is no longer wanted (the parent failed)."""
+        if self._pid is None:
+            return
+        pid, self._pid = self._pid, None
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(self._fd)
+        os.waitpid(pid, 0)
+
+
+__all__ = ["Forked", "can_fork"]

@@ -1,0 +1,112 @@
+"""The report's work split over a forked child gives the numbers and the page bytes of one process."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tokenmill.report import ReportOptions, drawing, gather, plots, render_html, to_json
+from tokenmill.report.forked import Forked, can_fork
+
+gather_module = importlib.import_module("tokenmill.report.gather")  # the package's name is the function
+needs_fork = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: everything runs in one process")
+
+OPTIONS = {
+    "pairs_dir": ReportOptions(max_tokens=256, world_size=2),
+    "sharded_dir": ReportOptions(max_tokens=256),
+    "multi_dir": ReportOptions(max_tokens=256),
+    "lm_dir": ReportOptions(seq_length=64, blend=((1.0, "train"), (2.0, "train"))),
+}
+
+
+def _without_clocks(report: dict) -> dict:
+    """The numbers with every wall time taken out (they differ between any two runs)."""
+    numbers = json.loads(to_json(report))
+    numbers.pop("timings")
+    numbers.pop("seconds")
+    if numbers["overview"]["verify"]:
+        numbers["overview"]["verify"].pop("seconds")
+    batching = numbers.get("batching") or {}
+    for mode in [*(batching.get("modes") or {}).values(), batching.get("packed")]:
+        if mode:
+            mode.pop("plan_seconds", None)
+    return numbers
+
+
+@needs_fork
+@pytest.mark.parametrize("kind", list(OPTIONS))
+def test_forked_gather_and_page_equal_one_process(kind: str, request: pytest.FixtureRequest, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = request.getfixturevalue(kind)
+    options = OPTIONS[kind]
+    pids = tmp_path / "pids"
+    real = gather_module._background
+
+    def noting(*args):
+        with open(pids, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+        return real(*args)
+
+    monkeypatch.setattr(gather_module, "_background", noting)
+    forked = gather(directory, options, parallel=True, meanwhile=plots.warm_up)
+    assert pids.read_text().split() != [str(os.getpid())]  # the child computed its sections
+    pids.unlink()
+    alone = gather(directory, options, parallel=False)
+    assert pids.read_text().split() == [str(os.getpid())]
+    assert _without_clocks(forked) == _without_clocks(alone)
+    assert {"meanwhile", "wait"} <= set(forked["timings"])
+    fixed = json.loads(to_json(forked))
+    page = render_html(fixed, options, parallel=True)
+    assert page == render_html(fixed, options, parallel=False)
+    assert "<!--chart" not in page and page.count("<svg") == page.count('<figure class="chart"') > 0
+
+
+def test_charts_split_by_weight() -> None:
+    calls = [(plots.stages_chart, ()), (plots.lengths_chart, ()), (plots.lengths_chart, ()), (plots.funnel_chart, ()),
+             (plots.padding_chart, ()), (plots.shapes_chart, ())]
+    mine, theirs = drawing.split(calls)
+    assert sorted(mine + theirs) == list(range(len(calls)))
+    weight = {i: drawing._WEIGHTS.get(f.__name__, 1) for i, (f, _) in enumerate(calls)}
+    assert abs(sum(weight[i] for i in mine) - sum(weight[i] for i in theirs)) <= 1
+    assert (1 in mine) != (2 in mine)  # the two heaviest on different sides
+
+
+def test_text_that_spells_a_placeholder_stays_text(pairs_dir: Path) -> None:
+    report = json.loads(to_json(gather(pairs_dir, OPTIONS["pairs_dir"], parallel=False)))
+    report["overview"]["warnings"] = ["<!--chart 0-->"]
+    page = render_html(report, OPTIONS["pairs_dir"])
+    assert "&lt;!--chart 0--&gt;" in page and "<!--chart" not in page
+    assert page.count("<svg") == page.count('<figure class="chart"')
+
+
+@needs_fork
+def test_a_child_runs_apart_and_its_json_comes_back() -> None:
+    child = Forked(lambda: {"pid": os.getpid(), "values": [1, 2.5, "x"]})
+    assert child.forked
+    result = child.result()
+    assert result["pid"] != os.getpid() and result["values"] == [1, 2.5, "x"]
+    assert not Forked(lambda: os.getpid(), parallel=False).forked
+    assert Forked(lambda: os.getpid(), parallel=False).result() == os.getpid()
+
+
+@needs_fork
+def test_a_failing_child_is_computed_again_here_and_raises_here(tmp_path: Path) -> None:
+    calls = tmp_path / "calls"
+
+    def build() -> int:
+        with open(calls, "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+        raise ValueError("bad data")
+
+    child = Forked(build)
+    with pytest.raises(ValueError, match="bad data"):
+        child.result()
+    pids = calls.read_text().split()
+    assert len(pids) == 2 and pids[1] == str(os.getpid()) and pids[0] != pids[1]
+    late = Forked(lambda: 1)
+    late.cancel()  # a child no longer wanted is stopped and reaped
+    assert not late.forked
