@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,18 @@ import pytest
 from tokenmill.report import ReportOptions, drawing, gather, plots, render_html, to_json
 from tokenmill.report.forked import Forked, can_fork
 
-gather_module = importlib.import_module("tokenmill.report.gather")  # the package's name is the function
-needs_fork = pytest.mark.skipif(not can_fork(), reason="no fork or a single CPU: everything runs in one process")
+gather_module = importlib.import_module("tokenmill.report.gather")
+forked_module = importlib.import_module("tokenmill.report.forked")  # the package's name is the function
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forks allowed in this test process: the suite imports Ray (collecting its tests) and may have run
+    ``tokenizers``, which keep a real run from forking; the children here use neither."""
+    monkeypatch.setattr(forked_module, "_FORK_SHY", ())
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", os.environ.get("TOKENIZERS_PARALLELISM", "false"))
+    if not can_fork():
+        pytest.skip("no fork or a single CPU: everything runs in one process")
 
 OPTIONS = {
     "pairs_dir": ReportOptions(max_tokens=256, world_size=2),
@@ -37,10 +49,9 @@ def _without_clocks(report: dict) -> dict:
     return numbers
 
 
-@needs_fork
 @pytest.mark.parametrize("kind", list(OPTIONS))
 def test_forked_gather_and_page_equal_one_process(kind: str, request: pytest.FixtureRequest, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch, forking: None) -> None:
     directory = request.getfixturevalue(kind)
     options = OPTIONS[kind]
     pids = tmp_path / "pids"
@@ -83,8 +94,7 @@ def test_text_that_spells_a_placeholder_stays_text(pairs_dir: Path) -> None:
     assert page.count("<svg") == page.count('<figure class="chart"')
 
 
-@needs_fork
-def test_a_child_runs_apart_and_its_json_comes_back() -> None:
+def test_a_child_runs_apart_and_its_json_comes_back(forking: None) -> None:
     child = Forked(lambda: {"pid": os.getpid(), "values": [1, 2.5, "x"]})
     assert child.forked
     result = child.result()
@@ -93,8 +103,7 @@ def test_a_child_runs_apart_and_its_json_comes_back() -> None:
     assert Forked(lambda: os.getpid(), parallel=False).result() == os.getpid()
 
 
-@needs_fork
-def test_a_failing_child_is_computed_again_here_and_raises_here(tmp_path: Path) -> None:
+def test_a_failing_child_is_computed_again_here_and_raises_here(tmp_path: Path, forking: None) -> None:
     calls = tmp_path / "calls"
 
     def build() -> int:
@@ -110,3 +119,21 @@ def test_a_failing_child_is_computed_again_here_and_raises_here(tmp_path: Path) 
     late = Forked(lambda: 1)
     late.cancel()  # a child no longer wanted is stopped and reaped
     assert not late.forked
+
+
+def test_no_fork_where_a_loaded_library_minds_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(forked_module.sys, "platform", "linux")
+    monkeypatch.setattr(forked_module.os, "sched_getaffinity", lambda _: {0, 1}, raising=False)
+    for name in ("tokenizers", "ray", "grpc"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+    assert can_fork()
+    monkeypatch.setitem(sys.modules, "tokenizers", types.ModuleType("tokenizers"))
+    assert not can_fork()  # its threads may have run: a fork would print its warning
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
+    assert can_fork()
+    monkeypatch.setitem(sys.modules, "grpc", types.ModuleType("grpc"))
+    assert not can_fork()
+    monkeypatch.setattr(forked_module.os, "sched_getaffinity", lambda _: {0}, raising=False)
+    monkeypatch.delitem(sys.modules, "grpc")
+    assert not can_fork()  # one CPU: nothing to gain

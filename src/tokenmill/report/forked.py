@@ -6,7 +6,8 @@ a fork does, on a second core, and starts in milliseconds with every module alre
 The child sends its result back as JSON through a pipe (no pickle); the parent reads it when it
 needs it. Where there is no second core or no ``fork`` (Windows, macOS's default), or the child
 fails for any reason, the parent computes the same thing itself when asked for it: the result is
-the same either way, only the wall time differs.
+the same either way, only the wall time differs. A process that has loaded a library which minds
+being forked (see :func:`can_fork`) does not fork either.
 """
 
 from __future__ import annotations
@@ -20,9 +21,19 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+_FORK_SHY = ("ray", "grpc")
+"""Libraries whose threads and connections a fork would copy (their fork handlers log or stall)."""
+
+
 def can_fork() -> bool:
-    """True on Linux with more than one usable CPU: where a forked child runs beside its parent."""
+    """True on Linux with more than one usable CPU, when nothing loaded here minds a fork: Ray or gRPC,
+    or Hugging Face ``tokenizers`` without ``TOKENIZERS_PARALLELISM`` set (after its threads ran, a
+    fork prints its warning on stderr and turns them off)."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    if any(name in sys.modules for name in _FORK_SHY):
+        return False
+    if "tokenizers" in sys.modules and "TOKENIZERS_PARALLELISM" not in os.environ:
         return False
     try:
         return len(os.sched_getaffinity(0)) > 1
