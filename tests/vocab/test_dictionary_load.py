@@ -85,3 +85,43 @@ def test_overwrite_flag_and_blank_lines_read_as_before(tmp_path: Path) -> None:
     loaded, expected = Dictionary.load(path), line_by_line(path)
     assert loaded.symbols == expected.symbols == ["<s>", "<pad>", "</s>", "<unk>", "a", "b", "a"]
     assert loaded.counts == expected.counts and loaded.indices == expected.indices
+
+
+def fairseq_finalize(counts: dict[str, int], threshold: int, nwords: int, padding_factor: int,
+                     extra: list[str]) -> Dictionary:
+    """The symbol-by-symbol build :meth:`Dictionary.from_counts` replaced (fairseq's ``finalize``)."""
+    from collections import Counter
+
+    dictionary = Dictionary()
+    for symbol in extra:
+        dictionary.add_symbol(symbol, 1)
+    limit = len(dictionary) + len(counts) if nwords <= 0 else nwords
+    for symbol, count in Counter(dict(sorted(counts.items()))).most_common(max(limit - len(dictionary), 0)):
+        if count >= threshold and symbol not in dictionary.indices:
+            dictionary.add_symbol(symbol, count)
+    dictionary.pad_to_multiple(padding_factor)
+    return dictionary
+
+
+@pytest.mark.parametrize(("threshold", "nwords", "padding_factor"), [(-1, -1, 8), (3, -1, 1), (-1, 40, 8), (2, 25, 4),
+                                                                     (1, 3, 8), (100, -1, 8)])
+def test_built_like_fairseq_and_saved_as_before(tmp_path: Path, threshold: int, nwords: int,
+                                                padding_factor: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(60)] + ["<unk>", "</s>", "▁a", "tag", "A", "a"]
+    counts = {w: int(c) for w, c in zip(words, rng.integers(0, 6, size=len(words)), strict=True)}  # many ties
+    extra = ["tag", "<lang_x>", "tag"]
+    built = Dictionary.from_counts(counts, threshold=threshold, nwords=nwords, padding_factor=padding_factor,
+                                   extra_symbols=extra)
+    expected = fairseq_finalize(counts, threshold, nwords, padding_factor, extra)
+    assert built.symbols == expected.symbols and built.counts == expected.counts
+    assert built.indices == expected.indices
+    built.save(tmp_path / "new.txt")
+    with open(tmp_path / "old.txt", "w", encoding="utf-8") as handle:
+        for symbol, count in zip(expected.symbols[4:], expected.counts[4:], strict=True):
+            handle.write(f"{symbol} {count}\n")
+    assert (tmp_path / "new.txt").read_bytes() == (tmp_path / "old.txt").read_bytes()
+    again = Dictionary.load(tmp_path / "new.txt")
+    assert again.symbols == built.symbols and again.counts == built.counts

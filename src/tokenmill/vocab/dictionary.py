@@ -18,6 +18,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -191,9 +192,10 @@ class Dictionary:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the non-special symbols with their counts, atomically."""
+        lines = [f"{symbol} {count}\n"
+                 for symbol, count in zip(self.symbols[self.nspecial :], self.counts[self.nspecial :], strict=True)]
         with atomic_write(path) as handle:
-            for symbol, count in zip(self.symbols[self.nspecial :], self.counts[self.nspecial :], strict=True):
-                handle.write(f"{symbol} {count}\n")
+            handle.write("".join(lines))  # one write: a call per line costs more than building the lines
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -215,10 +217,16 @@ class Dictionary:
         for symbol in extra_symbols:
             dictionary.add_symbol(symbol, 1)
         limit = len(dictionary) + len(counts) if nwords <= 0 else nwords
-        ordered = Counter(dict(sorted(counts.items())))
-        for symbol, count in ordered.most_common(max(limit - len(dictionary), 0)):
-            if count >= threshold and symbol not in dictionary.indices:
-                dictionary.add_symbol(symbol, count)
+        # fairseq's Counter(dict(sorted(...))).most_common(n): by count, highest first, ties in token order
+        ordered = sorted(counts.items())
+        ordered.sort(key=itemgetter(1), reverse=True)  # stable: equal counts stay in token order
+        present = dictionary.indices
+        kept = [(symbol, count) for symbol, count in ordered[: max(limit - len(dictionary), 0)]
+                if count >= threshold and symbol not in present]
+        start = len(dictionary.symbols)
+        dictionary.symbols.extend(symbol for symbol, _ in kept)
+        dictionary.counts.extend(count for _, count in kept)
+        present.update(zip(dictionary.symbols[start:], range(start, len(dictionary.symbols)), strict=True))
         dictionary.pad_to_multiple(padding_factor)
         return dictionary
 
