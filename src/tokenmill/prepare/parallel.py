@@ -5,29 +5,49 @@ encode stage's threads are :func:`tokenmill._core.ordered.ordered_map`).
 pipeline feeds chunks to a process pool with a bounded number in flight (memory stays flat),
 takes results in submission order, and does the order-dependent dedup itself. Each result
 carries the counters of that chunk, so the merged statistics equal a single-process run's.
+
+:func:`clean_blocks` goes further for a plain, seekable input: the workers read and decode their own
+item ranges (the parent only counts the lines) and send back each side's kept lines as one UTF-8
+block (:class:`~tokenmill.text.line_block.LineBlock`) with the dedup keys, so the parent neither
+decodes the input nor rebuilds lists of strings: it drops duplicates by a mask over the block's
+lines and writes the bytes.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
 from tokenmill.text.cleaner import CleanChunk
 from tokenmill.text.drop_sample import DropSample
-from tokenmill.text.readers import Chunk
+from tokenmill.text.line_block import LineBlock
+from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
 
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
 _worker_cleaner: Cleaner | None = None
+_worker_source: Source | None = None
+_worker_quoted = False
 
 
 def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
     global _worker_cleaner
     _worker_cleaner = Cleaner(config, leakage)
+
+
+def _init_reader(config: CleanConfig, leakage: LeakageFilter | None, source: Source, quoted: bool) -> None:
+    global _worker_source, _worker_quoted
+    _init(config, leakage)
+    _worker_source, _worker_quoted = source, quoted
 
 
 def _local(chunk: Chunk) -> tuple[CleanChunk, np.ndarray, dict[str, dict[str, int]], DropSample]:
@@ -59,28 +79,102 @@ def local_chunks(
         for chunk in chunks:
             yield (chunk.n_read, *cleaner.local(chunk))
         return
+    initargs = (cleaner.config, cleaner.leakage)
+    for cleaned, keys, counts, dropped in _pooled(_local, chunks, workers, in_flight, _init, initargs):
+        _merge_counts(cleaner, counts, dropped)
+        yield cleaned.n_read, cleaned, keys
+
+
+@dataclass
+class CleanedBlock:
+    """What a reading worker sends back for one item range: items read, the kept lines of each side as one
+    block, their dedup keys and line numbers, and the range's counters (read, clean steps) and drops."""
+
+    n_read: int
+    n_kept: int
+    src: LineBlock
+    tgt: LineBlock | None
+    keys: np.ndarray
+    numbers: np.ndarray | None
+    counts: dict[str, dict[str, int]]
+    dropped: DropSample
+    read: dict[str, int]
+
+
+def _read_and_clean(bounds: tuple[int, int]) -> CleanedBlock:
+    source = _worker_source
+    assert source is not None, "worker not initialized"
+    start, stop = bounds
+    read = StepStats("read")
+    chunk = next(source.chunks(start, stop, chunk_lines=stop - start, stats=read))
+    cleaned, keys, counts, dropped = _local(chunk)
+    tgt = None if cleaned.tgt is None else LineBlock.from_lines(cleaned.tgt, _worker_quoted)
+    return CleanedBlock(chunk.n_read, len(cleaned), LineBlock.from_lines(cleaned.src, _worker_quoted), tgt, keys,
+                        cleaned.numbers, counts, dropped, dict(read.counts))
+
+
+def reads_in_workers(source: Source) -> bool:
+    """Whether workers may read ``source`` by item ranges themselves: every file plain (a compressed one
+    cannot seek), and bad input stops the run (a policy that replaces or skips lines keeps its counters'
+    order by reading in one process)."""
+    options = source.options
+    if options.on_invalid_utf8 != "error" or options.on_malformed != "error":
+        return False
+    return all(state["compression"] is None for state in source.index_state())
+
+
+def clean_blocks(
+    source: Source, cleaner: Cleaner, workers: int, chunk_lines: int, quoted: bool, *, in_flight: int = 2
+) -> Iterator[tuple[int, bytes, bytes | None, int]]:
+    """Yield (items read, kept source bytes, kept target bytes or None, pairs kept) per ``chunk_lines`` items,
+    in input order: workers read, clean and hash their ranges (see :func:`reads_in_workers`), this process
+    drops duplicates and merges every counter (the read counts into ``source.stats``), as
+    :func:`clean_chunks` over ``source.chunks(chunk_lines=chunk_lines)`` would."""
+    total = source.scan()
+    ranges = [(start, min(start + chunk_lines, total)) for start in range(0, total, chunk_lines)]
+    initargs = (cleaner.config, cleaner.leakage, source, quoted)
+    for block in _pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
+        source.stats.merge(StepStats("read", block.read))
+        _merge_counts(cleaner, block.counts, block.dropped)
+        keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt)
+        if keep is None:
+            yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept
+            continue
+        tgt = None if block.tgt is None else block.tgt.kept(keep)
+        yield block.n_read, block.src.kept(keep), tgt, int(np.count_nonzero(keep))
+
+
+def _merge_counts(cleaner: Cleaner, counts: dict[str, dict[str, int]], dropped: DropSample) -> None:
+    for name, values in counts.items():
+        cleaner.stats[name].merge(StepStats(name, values))
+    cleaner.dropped.merge(dropped)
+
+
+def _pooled(
+    function: Callable[[Item], Result], items: Iterable[Item], workers: int, in_flight: int,
+    initializer: Callable[..., None], initargs: tuple[Any, ...],
+) -> Iterator[Result]:
+    """``function(item)`` of every item on ``workers`` processes, in input order, at most ``workers * in_flight``
+    items on their way at once (memory stays flat)."""
     # fork where available: workers need no re-import of __main__ (which breaks for stdin/notebooks)
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init,
-                             initargs=(cleaner.config, cleaner.leakage)) as pool:
-        pending: deque[tuple[int, Future]] = deque()
-        iterator = iter(chunks)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+        pending: deque[Future] = deque()
+        iterator = iter(items)
         exhausted = False
         while pending or not exhausted:
             while not exhausted and len(pending) < workers * in_flight:
-                chunk = next(iterator, None)
-                if chunk is None:
+                item = next(iterator, _END)
+                if item is _END:
                     exhausted = True
                     break
-                pending.append((chunk.n_read, pool.submit(_local, chunk)))
+                pending.append(pool.submit(function, item))
             if not pending:
                 break
-            n_read, future = pending.popleft()
-            cleaned, keys, counts, dropped = future.result()
-            for name, values in counts.items():
-                cleaner.stats[name].merge(StepStats(name, values))
-            cleaner.dropped.merge(dropped)
-            yield n_read, cleaned, keys
+            yield pending.popleft().result()
+
+
+_END: Any = object()
 
 

@@ -55,7 +55,7 @@ from tokenmill.prepare.object_storage import (
     publish_to,
     work_folder,
 )
-from tokenmill.prepare.parallel import clean_chunks
+from tokenmill.prepare.parallel import clean_blocks, clean_chunks, reads_in_workers
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.sequential import item_blocks, npy_blocks, save_npy_blocks, size_blocks, store_length
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -89,6 +89,7 @@ from tokenmill.store.remote import is_url
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.documents import documents_by_file
 from tokenmill.text.filters import PairFilter, piece_filters, without_piece_filters
+from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
 from tokenmill.vocab.dictionary import Dictionary
@@ -317,9 +318,7 @@ class Pipeline:
 
     def clean_text(self, lines: list[str]) -> str:
         """Lines as the cleaned files hold them: plain lines, or JSON objects when a line may hold a newline."""
-        if self.quoted_clean:
-            lines = [json.dumps({"t": line}, ensure_ascii=False) for line in lines]
-        return "\n".join(lines) + "\n"
+        return line_text(lines, self.quoted_clean)
 
     def output_prefix(self, split: str, lang: str, shard: int | None = None) -> Path:
         """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
@@ -464,26 +463,19 @@ class Pipeline:
         outputs = [self.clean_path(split, lang) for lang in cfg.langs]
         align_out = self.clean_path(split, "align") if cfg.align_suffix else None
         kept = 0
-        with atomic_write(outputs[0]) as src_out, (
-            atomic_write(outputs[1]) if len(outputs) > 1 else _null()
-        ) as tgt_out, (atomic_write(align_out) if align_out else _null()) as extra_out, self._bar(
+        per_file: list[Source] = []
+        with atomic_write(outputs[0], "wb") as src_out, (
+            atomic_write(outputs[1], "wb") if len(outputs) > 1 else _null()
+        ) as tgt_out, (atomic_write(align_out, "wb") if align_out else _null()) as extra_out, self._bar(
             total, f"clean {split}"
         ) as bar:
-            workers = self.clean_workers(total, self.config.workers)
-            chunk_lines = self.clean_chunk_lines
-            if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
-                per_file = [self._open([f], None) for f in files]
-                chunks = documents_by_file(per_file, chunk_lines)
-            else:
-                chunks = self._with_alignments(split, source.chunks(chunk_lines=chunk_lines), total)
-            for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
-                if cleaned.src:
-                    src_out.write(self.clean_text(cleaned.src))
-                    if tgt_out is not None and cleaned.tgt is not None:
-                        tgt_out.write(self.clean_text(cleaned.tgt))
-                    if extra_out is not None and cleaned.extra is not None:
-                        extra_out.write("\n".join(cleaned.extra) + "\n")
-                kept += len(cleaned)
+            for n_read, src, tgt, extra, n_kept in self._cleaned_blocks(split, files, source, cleaner, total, per_file):
+                src_out.write(src)
+                if tgt_out is not None and tgt is not None:
+                    tgt_out.write(tgt)
+                if extra_out is not None and extra is not None:
+                    extra_out.write(extra)
+                kept += n_kept
                 bar.update(n_read)
                 _crash_point(f"clean.{split}:midway")
         dropped = self.dropped_path(split)
@@ -493,6 +485,34 @@ class Pipeline:
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
         stats = self.clean_stats(read, cleaner, kept, tgt_files is not None)
         return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
+
+    def _cleaned_blocks(
+        self, split: str, files: list[str], source: Source, cleaner: Cleaner, total: int, per_file: list[Source]
+    ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int]]:
+        """(items read, kept source bytes, target bytes, alignment bytes, pairs kept) per chunk, as the cleaned
+        files hold them. With several processes over a plain input the workers read their own ranges (the
+        bytes come back as they are written, see :func:`clean_blocks`); else chunks are read here (blank-line
+        documents file by file: the sources read go to ``per_file``)."""
+        cfg = self.config
+        workers = self.clean_workers(total, cfg.workers)
+        chunk_lines = self.clean_chunk_lines
+        if workers > 1 and cfg.documents == "line" and not self._align_files(split) and reads_in_workers(source):
+            for n_read, src, tgt, n_kept in clean_blocks(source, cleaner, workers, chunk_lines, self.quoted_clean):
+                yield n_read, src, tgt, None, n_kept
+            return
+        if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
+            per_file.extend(self._open([f], None) for f in files)
+            chunks = documents_by_file(per_file, chunk_lines)
+        else:
+            chunks = self._with_alignments(split, source.chunks(chunk_lines=chunk_lines), total)
+        for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
+            if not cleaned.src:
+                yield n_read, b"", None, None, 0
+                continue
+            src = self.clean_text(cleaned.src).encode("utf-8")
+            tgt = None if cleaned.tgt is None else self.clean_text(cleaned.tgt).encode("utf-8")
+            extra = None if cleaned.extra is None else ("\n".join(cleaned.extra) + "\n").encode("utf-8")
+            yield n_read, src, tgt, extra, len(cleaned)
 
     def dropped_path(self, split: str) -> Path:
         """The sample of what cleaning dropped in ``split`` (read by ``tokenmill report``)."""
@@ -1326,19 +1346,26 @@ def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, cr
     """Whitespace-tokenized lines as work ids in an int32 store at ``prefix``: each word's id is its place in
     the order of first appearance (the list returned). The text is split once; counting the dictionary and
     binarizing then work on the ids (a bincount, one lookup array)."""
-    table: dict[str, int] = {}
+    table = _FirstSeen()
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
         for lines in chunks:
             rows = list(map(str.split, lines))
-            words = list(chain.from_iterable(rows))
-            new = [word for word in dict.fromkeys(words) if word not in table]
-            table.update(zip(new, range(len(table), len(table) + len(new)), strict=True))
-            flat = np.fromiter(map(table.__getitem__, words), dtype=np.int32, count=len(words))
-            writer.add_items(flat, np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
+            lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+            words = chain.from_iterable(rows)  # one lookup per word: a new word is numbered as it is met
+            writer.add_items(np.fromiter(map(table.__getitem__, words), dtype=np.int32, count=int(lengths.sum())),
+                             lengths)
             if bar is not None:
                 bar.update(len(lines))
             _crash_point(f"{crash_name}:midway")
     return list(table)
+
+
+class _FirstSeen(dict):
+    """word -> its number in the order of first appearance; looking up a new word numbers it."""
+
+    def __missing__(self, word: str) -> int:
+        number = self[word] = len(self)
+        return number
 
 
 def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:

@@ -169,19 +169,29 @@ class Cleaner:
 
     def dedup(self, chunk: Chunk, keys: np.ndarray) -> Chunk:
         """Drop items seen before (call in input order, in one process)."""
-        if self.deduplicator is None:
-            return chunk
-        keep = self.deduplicator.keep_first(keys, self.stats["dedup"])
-        if keep.all():
-            return chunk
         numbers = getattr(chunk, "numbers", None)
-        if numbers is not None and self.sample_size:
-            gone = np.flatnonzero(~keep)
-            self.dropped.add("dedup", numbers[gone], chunk.src, chunk.tgt, gone)
+        keep = self.dedup_keep(keys, numbers, chunk.src, chunk.tgt)
+        if keep is None:
+            return chunk
         src, tgt = _pick(chunk.src, keep), (None if chunk.tgt is None else _pick(chunk.tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         kept = None if numbers is None else numbers[keep]
         return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=kept)
+
+    def dedup_keep(
+        self, keys: np.ndarray, numbers: np.ndarray | None, src: Sequence[str], tgt: Sequence[str] | None
+    ) -> np.ndarray | None:
+        """The keep mask of :meth:`dedup` for items with dedup ``keys`` and 1-based line ``numbers``; None when
+        every item is kept. Dropped items are offered to the drop sample (only their texts are read)."""
+        if self.deduplicator is None:
+            return None
+        keep = self.deduplicator.keep_first(keys, self.stats["dedup"])
+        if keep.all():
+            return None
+        if numbers is not None and self.sample_size:
+            gone = np.flatnonzero(~keep)
+            self.dropped.add("dedup", numbers[gone], src, tgt, gone)
+        return keep
 
     def __call__(self, chunk: Chunk) -> Chunk:
         return self.dedup(*self.local(chunk))

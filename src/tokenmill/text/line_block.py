@@ -1,0 +1,65 @@
+"""Cleaned lines as one UTF-8 block, as the cleaned files hold them.
+
+A cleaning worker hands its kept lines back as one block of bytes per side instead of a list of
+``str``: sending bytes between processes is one copy (a list of strings is pickled and rebuilt item
+by item), and the block is what the cleaned file holds, so the parent writes it as it is. Lines are
+plain (one per ``\\n``) or, when a line may hold a newline, JSON objects ``{"t": line}``; either way
+every line ends with the block's only kind of ``\\n``. The parent drops duplicates by a mask over
+the lines (:meth:`LineBlock.kept`) and reads back the text of a few lines only (the drop sample).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def line_text(lines: Sequence[str], quoted: bool) -> str:
+    """Lines as the cleaned files hold them: plain lines, or JSON objects when a line may hold a newline."""
+    if quoted:
+        lines = [json.dumps({"t": line}, ensure_ascii=False) for line in lines]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class LineBlock:
+    """``data``: ``\\n``-terminated UTF-8 lines (JSON-quoted when ``quoted``)."""
+
+    data: bytes
+    quoted: bool
+    _ends: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_lines(cls, lines: Sequence[str], quoted: bool) -> LineBlock:
+        return cls(line_text(lines, quoted).encode("utf-8") if len(lines) else b"", quoted)
+
+    @property
+    def ends(self) -> np.ndarray:
+        """int64 offset of each line's ``\\n`` (found once, when first asked for)."""
+        if self._ends is None:
+            self._ends = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+        return self._ends
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, i: int) -> str:
+        """The text of line ``i`` (as the cleaner kept it)."""
+        start = int(self.ends[i - 1]) + 1 if i else 0
+        text = self.data[start : int(self.ends[i])].decode("utf-8")
+        return json.loads(text)["t"] if self.quoted else text
+
+    def kept(self, keep: np.ndarray) -> bytes:
+        """The bytes of the lines where ``keep`` is True, in order."""
+        if keep.all():
+            return self.data
+        ends = self.ends
+        lengths = np.diff(ends, prepend=-1)  # each line with its "\n"
+        mask = np.repeat(keep, lengths)
+        return np.frombuffer(self.data, dtype=np.uint8)[mask].tobytes()
+
+
+__all__ = ["LineBlock", "line_text"]
