@@ -125,3 +125,40 @@ def test_built_like_fairseq_and_saved_as_before(tmp_path: Path, threshold: int, 
     assert (tmp_path / "new.txt").read_bytes() == (tmp_path / "old.txt").read_bytes()
     again = Dictionary.load(tmp_path / "new.txt")
     assert again.symbols == built.symbols and again.counts == built.counts
+
+
+def test_the_same_bytes_are_parsed_once_and_every_load_is_its_own(tmp_path: Path, monkeypatch) -> None:
+    import tokenmill.vocab.dictionary as module
+
+    monkeypatch.setattr(module, "_READ", module._ReadCache())
+    parsed: list[str] = []
+    real = Dictionary._add_fairseq_fast
+
+    def counting(self, text):
+        parsed.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(Dictionary, "_add_fairseq_fast", counting)
+    (tmp_path / "dict.en.txt").write_text("a 3\nb 2\n", encoding="utf-8")
+    (tmp_path / "dict.de.txt").write_text("a 3\nb 2\n", encoding="utf-8")  # a joined dictionary: same bytes
+    first, second = Dictionary.load(tmp_path / "dict.en.txt"), Dictionary.load(tmp_path / "dict.de.txt")
+    assert len(parsed) == 1
+    assert first.symbols == second.symbols and first.indices == second.indices and first.counts == second.counts
+    first.add_symbol("c")  # the copies are independent: changing one changes neither the other nor the next load
+    third = Dictionary.load(tmp_path / "dict.en.txt")
+    assert "c" not in second and "c" not in third and len(third) == len(second) == 6 and len(parsed) == 1
+    (tmp_path / "dict.en.txt").write_text("a 3\nb 2\nc 1\n", encoding="utf-8")  # new content: parsed again
+    assert Dictionary.load(tmp_path / "dict.en.txt").symbols[-1] == "c" and len(parsed) == 2
+    for i in range(module._READ_KEPT):  # older contents drop out
+        (tmp_path / f"other{i}.txt").write_text(f"z{i} 1\n", encoding="utf-8")
+        Dictionary.load(tmp_path / f"other{i}.txt")
+    Dictionary.load(tmp_path / "dict.de.txt")
+    assert len(parsed) == 3 + module._READ_KEPT
+
+
+def test_crlf_and_cr_read_as_text_mode_reads_them(tmp_path: Path) -> None:
+    path = tmp_path / "dict.txt"
+    path.write_bytes("a 3\r\nb\u2028c 2\rd 1\r\n".encode())
+    loaded = Dictionary.load(path)
+    assert loaded.symbols[4:] == ["a", "b\u2028c", "d"] and loaded.counts[4:] == [3, 2, 1]
+    assert loaded.symbols == line_by_line(path).symbols

@@ -14,9 +14,11 @@ vocabulary, and :func:`opennmt_tf_id_table` maps our ids to that file's ids (wha
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 from pathlib import Path
@@ -29,8 +31,8 @@ from tokenmill.fsutil import atomic_write
 BOS, PAD, EOS, UNK = "<s>", "<pad>", "</s>", "<unk>"
 SPECIALS = (BOS, PAD, EOS, UNK)
 _OVERWRITE_FLAG = "#fairseq:overwrite"
-_FAIRSEQ_LINE = re.compile(r"^(.+) (-?[0-9]+)$", re.MULTILINE)
-"""A plain fairseq dictionary line: the token (up to the last space) and an integer count."""
+_FAIRSEQ_COUNT = re.compile(r" (-?[0-9]+)$", re.MULTILINE)
+"""The end of a plain fairseq dictionary line: a space and an integer count (the token is what precedes)."""
 
 OPENNMT_BLANK = "<blank>"
 """OpenNMT's padding token (OpenNMT-py's ``DefaultTokens.PAD``, OpenNMT-tf's ``PADDING_TOKEN``)."""
@@ -97,10 +99,17 @@ class Dictionary:
         error, and so is any line of another form: one :class:`FormatError` naming the file and line.
         No ``madeupword`` padding is added (the file is taken as it is).
         """
-        with open(path, encoding="utf-8") as handle:  # universal newlines, as fairseq reads it
-            text = handle.read()
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        key = hashlib.blake2b(raw, digest_size=16).digest()
         dictionary = cls()
+        if _READ.copy_into(key, dictionary):
+            return dictionary
+        text = raw.decode("utf-8")
+        if "\r" in text:  # universal newlines, as fairseq's text-mode reading sees the file
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
         if dictionary._add_fairseq_fast(text):
+            _READ.keep(key, dictionary)
             return dictionary
         numbered = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
         if not numbered:
@@ -120,19 +129,18 @@ class Dictionary:
         return dictionary
 
     def _add_fairseq_fast(self, text: str) -> bool:
-        """Add the lines of a well-formed fairseq dictionary in a few C-level passes (one regex scan,
-        one dict update) instead of a Python call per line; False, adding nothing, when the text is
-        anything else (blank lines, the overwrite flag, a repeated token, a count that is not plain
-        digits, an OpenNMT vocabulary): :meth:`load`'s line-by-line reading then decides, with its
-        error messages."""
-        found = _FAIRSEQ_LINE.findall(text)
-        lines = text.count("\n") + (not text.endswith("\n") and bool(text))
-        if not found or len(found) != lines:
+        """Add the lines of a well-formed fairseq dictionary in a few C-level passes (regex scans for the
+        counts and the tokens, one dict update) instead of a Python call per line; False, adding
+        nothing, when the text is anything else (blank lines, the overwrite flag, a repeated token, a
+        count that is not plain digits, an OpenNMT vocabulary): :meth:`load`'s line-by-line reading
+        then decides, with its error messages."""
+        body = text[:-1] if text.endswith("\n") else text
+        counts = _FAIRSEQ_COUNT.findall(body)  # at most one per line: all lines have one when the numbers agree
+        if not body or len(counts) != body.count("\n") + 1:
             return False
-        first = found[0][0]
-        if "\t" in first or first in OPENNMT_SPECIALS:
+        tokens = _FAIRSEQ_COUNT.sub("", body).split("\n")  # each line up to its last space
+        if "" in tokens or "\t" in tokens[0] or tokens[0] in OPENNMT_SPECIALS:
             return False
-        tokens, counts = zip(*found, strict=True)
         indices = dict(self.indices)
         indices.update(zip(tokens, range(len(self.symbols), len(self.symbols) + len(tokens)), strict=True))
         if len(indices) != len(self.symbols) + len(tokens):  # a repeated token or a special: the slow path says which
@@ -261,6 +269,39 @@ class Dictionary:
     @property
     def special_ids(self) -> dict[str, int]:
         return {"bos": self.bos_index, "pad": self.pad_index, "eos": self.eos_index, "unk": self.unk_index}
+
+
+class _ReadCache:
+    """The last :data:`_READ_KEPT` plain fairseq dictionaries :meth:`Dictionary.load` parsed, by a hash of
+    the file's bytes: one run reads the same dictionary several times (the pipeline after building
+    it, ``verify`` once per language of a joined dictionary, the report), and a copy of the lists and
+    the index costs a tenth of parsing them again. Keyed by content, it cannot be stale; copies are
+    handed out, never the kept lists; the strings are shared with the dictionaries handed out."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[bytes, tuple[tuple[str, ...], tuple[int, ...], dict[str, int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def copy_into(self, key: bytes, dictionary: Dictionary) -> bool:
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is None:
+                return False
+            self._kept.move_to_end(key)
+        symbols, counts, indices = kept
+        dictionary.symbols, dictionary.counts, dictionary.indices = list(symbols), list(counts), dict(indices)
+        return True
+
+    def keep(self, key: bytes, dictionary: Dictionary) -> None:
+        kept = (tuple(dictionary.symbols), tuple(dictionary.counts), dict(dictionary.indices))
+        with self._lock:
+            self._kept[key] = kept
+            while len(self._kept) > _READ_KEPT:
+                self._kept.popitem(last=False)
+
+
+_READ_KEPT = 2
+_READ = _ReadCache()
 
 
 def _split_counted(line: str, sep: str) -> tuple[str, int] | None:
