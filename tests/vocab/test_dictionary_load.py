@@ -162,3 +162,51 @@ def test_crlf_and_cr_read_as_text_mode_reads_them(tmp_path: Path) -> None:
     loaded = Dictionary.load(path)
     assert loaded.symbols[4:] == ["a", "b\u2028c", "d"] and loaded.counts[4:] == [3, 2, 1]
     assert loaded.symbols == line_by_line(path).symbols
+
+
+def _dictionary_of(symbols: list[str], counts: list) -> Dictionary:
+    dictionary = Dictionary()
+    for symbol, count in zip(symbols, counts, strict=True):
+        dictionary.add_symbol(symbol, count, overwrite=True)
+    return dictionary
+
+
+@pytest.mark.parametrize(
+    ("symbols", "counts", "seeded"),
+    [
+        (ODD_TOKENS, list(range(len(ODD_TOKENS))), True),
+        (["x", "y"], [__import__("numpy").int64(5), -2], True),
+        (["x", "x"], [1, 2], False),  # the overwrite flag's repeat: fairseq's reading differs
+        (["a\rb", "c"], [1, 2], False),  # text mode turns \r into a line end
+        (["<blank>", "c"], [1, 2], False),  # reads as an OpenNMT vocabulary
+        (["a\tb", "c"], [1, 2], False),  # reads as OpenNMT-py
+        (["", "c"], [1, 2], False),
+        ([], [], False),
+    ],
+)
+def test_a_saved_dictionary_loads_without_a_parse_only_when_it_reads_back_the_same(
+        tmp_path: Path, monkeypatch, symbols: list[str], counts: list, seeded: bool) -> None:
+    import tokenmill.vocab.dictionary as module
+
+    monkeypatch.setattr(module, "_READ", module._ReadCache())
+    parsed: list[str] = []
+    real = Dictionary._add_fairseq_fast
+    monkeypatch.setattr(Dictionary, "_add_fairseq_fast", lambda self, text: parsed.append(text) or real(self, text))
+    path = tmp_path / "dict.txt"
+    saved = _dictionary_of(symbols, counts)
+    saved.save(path)
+    try:
+        first = Dictionary.load(path)
+    except FormatError:
+        first = None
+    assert (not parsed) == seeded
+    monkeypatch.setattr(module, "_READ", module._ReadCache())
+    try:
+        again = Dictionary.load(path)  # parsed from the bytes
+    except FormatError:
+        assert first is None and not seeded
+        return
+    assert first is not None
+    assert (first.symbols, first.counts, first.indices, first.format) == (again.symbols, again.counts,
+                                                                            again.indices, again.format)
+    assert all(type(c) is int for c in first.counts)

@@ -202,8 +202,27 @@ class Dictionary:
         """Write the non-special symbols with their counts, atomically."""
         lines = [f"{symbol} {count}\n"
                  for symbol, count in zip(self.symbols[self.nspecial :], self.counts[self.nspecial :], strict=True)]
+        data = "".join(lines)
         with atomic_write(path) as handle:
-            handle.write("".join(lines))  # one write: a call per line costs more than building the lines
+            handle.write(data)  # one write: a call per line costs more than building the lines
+        if self._reads_back_as_itself():  # the next load of these bytes needs no parse
+            _READ.keep(hashlib.blake2b(data.encode("utf-8"), digest_size=16).digest(), self, plain_counts=True)
+
+    def _reads_back_as_itself(self) -> bool:
+        """Whether :meth:`load` of what :meth:`save` writes gives this dictionary back, symbol for symbol:
+        fairseq's specials first, each symbol once, none holding a line break or empty, counts that are
+        integers, and a first symbol that does not make the file read as an OpenNMT vocabulary."""
+        symbols = self.symbols
+        if len(symbols) <= self.nspecial or symbols[: self.nspecial] != list(SPECIALS):
+            return False
+        if self.counts[: self.nspecial] != [1] * self.nspecial or len(self.indices) != len(symbols):
+            return False
+        first = symbols[self.nspecial]
+        if "\t" in first or first in OPENNMT_SPECIALS:
+            return False
+        if any(not s or "\n" in s or "\r" in s for s in symbols):
+            return False
+        return all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in self.counts)
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -292,8 +311,9 @@ class _ReadCache:
         dictionary.symbols, dictionary.counts, dictionary.indices = list(symbols), list(counts), dict(indices)
         return True
 
-    def keep(self, key: bytes, dictionary: Dictionary) -> None:
-        kept = (tuple(dictionary.symbols), tuple(dictionary.counts), dict(dictionary.indices))
+    def keep(self, key: bytes, dictionary: Dictionary, plain_counts: bool = False) -> None:
+        counts = tuple(map(int, dictionary.counts)) if plain_counts else tuple(dictionary.counts)
+        kept = (tuple(dictionary.symbols), counts, dict(dictionary.indices))
         with self._lock:
             self._kept[key] = kept
             while len(self._kept) > _READ_KEPT:
