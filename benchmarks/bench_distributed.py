@@ -485,7 +485,7 @@ def _group(stage: str, tasked: set[str]) -> str | None:
 
 
 def _merge_group(stage: str) -> str:
-    return {"clean.train": "clean merge (dedup, join)"}.get(stage, f"{stage.split('.')[0]} merges")
+    return {"clean.train": "clean merge (dedup, masks)"}.get(stage, f"{stage.split('.')[0]} merges")
 
 
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:

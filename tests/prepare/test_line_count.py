@@ -1,9 +1,10 @@
-"""The counting pass cut into byte ranges, and the index the clean merge makes as it writes, give the
+"""The counting pass cut into byte ranges, and the index a clean task makes as it writes its part, give the
 one-pass scan's line index."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import random
 
 import numpy as np
@@ -13,7 +14,8 @@ import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare import distributed, line_count, part_merge
+from tokenmill.prepare import distributed, line_count
+from tokenmill.prepare.clean_parts import index_path, text_path
 from tokenmill.prepare.line_count import (
     byte_ranges,
     check_pairs,
@@ -22,7 +24,7 @@ from tokenmill.prepare.line_count import (
     newlines_before,
     range_offsets,
 )
-from tokenmill.prepare.part_merge import LineIndexer, copy_kept_lines
+from tokenmill.prepare.part_merge import LineIndexer
 from tokenmill.text.readers import scan_lines
 
 
@@ -101,34 +103,31 @@ def test_a_run_counted_by_tasks_gives_the_same_bytes(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("every", [1, 5, 64])
-def test_the_clean_merge_indexes_the_file_it_writes(tmp_path, monkeypatch, every):
-    """Parts joined with lines dropped and picked out, in blocks of a few bytes: the index made while writing
-    is the one a scan of the written file makes."""
-    monkeypatch.setattr(part_merge, "_BLOCK_BYTES", 37)
+def test_the_index_made_while_writing_is_the_scans(tmp_path, every):
+    """Blocks of whole lines given to the indexer as they are written (what a clean task does): the index is
+    the one a scan of the written file makes."""
     rng = np.random.default_rng(2)
     index = LineIndexer(every)
-    out_path = tmp_path / "joined.txt"
-    with open(out_path, "wb") as out:
-        for k, lines in enumerate([300, 0, 1, 250]):
-            part = tmp_path / f"part{k}.txt"
-            part.write_bytes(b"".join(b"w" * int(rng.integers(0, 20)) + b"\n" for _ in range(lines)))
-            drop = np.sort(rng.choice(lines, size=lines // 4, replace=False)) if k != 3 else np.zeros(0, np.int64)
-            want = np.sort(rng.choice(lines, size=min(lines, 3), replace=False))
-            copy_kept_lines(part, out, drop, want, index)
-    assert index.state(out_path) == one_pass(str(out_path), every)
+    path = tmp_path / "part.txt"
+    with open(path, "wb") as out:
+        for lines in [300, 0, 1, 250, 7]:
+            block = b"".join(b"w" * int(rng.integers(0, 20)) + b"\n" for _ in range(lines))
+            out.write(block)
+            index.add_block(block)
+    assert index.state(path) == one_pass(str(path), every)
 
 
-def test_the_encode_plan_takes_the_index_the_clean_merge_saved(tmp_path, monkeypatch):
+def test_each_clean_part_keeps_the_index_of_its_text(tmp_path):
+    """The clean tasks index their parts as they write them; the encode tasks take those indexes (no counting
+    pass), and the joined cleaned file is never written."""
     corpus = write_corpus(tmp_path / "corpus", pairs=600)
-    taken = []
-    saved_index = distributed.saved_index
-    monkeypatch.setattr(distributed, "saved_index", lambda path: taken.append(saved_index(path)) or taken[-1])
     tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=2), progress=False)
-    cleaned = tmp_path / "bin" / ".work" / "clean"
-    assert taken == [one_pass(str(cleaned / f"train.{lang}"), taken[0]["every"]) for lang in ("en", "zh")]
-    # a file that changed since (here: written again) is counted again, not taken from a stale index
-    (cleaned / "train.en").write_bytes((cleaned / "train.en").read_bytes())
-    assert saved_index(cleaned / "train.en") is None
+    parts = tmp_path / "bin" / ".work" / "tasks" / "clean.train"
+    for folder in (parts / "00000", parts / "00001"):
+        for lang in ("en", "zh"):
+            saved = json.loads(index_path(folder, lang).read_text())
+            assert saved == one_pass(str(text_path(folder, lang)), saved["every"])
+    assert not (tmp_path / "bin" / ".work" / "clean" / "train.en").exists()
 
 
 def test_a_run_stopped_between_the_rounds_resumes_with_another_task_count(tmp_path, monkeypatch):

@@ -85,7 +85,8 @@ def one_process(corpus, tmp_path_factory) -> Path:
 @pytest.mark.parametrize("tasks", [1, 2, 3, 7])
 def test_every_task_count_gives_the_same_bytes(corpus, one_process, tmp_path, tasks):
     summary = tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=tasks), progress=False)
-    stages = ["clean.train", "encode.train.en", "encode.train.zh", "binarize.train.en", "binarize.train.zh"]
+    stages = ["clean.train", "sample.train.en+zh", "encode.train.en", "encode.train.zh", "binarize.train.en",
+              "binarize.train.zh"]
     assert {stage: len(rows) for stage, rows in summary.tasks.items()} == dict.fromkeys(stages, tasks)
     # the encoded parts are never joined: the dictionary sums their counts, binarize runs on each
     assert not list((tmp_path / "bin" / ".work" / "ids").glob("train.*.bin"))
@@ -146,7 +147,8 @@ def test_a_killed_task_is_rerun_alone(corpus, one_process, tmp_path):
     assert run_cli("-c", str(config), "-q", "--no-report").returncode == 0
     rows = json.loads((tmp_path / "bin" / "manifest.json").read_text())["run"]["tasks"]["clean.train"]
     assert [row["attempts"] for row in rows] == [1, 1, 2, 1]  # 0 and 1 were not run again; 2 was, alone
-    assert not tasks.exists()  # the parts are removed once the merged stage is recorded
+    # the parts are the cleaned text (read through their duplicate masks), never joined into one file
+    assert (tasks / "00002" / "gone.npy").exists() and not (tmp_path / "bin" / ".work" / "clean" / "train.en").exists()
     assert_same_output(one_process, tmp_path / "bin")
 
 

@@ -1,29 +1,32 @@
 """The training split as fixed tasks: cleaned and encoded in parts anywhere, merged into one output.
 
-Two stages do the heavy work per line and are cut into tasks by input order; everything else runs
+The stages that do the heavy work per line are cut into tasks by input order; everything else runs
 once, in the process that holds the output folder (the coordinator):
 
 * ``clean.train``: the plan counts the inputs (the seek offsets are saved, so a task reads only its own
   lines) and cuts them into N ranges. On a cluster engine the counting pass is two rounds of tasks over
   byte ranges (``count.train``, ``index.train``: :mod:`~tokenmill.prepare.line_count`). Task i normalizes,
   filters and leak-checks its range (held-out sets come cleaned from the coordinator), writes its cleaned
-  text, the dedup keys of what it kept (partitioned by hash on disk) and its counts. The duplicates are
-  found partition by partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat memory; on a cluster
-  engine by ``dedup.train`` tasks over ranges of partitions), and the coordinator joins the parts in task
-  order without them, indexing the lines as it writes: the same cleaned file, counts and drop sample as
-  one process makes, and the encode plan needs no counting pass.
-* ``encode.train.{lang}``: task i encodes range i of the cleaned text into a part id store and writes the
-  bincount of its ids and its unknown surfaces. The parts are never joined: the coordinator only makes the
-  split's table of unknown surfaces (:mod:`~tokenmill.prepare.part_merge`).
+  text with its line index, the dedup keys of what it kept (partitioned by hash on disk) and its counts.
+  The duplicates are found partition by partition (:mod:`~tokenmill.prepare.partitioned_dedup`: flat
+  memory; on a cluster engine by ``dedup.train`` tasks over ranges of partitions), and the coordinator
+  writes each part's duplicate mask and the drop sample (the few duplicates it shows are read through the
+  parts' indexes). The parts are never joined: read in task order through their masks they are the cleaned
+  file one process writes (:mod:`~tokenmill.prepare.clean_parts`).
+* ``sample.train.{langs}`` (a model trained): task i keeps clean part i's lines with the smallest seeded
+  hashes of their global line numbers, the coordinator reads the ``--input-sentence-size`` smallest of all
+  (:mod:`~tokenmill.prepare.sample_tasks`): the lines one pass over the whole text keeps. T2T's byte-budget
+  sample reads the parts through their masks on the coordinator.
+* ``encode.train.{lang}``: task i encodes clean part i (through its mask) into a part id store and writes
+  the bincount of its ids and its unknown surfaces. The parts are never joined: the coordinator only makes
+  the split's table of unknown surfaces (:mod:`~tokenmill.prepare.part_merge`).
 * ``dictionary``: the parts' counts summed, less the items the piece filters dropped
   (:func:`~tokenmill.prepare.encoded_parts.summed_counts`): no pass over the ids.
 * ``binarize.train.{lang}``: task i maps part i to the dictionary's ids, drops what the piece filters
   dropped, appends the end tokens in the store's dtype; the coordinator copies the parts' tokens and sizes
   into the stores (shards cut at the same items), the writer deriving the pointers from the sizes.
 
-The tokenizer trains on the same cleaned file (its seeded sample is a function of the seed and line
-numbers only), and the stages left run as in one process: the output is byte-identical for every task
-count and engine.
+The stages left run as in one process: the output is byte-identical for every task count and engine.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from tqdm import tqdm
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_write, write_json
 from tokenmill.prepare import line_count
+from tokenmill.prepare.clean_parts import CleanParts, index_path, lines_at, save_gone, text_path
 from tokenmill.prepare.config import absolute_paths
 from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.encoded_parts import (
@@ -62,7 +66,7 @@ from tokenmill.prepare.encoded_parts import (
 from tokenmill.prepare.engines import get_engine
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.parallel import local_chunks
-from tokenmill.prepare.part_merge import LineIndexer, copy_kept_lines, renumbered_unknowns
+from tokenmill.prepare.part_merge import LineIndexer, renumbered_unknowns
 from tokenmill.prepare.partitioned_dedup import (
     BOUNDS,
     KEYS_RAW,
@@ -72,7 +76,9 @@ from tokenmill.prepare.partitioned_dedup import (
     partition_count,
     partition_keys,
 )
-from tokenmill.prepare.tasks import TASKS_DIR, TaskSet
+from tokenmill.prepare.sample_tasks import merged_sample, part_candidates
+from tokenmill.prepare.state import fingerprint
+from tokenmill.prepare.tasks import PLAN, TASKS_DIR, TaskSet
 from tokenmill.store.format import Layout
 from tokenmill.store.index_file import item_blocks
 from tokenmill.text import Cleaner
@@ -84,7 +90,6 @@ if TYPE_CHECKING:
 LOCAL_BYTES_PER_TASK = 1 << 30
 CLUSTER_BYTES_PER_TASK = 256 << 20
 NUMBERS_RAW = "numbers.raw"
-INDEX_SUFFIX = ".index.json"
 DROPPED = "dropped.json"
 PART = "part"
 COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
@@ -98,6 +103,9 @@ CLUSTER_ENGINES = ("ray",)
 tasks one after another, so there one pass in the coordinator costs less than rounds of tasks (each
 round starts a helper process); a Slurm run would do them in one job anyway."""
 COUNT_STAGES = ("count.train", "index.train")
+SAMPLE_STAGE = "sample.train"
+"""The tokenizer's sample from the clean parts: stage ``sample.train.{langs}`` (one per model trained)."""
+SAMPLE = "sample"
 DEDUP_STAGE = "dedup.train"
 
 
@@ -122,6 +130,8 @@ class Tasked:
         self.phase = phase
         self.table: dict[str, list[dict[str, Any]]] = {}
         """stage -> one row per task (lines, seconds, attempts, host) for the summary and the manifest."""
+        self.parts: CleanParts | None = None
+        """Train's cleaned text as the clean tasks' parts, once a tasked ``clean.train`` is recorded."""
         self.merge_seconds: dict[str, float] = {}
         """stage -> seconds its coordinator spent joining the tasks' parts (dedup included)."""
 
@@ -142,8 +152,8 @@ class Tasked:
         """Whether the training split goes through tasks: on ray/slurm, with --tasks given (even 1), in a
         --phase, or when the input asks for more than one task; else the plain one-process path."""
         cfg = self.config
-        if not self.pipeline.can_use_tasks:
-            return False
+        if not self.pipeline.can_use_tasks or cfg.align_suffix or cfg.documents == "blank-line":
+            return False  # alignments and blank-line documents are cleaned in one piece (see config)
         return cfg.engine != "local" or cfg.tasks >= 1 or self.phase is not None or self.count() > 1
 
     def task_set(self, stage: str, key: str) -> TaskSet:
@@ -265,20 +275,25 @@ class Tasked:
         start, stop = details["ranges"][index]
         started = time.perf_counter()
         kept = 0
+        indexes = [LineIndexer(pipeline.read_options.index_every) for _ in cfg.langs]
         with ExitStack() as files:
-            texts = [files.enter_context(atomic_write(folder / f"{lang}.txt")) for lang in cfg.langs]
+            texts = [files.enter_context(atomic_write(text_path(folder, lang), "wb")) for lang in cfg.langs]
             keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
             numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
             chunks = source.chunks(start, stop, chunk_lines=pipeline.clean_chunk_lines)
             for _, cleaned, keys in local_chunks(chunks, cleaner, pipeline.clean_workers(stop - start, workers)):
                 if not len(cleaned):
                     continue
-                for handle, lines in zip(texts, [cleaned.src, cleaned.tgt], strict=False):
-                    handle.write(pipeline.clean_text(lines))  # type: ignore[arg-type]
+                for handle, lines, indexer in zip(texts, [cleaned.src, cleaned.tgt], indexes, strict=False):
+                    data = pipeline.clean_text(lines).encode("utf-8")  # type: ignore[arg-type]
+                    handle.write(data)
+                    indexer.add_block(data)
                 keys_out.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
                 numbers_out.write(np.asarray(cleaned.numbers, dtype=np.int64).tobytes())
                 kept += len(cleaned)
                 crash_point(f"clean.train#{index}:midway")
+        for lang, indexer in zip(cfg.langs, indexes, strict=True):
+            write_json(index_path(folder, lang), indexer.state(text_path(folder, lang)))
         partition_keys(folder, details["partitions"])
         cleaner.dropped.write(folder / DROPPED)
         stats = {"read": dict(source.stats.counts)}
@@ -345,23 +360,21 @@ class Tasked:
         for folder in folders:
             dropped.merge(DropSample.from_dict(json.loads((folder / DROPPED).read_text(encoding="utf-8")),
                                                dropped.size, dropped.seed))
-        outputs = [pipeline.clean_path("train", lang) for lang in cfg.langs]
-        indexes = [LineIndexer(pipeline.read_options.index_every) for _ in outputs]
-        with ExitStack() as files:
-            handles = [files.enter_context(atomic_write(path, "wb")) for path in outputs]
-            for i, folder in enumerate(folders):
-                gone = (duplicates_in(dedup_dir, partitions, int(bases[i]), kept[i]) if plan.config.dedup
-                        else np.zeros(0, np.int64))
-                numbers = np.fromfile(folder / NUMBERS_RAW, dtype=np.int64)
-                sampled = _smallest_keys(gone, numbers, dropped)
-                texts = [copy_kept_lines(folder / f"{lang}.txt", handle, gone, sampled, index)
-                         for lang, handle, index in zip(cfg.langs, handles, indexes, strict=True)]
-                if len(sampled):
-                    sides = [[pipeline.cleaned_line(texts[k][p]) for p in sampled.tolist()] for k in range(len(texts))]
+        outputs: list[Path] = [tasks.root / PLAN]
+        for i, folder in enumerate(folders):
+            gone = (duplicates_in(dedup_dir, partitions, int(bases[i]), kept[i]) if plan.config.dedup
+                    else np.zeros(0, np.int64))
+            outputs.append(save_gone(folder, gone))
+            outputs += [path(folder, lang) for lang in cfg.langs for path in (text_path, index_path)]
+            if len(gone) and dropped.size:  # the input line numbers of the duplicates only (pages of a map)
+                numbers = np.array(np.memmap(folder / NUMBERS_RAW, dtype=np.int64, mode="r")[gone])
+                sampled = _smallest_keys(numbers, dropped)
+                if len(sampled):  # the few duplicates the drop sample may show: read through the part's index
+                    sides = [[pipeline.cleaned_line(text) for text in self._part_lines(folder, lang, gone[sampled])]
+                             for lang in cfg.langs]
                     dropped.add("dedup", numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
-                del gone, numbers, sampled, texts
-                release_heap()  # one task's arrays at a time in the coordinator's resident memory
-        outputs += [save_index(path, index) for path, index in zip(outputs, indexes, strict=True)]
+            del gone
+            release_heap()  # one task's arrays at a time in the coordinator's resident memory
         dropped_file = pipeline.dropped_path("train")
         dropped.write(dropped_file)
         stats: dict[str, Any] = {"read": _summed(r["stats"]["read"] for r in records)}
@@ -372,19 +385,68 @@ class Tasked:
             stats["dedup"] = {"pairs": int(bases[-1]), "duplicates": duplicates}
         total = int(bases[-1]) - duplicates
         stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.input_format != "text" else "lines": total}
-        return [*outputs, dropped_file], {"stats": stats, "kept": total}
+        return [*outputs, dropped_file], {"stats": stats, "kept": total, "parts": len(folders)}
+
+    @staticmethod
+    def _part_lines(folder: Path, lang: str, positions: np.ndarray) -> list[bytes]:
+        """The lines of a clean part at the sorted ``positions``, in that order."""
+        index = json.loads(index_path(folder, lang).read_text(encoding="utf-8"))
+        found = lines_at(text_path(folder, lang), index, positions)
+        return [found[p] for p in positions.tolist()]
+
+    def clean_parts(self, count: int) -> CleanParts:
+        """The ``count`` parts of a recorded tasked ``clean.train`` (see :mod:`~tokenmill.prepare.clean_parts`)."""
+        tasks = self.task_set("clean.train", "")
+        self.parts = CleanParts([tasks.folder(i) for i in range(count)], self.pipeline.quoted_clean,
+                                self.config.chunk_lines)
+        return self.parts
+
+    # ---------------------------------------------------------------- sample.train.{langs}
+    def training_sample(self, langs: list[str], capacity: int, seed: int, execute: Callable[..., dict[str, Any]]
+                        ) -> list[str]:
+        """The tokenizer's sample of ``langs`` (one model) from the clean parts: one task per part writes its
+        candidates, the coordinator reads the ``capacity`` with the smallest keys (:mod:`sample_tasks`)."""
+        parts = self.parts
+        assert parts is not None
+        stage = f"{SAMPLE_STAGE}.{'+'.join(langs)}"
+        tasks = self.task_set(stage, fingerprint(self.pipeline.keys["clean.train"], langs, capacity, seed))
+        if tasks.read_plan() is None or self.pipeline.stages.force:
+            kept = parts.kept_lines()
+            bases = np.concatenate([[0], np.cumsum(kept)[:-1]]).astype(np.int64).tolist()
+            tasks.write_plan(len(kept), langs=langs, bases=bases, kept=kept, total=int(sum(kept)), capacity=capacity,
+                             seed=seed)
+        self.run(tasks, execute, in_phase=True)
+        started = time.perf_counter()
+        sample = merged_sample([tasks.folder(i) for i in range(tasks.count)], SAMPLE, capacity)
+        self.merge_seconds[stage] = round(time.perf_counter() - started, 3)
+        tasks.remove()  # the sample is in memory now; a run stopped while training draws it again
+        return sample
+
+    def sample_task(self, stage: str, index: int) -> dict[str, Any]:
+        """Task ``index`` of ``sample.train.{langs}``: clean part ``index``'s candidates for the sample."""
+        tasks = TaskSet.planned(self.pipeline.work / TASKS_DIR / stage, stage)
+        details = tasks.plan()
+        parts = self.clean_parts(int(details["tasks"]))
+
+        def body(folder: Path, attempt: int) -> dict[str, Any]:
+            started = time.perf_counter()
+            found = part_candidates(parts, index, details["langs"], int(details["bases"][index]),
+                                    int(details["total"]), int(details["capacity"]), int(details["seed"]), folder,
+                                    SAMPLE)
+            return self.record(started, int(details["kept"][index]) * len(details["langs"]), attempt,
+                               candidates=found)
+
+        return tasks.run_once(index, body)
 
     # ---------------------------------------------------------------- encode.train.{lang}
     def plan_encode(self, lang: str, key: str) -> TaskSet:
+        """One task per clean part: task i encodes part i's lines that stay (no joined cleaned file)."""
         tasks = self.task_set(f"encode.train.{lang}", key)
-        if tasks.read_plan() is None or self.pipeline.stages.force:
-            source = self.pipeline.cleaned_source("train", lang)
-            written = saved_index(self.pipeline.clean_path("train", lang))
-            if written is not None:  # made by the clean merge as it wrote the file: no counting pass
-                source.restore_index([written])
-            count = self.count()
-            tasks.write_plan(count, ranges=source.ranges(count), index=source.index_state(), items=source.scan(),
-                             lang=lang)
+        parts = self.parts
+        assert parts is not None  # the pipeline plans encode tasks only over recorded clean parts
+        plan = tasks.read_plan()
+        if plan is None or plan["tasks"] != len(parts.folders) or self.pipeline.stages.force:
+            tasks.write_plan(len(parts.folders), lines=parts.kept_lines(), lang=lang)
         return tasks
 
     def encode_task(self, lang: str, index: int, workers: int) -> dict[str, Any]:
@@ -404,17 +466,15 @@ class Tasked:
         self, lang: str, details: dict[str, Any], index: int, workers: int, folder: Path, attempt: int
     ) -> dict[str, Any]:
         pipeline = self.pipeline
-        source = pipeline.cleaned_source("train", lang)
-        source.restore_index(details["index"])
-        start, stop = details["ranges"][index]
+        parts = self.clean_parts(int(details["tasks"]))
         started = time.perf_counter()
-        chunks = (chunk.src for chunk in source.chunks(start, stop))
+        chunks = parts.part_chunks(index, lang)
         counts = IdCounts(pipeline.tokenizer_for(lang).vocab_size)
         table = pipeline.encode_lines(lang, chunks, folder / IDS, threads=workers,
                                       crash_name=f"encode.train.{lang}#{index}", counts=counts)
         counts.save(folder / COUNTS)
         write_json(folder / UNKNOWN, table or {})
-        return self.record(started, stop - start, attempt)
+        return self.record(started, int(details["lines"][index]), attempt)
 
     def merge_encoded(self, tasks: TaskSet, lang: str) -> tuple[list[Path], dict[str, Any]]:
         """Record the tasks' parts as the output of ``encode.train.{lang}`` (they are not joined: the dictionary
@@ -497,34 +557,14 @@ class Tasked:
         return outputs, info
 
 
-def save_index(path: Path, index: LineIndexer) -> Path:
-    """Save the line index of the file ``path`` just written, with its size and time (so that an index
-    is never taken for another version of the file); returns where."""
-    stat = os.stat(path)
-    where = path.with_name(path.name + INDEX_SUFFIX)
-    write_json(where, {"file": [stat.st_size, stat.st_mtime_ns], "index": index.state(path)})
-    return where
-
-
-def saved_index(path: Path) -> dict[str, Any] | None:
-    """The line index :func:`save_index` left for ``path``, if the file is still the one it indexed."""
-    where = path.with_name(path.name + INDEX_SUFFIX)
-    if not where.exists() or not path.exists():
-        return None
-    saved = json.loads(where.read_text(encoding="utf-8"))
-    stat = os.stat(path)
-    return saved["index"] if saved.get("file") == [stat.st_size, stat.st_mtime_ns] else None
-
-
-def _smallest_keys(gone: np.ndarray, numbers: np.ndarray, sample: DropSample) -> np.ndarray:
-    """Of the positions ``gone``, the few whose line numbers could enter the drop sample (its ``size``
-    smallest seeded keys): only their text is read back."""
-    if not len(gone) or not sample.size:
-        return np.zeros(0, np.int64)
-    keys = line_keys(numbers[gone], sample.seed)
+def _smallest_keys(numbers: np.ndarray, sample: DropSample) -> np.ndarray:
+    """Of the duplicates' input line ``numbers``, the sorted places of the few that could enter the drop
+    sample (its ``size`` smallest seeded keys): only their text is read back."""
+    keys = line_keys(numbers, sample.seed)
+    which = np.arange(len(keys))
     if len(keys) > sample.size:
-        gone = gone[np.argpartition(keys, sample.size - 1)[: sample.size]]
-    return np.sort(gone)
+        which = np.argpartition(keys, sample.size - 1)[: sample.size]
+    return np.sort(which)
 
 
 def _summed(rows: Any) -> dict[str, int]:

@@ -1,24 +1,17 @@
-"""Join the parts tasks wrote, in task order, into the files one process would have written.
+"""What joins the parts tasks wrote, in task order, into what one process would have made.
 
-* :func:`copy_kept_lines`: a task's cleaned text into the split's cleaned file, without the lines the
-  global dedup dropped (a byte mask per block, no per-line Python), picking out the few lines whose
-  text the drop sample wants.
-  :class:`LineIndexer` indexes the lines as they are written (the encode plan needs no counting pass).
+* :class:`LineIndexer`: the line index of a clean task's part, made as the task writes it (the encode
+  tasks and the drop sample seek through it: no counting pass).
 * :func:`renumbered_unknowns`: a task's unknown surfaces added to the split's table, numbered in the order
   of their first appearance in the whole split (what one process assigns).
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
-
-from tokenmill.errors import TokenmillError
-
-_BLOCK_BYTES = 1 << 22
 
 
 class LineIndexer:
@@ -59,55 +52,6 @@ class LineIndexer:
                 "offsets": offsets.tolist(), "compression": None}
 
 
-def copy_kept_lines(
-    path: Path, out: BinaryIO, drop: np.ndarray, want: np.ndarray, index: LineIndexer | None = None
-) -> dict[int, bytes]:
-    """Append the lines of ``path`` to ``out`` except those at the sorted positions ``drop`` (and to
-    ``index``: the lines written); return the bytes (without newline) of the lines at the sorted positions
-    ``want``."""
-    found: dict[int, bytes] = {}
-    with open(path, "rb") as source:
-        if not len(drop) and not len(want) and index is None:
-            shutil.copyfileobj(source, out, _BLOCK_BYTES)
-            return found
-        first, rest = 0, b""
-        while data := source.read(_BLOCK_BYTES):
-            data = rest + data
-            cut = data.rfind(b"\n") + 1
-            block, rest = data[:cut], data[cut:]
-            if not block:
-                continue
-            n = block.count(b"\n")
-            lo, hi = np.searchsorted(drop, [first, first + n])
-            picked = want[slice(*np.searchsorted(want, [first, first + n]))] - first
-            if hi == lo and not len(picked):  # nothing to drop or pick out: copied as it is
-                out.write(block)
-                if index is not None:
-                    index.add_block(block)
-                first += n
-                continue
-            raw = np.frombuffer(block, dtype=np.uint8)
-            ends = np.flatnonzero(raw == 10) + 1
-            starts = np.concatenate([[0], ends[:-1]])
-            if hi > lo:
-                keep = np.ones(n, dtype=bool)
-                keep[drop[lo:hi] - first] = False
-                out.write(raw[np.repeat(keep, ends - starts)].tobytes())
-                if index is not None:
-                    index.add_ends(np.cumsum((ends - starts)[keep]))
-            else:
-                out.write(block)
-                if index is not None:
-                    index.add_ends(ends)
-            for position in picked.tolist():
-                found[first + position] = block[starts[position] : ends[position] - 1]
-            first += n
-    if rest:
-        raise TokenmillError(f"{path}: the last line has no newline: this task's part is damaged; delete its folder "
-                             "and run prepare again")
-    return found
-
-
 def renumbered_unknowns(
     table: dict[str, list[int]], part: dict[str, list[int]], vocab_size: int
 ) -> np.ndarray | None:
@@ -123,4 +67,4 @@ def renumbered_unknowns(
     return lookup
 
 
-__all__ = ["LineIndexer", "copy_kept_lines", "renumbered_unknowns"]
+__all__ = ["LineIndexer", "renumbered_unknowns"]

@@ -5,8 +5,8 @@ Stages (each restartable, see :mod:`tokenmill.prepare.state`), in order:
 1. ``clean.{split}``: read (alignment checked first), normalize, filter, drop held-out leaks,
    dedup; cleaned text goes to ``.work/clean/{split}.{lang}`` (valid/test first: train's leakage
    filter needs them).
-2. ``tokenizer``: train SentencePiece on a reservoir sample of cleaned train lines (or copy the
-   given ``.model``).
+2. ``tokenizer``: train SentencePiece on a seeded sample of cleaned train lines (a function of the
+   seed and line numbers: :mod:`~tokenmill.prepare.line_sample`), or copy the given ``.model``.
 3. ``encode.{split}.{lang}``: batched SentencePiece encoding (native threads) to id stores in
    ``.work/ids``; piece counts of train are kept for the dictionary.
 4. ``dictionary``: fairseq ``dict.{lang}.txt`` from those counts (or the given dict files).
@@ -43,11 +43,13 @@ from tqdm import tqdm
 from tokenmill._core.ordered import ordered_map
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
+from tokenmill.prepare.clean_parts import PartsSource
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
-from tokenmill.prepare.distributed import COUNT_STAGES, DEDUP_STAGE, PhaseDone, Tasked
+from tokenmill.prepare.distributed import COUNT_STAGES, DEDUP_STAGE, SAMPLE_STAGE, PhaseDone, Tasked
 from tokenmill.prepare.encoded_parts import IDS, IdCounts, regrouped, summed_counts, with_end_token
 from tokenmill.prepare.heap import release_heap
+from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.object_storage import (
     INPUTS_DIR,
     StagedInputs,
@@ -93,8 +95,8 @@ from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
 from tokenmill.vocab.dictionary import Dictionary
-from tokenmill.vocab.sentencepiece import Reservoir, SentencePieceOptions
-from tokenmill.vocab.t2t_backend import t2t_sample
+from tokenmill.vocab.sentencepiece import SentencePieceOptions
+from tokenmill.vocab.t2t_backend import t2t_sample, t2t_sample_streams
 from tokenmill.vocab.tokenizer import Tokenizer, get_backend, load_tokenizer, stable_name, train_tokenizer
 
 log = logging.getLogger("tokenmill.prepare")
@@ -351,8 +353,11 @@ class Pipeline:
             info = self._stage(f"clean.{split}", key, run)
             if info["stats"] is not None:  # None: the text goes to the tokenizer as read (counted there)
                 self.summary.splits.setdefault(split, {})["clean"] = info["stats"]
-            if split == "train":
-                self.tasked.task_set("clean.train", plan.key).remove()  # recorded: the parts are copies
+            if split == "train" and info.get("parts"):  # the tasks' parts are the cleaned text (never joined)
+                self.tasked.clean_parts(info["parts"])
+            elif split == "train":
+                self.tasked.parts = None
+                self.tasked.task_set("clean.train", plan.key).remove()
 
     def clean_settings(self, split: str) -> CleanPlan:
         """The files, clean-up settings and key of stage ``clean.{split}`` (train's key includes the held-out
@@ -609,17 +614,25 @@ class Pipeline:
             bar.close()
 
     def training_sample(self, name: str, langs: list[str]) -> list[str]:
-        """The lines a tokenizer learns from: T2T's byte-budget sample of each cleaned file, else a seeded
-        reservoir of --input-sentence-size cleaned lines drawn while streaming."""
+        """The lines a tokenizer learns from: T2T's byte-budget sample of each cleaned file, else the
+        --input-sentence-size cleaned lines whose line numbers (over ``langs``' files one after another) have
+        the smallest hashes seeded by --seed (:mod:`~tokenmill.prepare.line_sample`): the same lines however
+        the cleaned text is cut into parts."""
         cfg = self.config
+        parts = self.tasked.parts
         if name == "t2t-subword":
-            return t2t_sample([self.clean_path("train", lang) for lang in langs], cfg.file_byte_budget)
-        reservoir = Reservoir(cfg.input_sentence_size, cfg.seed)
+            if parts is None:
+                return t2t_sample([self.clean_path("train", lang) for lang in langs], cfg.file_byte_budget)
+            streams = [(f"{lang} (clean parts)", parts.raw_size(lang), parts.raw_lines(lang)) for lang in langs]
+            return t2t_sample_streams(streams, cfg.file_byte_budget)
+        if parts is not None:  # candidates per part in tasks, the smallest keys merged here
+            return self.tasked.training_sample(langs, cfg.input_sentence_size, cfg.seed, execute_task)
+        sample = SmallestKeys(cfg.input_sentence_size, cfg.seed)
         for lang in langs:
             for lines in self.cleaned_chunks("train", lang):
-                reservoir.add(lines)
-        log.info("sampled %d of %d lines", min(reservoir.seen, reservoir.capacity), reservoir.seen)
-        return reservoir.sample()
+                sample.add(lines)
+        log.info("sampled %d of %d lines", min(sample.seen, sample.capacity), sample.seen)
+        return sample.sample()
 
     def _train_models(self, name: str, settings: Any) -> tuple[list[Path], dict[str, Any]]:
         cfg = self.config
@@ -643,7 +656,7 @@ class Pipeline:
 
     # ---------------------------------------------------------------- cleaned text
     def cleaned_chunks(self, split: str, lang: str) -> Iterator[list[str]]:
-        """The cleaned lines of one split and side, chunk by chunk."""
+        """The cleaned lines of one split and side, chunk by chunk (see :meth:`cleaned_source`)."""
         for chunk in self.cleaned_source(split, lang).chunks():
             yield chunk.src
 
@@ -654,6 +667,8 @@ class Pipeline:
         if self.reads_input(split):
             plan = self.clean_settings(split)
             return self._open(plan.files, plan.tgt_files)
+        if split == "train" and self.tasked.parts is not None:  # the clean tasks' parts, through their masks
+            return PartsSource(self.tasked.parts, lang)  # type: ignore[return-value]
         path = str(self.clean_path(split, lang))
         options = ReadOptions(chunk_lines=self.config.chunk_lines)
         if self.quoted_clean:
@@ -688,7 +703,7 @@ class Pipeline:
     def encode(self) -> None:
         cfg = self.config
         planned = {}
-        if self.tasked.enabled and "train" in cfg.split_prefixes() and backend_name(cfg) != WHITESPACE:
+        if self.tasked.parts is not None and backend_name(cfg) != WHITESPACE:  # one encode task per clean part
             for lang in cfg.langs:
                 key = self.encode_key("train", lang)
                 if self.stages.done(f"encode.train.{lang}", key) is None:
@@ -1317,6 +1332,8 @@ class Pipeline:
             return self.tasked.count_task(stage, index)
         if stage == DEDUP_STAGE:
             return self.tasked.dedup_task(index)
+        if stage.startswith(f"{SAMPLE_STAGE}."):
+            return self.tasked.sample_task(stage, index)
         raise TokenmillError(
             f"stage {stage!r} is not cut into tasks (clean.train, encode.train.LANG, binarize.train.LANG and, on a "
             "cluster, count.train, index.train and dedup.train are)")

@@ -48,12 +48,13 @@ def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, An
     if phase == "clean":
         stages = {"clean.train": pipeline.clean_settings("train").key}
     elif phase == "encode":
-        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang) for lang in config.langs}
+        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang) if pipeline.model_path(lang).exists()
+                  else None for lang in config.langs}  # no model yet: the task says which phases to run first
     else:
         raise ConfigError(f"--task is for --phase clean or encode, not {phase}")
     return [
         {"stage": stage, "task": index, "merged": True, "lines": 0, "seconds": 0.0}
-        if pipeline.stages.done(stage, key) is not None
+        if key is not None and pipeline.stages.done(stage, key) is not None
         else pipeline.run_task(stage, index, config.workers)
         for stage, key in stages.items()
     ]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tokenmill.errors import ConfigError, TokenmillError
-from tokenmill.vocab.t2t.sampling import sample_files
+from tokenmill.vocab.t2t.sampling import sample_files, sample_stream
 from tokenmill.vocab.t2t.tokenizer import count_tokens
 from tokenmill.vocab.t2t_subword import EOS_ID, PAD_ID, SubwordTextEncoder
 from tokenmill.vocab.tokenizer import TokenizerBase, bad_model
@@ -40,6 +40,12 @@ class T2TTrainSettings:
 def t2t_sample(paths: Sequence[str | os.PathLike[str]], file_byte_budget: float = 1e6) -> list[str]:
     """The lines T2T reads from ``paths`` to build a vocabulary (``generate_lines_for_vocab``)."""
     return list(sample_files(paths, file_byte_budget))
+
+
+def t2t_sample_streams(streams: Sequence[tuple[str, int, Iterable[bytes]]], file_byte_budget: float = 1e6) -> list[str]:
+    """:func:`t2t_sample` over texts given as (name, size in bytes, raw lines) instead of files on disk: the
+    same lines as from files holding those bytes."""
+    return [line for name, size, lines in streams for line in sample_stream(lines, size, file_byte_budget, name)]
 
 
 class T2TSubwordTokenizer(TokenizerBase):

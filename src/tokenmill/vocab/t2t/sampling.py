@@ -19,34 +19,45 @@ from tokenmill.errors import ConfigError, FormatError
 
 def sample_lines(path: str | os.PathLike[str], file_byte_budget: float) -> Iterator[str]:
     """Yield the stripped lines T2T samples from one file for the given byte budget."""
-    if not file_byte_budget > 0:
-        raise ConfigError(f"file_byte_budget must be positive, got {file_byte_budget!r}")
+    _check_budget(file_byte_budget)
     path = Path(path)
     try:
         size = path.stat().st_size
         handle = path.open("rb")
     except OSError as err:
         raise ConfigError(f"cannot read vocabulary source {path}: {err.strerror}") from err
+    with handle:
+        yield from sample_stream(handle, size, file_byte_budget, str(path))
+
+
+def sample_stream(lines: Iterable[bytes], size: int, file_byte_budget: float, name: str) -> Iterator[str]:
+    """:func:`sample_lines` over the raw lines (newline included) of a text of ``size`` bytes that is not one
+    file on disk (the clean tasks' parts read one after another); ``name`` names it in errors."""
+    _check_budget(file_byte_budget)
     countermax = int(size / file_byte_budget / 2)
     budget = file_byte_budget
-    with handle:
+    counter = 0
+    for lineno, raw in enumerate(lines, start=1):
+        if counter < countermax:
+            counter += 1
+            continue
+        if budget <= 0:
+            break
+        try:
+            line = raw.replace(b"\r", b"").decode("utf-8").strip()
+        except UnicodeDecodeError as err:
+            raise FormatError(
+                f"{name}:{lineno}: not valid UTF-8 at byte {err.start} of the line; "
+                "T2T reads vocabulary sources as UTF-8: re-encode the file"
+            ) from None
+        budget -= len(line)
         counter = 0
-        for lineno, raw in enumerate(handle, start=1):
-            if counter < countermax:
-                counter += 1
-                continue
-            if budget <= 0:
-                break
-            try:
-                line = raw.replace(b"\r", b"").decode("utf-8").strip()
-            except UnicodeDecodeError as err:
-                raise FormatError(
-                    f"{path}:{lineno}: not valid UTF-8 at byte {err.start} of the line; "
-                    "T2T reads vocabulary sources as UTF-8: re-encode the file"
-                ) from None
-            budget -= len(line)
-            counter = 0
-            yield line
+        yield line
+
+
+def _check_budget(file_byte_budget: float) -> None:
+    if not file_byte_budget > 0:
+        raise ConfigError(f"file_byte_budget must be positive, got {file_byte_budget!r}")
 
 
 def sample_files(paths: Iterable[str | os.PathLike[str]], file_byte_budget: float) -> Iterator[str]:
