@@ -643,7 +643,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> None:
               "| coordinator peak RSS | largest other process | load before/after | path | output vs plain |")
         print("|---|---:|---:|---:|---|---:|---:|---:|---|---|---|")
         for r in main_rows:
-            merge = " / ".join(f"{v:.1f}" for v in r["merge_seconds"].values()) or "-"
+            order = ("clean", "sample", "encode", "binarize")  # the header's order (the manifest's keys are sorted)
+            shown = sorted(r["merge_seconds"].items(), key=lambda kv: (order.index(kv[0].split(".")[0])
+                                                                       if kv[0].split(".")[0] in order else 9, kv[0]))
+            merge = " / ".join(f"{v:.1f}" for _, v in shown) or "-"
             others = {k: v for k, v in r["peak_by_role_mb"].items() if k not in ("coordinator", "Ray system")}
             other = max(others.items(), key=lambda kv: kv[1]) if others else ("-", 0)
             print(f"| {r['name']} | {r['seconds']:.1f} | {r['seconds'] / plain['seconds']:.2f}x | {r['cpu_s']:.0f} | "
