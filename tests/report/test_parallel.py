@@ -5,7 +5,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
+import time
 import types
 from pathlib import Path
 
@@ -137,3 +140,57 @@ def test_no_fork_where_a_loaded_library_minds_it(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(forked_module.os, "sched_getaffinity", lambda _: {0}, raising=False)
     monkeypatch.delitem(sys.modules, "grpc")
     assert not can_fork()  # one CPU: nothing to gain
+
+
+def test_a_child_stuck_on_a_lock_held_at_the_fork_is_killed_and_computed_here(
+        monkeypatch: pytest.MonkeyPatch, forking: None) -> None:
+    """A lock another thread held when the child forked stays held in the child forever (only the
+    forking thread is copied): the parent must not wait for that child forever."""
+    monkeypatch.setattr(forked_module, "STALL_SECONDS", 0.5)
+    lock, taken, release = threading.Lock(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock:
+            taken.set()
+            release.wait()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    taken.wait()
+
+    def build() -> int:
+        with lock:
+            return os.getpid()
+
+    child = Forked(build)
+    release.set()
+    thread.join()
+    assert child.forked
+    pid = child._pid
+    assert pid is not None
+
+    def waited_too_long(*_: object) -> None:
+        os.kill(pid, signal.SIGKILL)  # the parent may be in waitpid: let it return, then fail
+        pytest.fail("the parent waited for a stuck child")
+
+    previous = signal.signal(signal.SIGALRM, waited_too_long)
+    signal.alarm(60)
+    try:
+        assert child.result() == os.getpid()  # computed here once the child was found stuck
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not child.forked
+
+
+def test_a_slow_child_that_works_is_waited_for(monkeypatch: pytest.MonkeyPatch, forking: None) -> None:
+    monkeypatch.setattr(forked_module, "STALL_SECONDS", 0.5)
+
+    def build() -> int:
+        end = time.process_time() + 2.0  # busy well past the stall limit: it uses CPU all along
+        while time.process_time() < end:
+            pass
+        return os.getpid()
+
+    child = Forked(build)
+    assert child.result() != os.getpid()

@@ -8,13 +8,21 @@ needs it. Where there is no second core or no ``fork`` (Windows, macOS's default
 fails for any reason, the parent computes the same thing itself when asked for it: the result is
 the same either way, only the wall time differs. A process that has loaded a library which minds
 being forked (see :func:`can_fork`) does not fork either.
+
+A fork copies only the forking thread: a lock another thread held at that moment (a progress bar's,
+a thread pool's, a C library's) stays held in the child forever, and a child that waits on it would
+leave the parent reading the pipe forever. So the parent reads with ``select`` and watches the
+child's CPU time: a child that used none for :data:`STALL_SECONDS` while the parent waited is taken
+as stuck, killed, and the parent computes the result itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -41,6 +49,42 @@ def can_fork() -> bool:
         return (os.cpu_count() or 1) > 1
 
 
+STALL_SECONDS = 30.0
+"""How long a child may use no CPU (and not sit in disk I/O) while the parent waits before it is
+taken as deadlocked; a working child uses CPU all the time, so this only bounds a hang."""
+
+
+def _progress(pid: int) -> tuple[bytes, int] | None:
+    """The child's state letter and CPU ticks (user + system) from ``/proc``; None where unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return fields[0], int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _read_unless_stuck(fd: int, pid: int) -> bytes | None:
+    """Everything the child writes until it closes the pipe, or None when it stalls (see above)."""
+    chunks: list[bytes] = []
+    seen = _progress(pid)
+    moved = time.monotonic()
+    while True:
+        ready, _, _ = select.select([fd], [], [], min(1.0, STALL_SECONDS))
+        if ready:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            moved = time.monotonic()
+            continue
+        now, state = time.monotonic(), _progress(pid)
+        if state is not None and (state != seen or state[0] == b"D"):
+            seen, moved = state, now
+        elif now - moved > STALL_SECONDS:
+            return None
+
+
 def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return value.tolist()
@@ -49,7 +93,7 @@ def _plain(value: Any) -> Any:
 
 class Forked(Generic[T]):
     """``build()`` run in a forked child from construction on; :meth:`result` returns its value (JSON
-    round-tripped). ``parallel=False``, no fork here, or a failed child: :meth:`result` calls
+    round-tripped). ``parallel=False``, no fork here, or a failed or stuck child: :meth:`result` calls
     ``build()`` itself (so its exceptions are raised in the parent, as without a child)."""
 
     def __init__(self, build: Callable[[], T], parallel: bool = True) -> None:
@@ -86,10 +130,13 @@ class Forked(Generic[T]):
         if self._pid is None:
             return self.build()
         pid, self._pid = self._pid, None
+        data: bytes | None = None
         try:
-            with os.fdopen(self._fd, "rb") as pipe:
-                data = pipe.read()
+            data = _read_unless_stuck(self._fd, pid)
         finally:
+            os.close(self._fd)
+            if data is None:  # stuck (or the parent was interrupted): the child is not waited for
+                _kill(pid)
             _, status = os.waitpid(pid, 0)
         if status != 0 or not data:
             return self.build()
@@ -100,12 +147,17 @@ class Forked(Generic[T]):
         if self._pid is None:
             return
         pid, self._pid = self._pid, None
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
+        _kill(pid)
         os.close(self._fd)
         os.waitpid(pid, 0)
 
 
-__all__ = ["Forked", "can_fork"]
+def _kill(pid: int) -> None:
+    """SIGKILL a child not yet reaped (it may have exited already)."""
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+__all__ = ["STALL_SECONDS", "Forked", "can_fork"]
