@@ -1296,12 +1296,23 @@ class Pipeline:
                 "unless --disable-validation)"
             )
 
+    def warn_untasked(self) -> None:
+        """--tasks 1 with an input that is not cut into tasks yet (config refuses more tasks): say that the
+        training split runs the plain one-process path instead of silently doing so."""
+        cfg = self.config
+        what = ("--align-suffix" if cfg.align_suffix else
+                "--documents blank-line" if cfg.documents == "blank-line" else None)
+        if what and cfg.tasks == 1:
+            self.summary.warn(f"{what} is not cut into tasks yet: --tasks 1 runs the training split without tasks "
+                              "(one process, the same output)")
+
     def run(self) -> PrepareSummary:
         """The whole run, or (with a ``phase``) the coordinator's part of one phase: ``plan``, ``tokenizer``
         or ``merge`` (see :data:`PHASES`); a phase that ends early returns the summary so far."""
         self.check_inputs()
         if not self.config.output_prefix and self.tasked.phase in (None, "merge"):
             self.warn_no_validation([] if self.config.validpref else [self.config.source_lang or "this run"])
+        self.warn_untasked()
         self.inputs.refresh = self.tasked.phase in (None, "plan")  # the coordinator checks URL inputs once
         try:
             with self.exclusive():
