@@ -11,6 +11,7 @@ the encode tasks (one per part) read.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,9 +109,10 @@ class CleanParts:
         return sum(len(block) for block in self.raw_blocks(lang))
 
     def raw_lines(self, lang: str) -> Iterator[bytes]:
-        """The cleaned file's lines as bytes, newline included (as a binary file iterates them)."""
+        """The cleaned file's lines as bytes, newline included, as a binary file iterates them: only ``\n``
+        ends a line (``bytes.splitlines`` would also cut at a lone ``\r`` that a kept line may hold)."""
         for block in self.raw_blocks(lang):
-            yield from block.splitlines(keepends=True)
+            yield from io.BytesIO(block)
 
 
 class PartsSource:
