@@ -12,6 +12,7 @@ from tokenmill.prepare.object_storage import work_folder
 from tokenmill.prepare.pipeline import WORK_DIR, Pipeline, PrepareSummary
 from tokenmill.prepare.slurm import write_script
 from tokenmill.prepare.tasks import TASKS_DIR, format_status, task_status
+from tokenmill.prepare.tokenizing import WHITESPACE, backend_name
 from tokenmill.store.remote import is_url
 
 COORDINATOR_PHASES = ("plan", "tokenizer", "merge")
@@ -48,7 +49,9 @@ def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, An
     if phase == "clean":
         stages = {"clean.train": pipeline.clean_settings("train").key}
     elif phase == "encode":
-        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang) if pipeline.model_path(lang).exists()
+        words = backend_name(config) == WHITESPACE  # no model: encoded in the tokenizer phase, never as tasks
+        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang)
+                  if words or pipeline.model_path(lang).exists()
                   else None for lang in config.langs}  # no model yet: the task says which phases to run first
     else:
         raise ConfigError(f"--task is for --phase clean or encode, not {phase}")
