@@ -100,6 +100,10 @@ from tokenmill.vocab.t2t_backend import t2t_sample, t2t_sample_streams
 from tokenmill.vocab.tokenizer import Tokenizer, get_backend, load_tokenizer, stable_name, train_tokenizer
 
 log = logging.getLogger("tokenmill.prepare")
+
+SAMPLE_RULE = "smallest-keys"
+"""The training sample's rule (:mod:`~tokenmill.prepare.line_sample`), part of the tokenizer stage's key;
+earlier versions drew a sequential reservoir sample (no rule in their key)."""
 WORK_DIR = ".work"
 _PHARAOH = re.compile(r"(?:\d+-\d+(?: \d+-\d+)*)?")
 _ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id arrays
@@ -558,13 +562,20 @@ class Pipeline:
             self._stage("tokenizer", key, lambda: self._copy_model(name, given, models))
         else:
             settings = train_settings(cfg)
-            sample_key = (cfg.file_byte_budget,) if name == "t2t-subword" else (cfg.input_sentence_size, cfg.seed)
-            key = fingerprint("tokenizer", name, self.keys["clean.train"], _jsonable(settings), cfg.joint_spm,
-                              sample_key)
-            info = self._stage("tokenizer", key, lambda: self._train_models(name, settings))
+            info = self._stage("tokenizer", self.train_key(name, settings), lambda: self._train_models(name, settings))
             if name == "sentencepiece":
                 self.warn_small_vocabulary(info)
         self._tokenizers.clear()
+
+    def train_key(self, name: str, settings: Any) -> str:
+        """The key of a trained tokenizer: the cleaned text, the settings and the sample (its size, seed and
+        rule: :data:`SAMPLE_RULE`, so a model an earlier version trained on its reservoir sample is trained
+        again rather than kept, and a folder's output does not depend on the version that began it)."""
+        cfg = self.config
+        sample_key = (cfg.file_byte_budget,) if name == "t2t-subword" else (cfg.input_sentence_size, cfg.seed,
+                                                                              SAMPLE_RULE)
+        return fingerprint("tokenizer", name, self.keys["clean.train"], _jsonable(settings), cfg.joint_spm,
+                           sample_key)
 
     def _copy_model(self, name: str, given: str, models: list[Path]) -> tuple[list[Path], dict[str, Any]]:
         tokenizer = load_tokenizer(name, given, load_settings(self.config))

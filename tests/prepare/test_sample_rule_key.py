@@ -1,0 +1,31 @@
+"""A folder prepared by a version that drew the tokenizer's sample by a reservoir must not keep that model:
+the tokenizer stage's key names the sample's rule, so the stage is redone and the folder's output is the
+fresh run's (a pure function of inputs and settings, whatever version began the folder)."""
+
+from __future__ import annotations
+
+import json
+
+import tokenmill
+from tests.prepare.tasks_corpus import write_corpus
+from tests.prepare.test_tasks import settings_for
+from tokenmill.prepare import build_config
+from tokenmill.prepare.pipeline import SAMPLE_RULE, _jsonable
+from tokenmill.prepare.state import fingerprint
+from tokenmill.prepare.tokenizing import train_settings
+
+
+def test_a_reservoir_era_tokenizer_record_is_not_taken_as_done(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", pairs=300)
+    settings = settings_for(corpus, tmp_path / "bin", vocab_size=200)
+    tokenmill.prepare(settings, progress=False)
+    state = tmp_path / "bin" / ".state"
+    record = json.loads((state / "tokenizer.json").read_text(encoding="utf-8"))
+    clean_key = json.loads((state / "clean.train.json").read_text(encoding="utf-8"))["fingerprint"]
+    cfg = build_config(settings)
+    train = _jsonable(train_settings(cfg))
+    sample = (cfg.input_sentence_size, cfg.seed)
+    earlier = fingerprint("tokenizer", "sentencepiece", clean_key, train, cfg.joint_spm, sample)  # before 0c67edc
+    assert record["fingerprint"] == fingerprint("tokenizer", "sentencepiece", clean_key, train, cfg.joint_spm,
+                                        (*sample, SAMPLE_RULE))  # the same ingredients, and the rule
+    assert record["fingerprint"] != earlier
