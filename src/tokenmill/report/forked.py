@@ -50,8 +50,9 @@ def can_fork() -> bool:
 
 
 STALL_SECONDS = 30.0
-"""How long a child may use no CPU (and not sit in disk I/O) while the parent waits before it is
-taken as deadlocked; a working child uses CPU all the time, so this only bounds a hang."""
+"""How long a child may use no CPU while asleep (neither runnable, waiting for a busy CPU, nor in disk
+I/O) while the parent waits before it is taken as deadlocked; a working child uses CPU all the time,
+so this only bounds a hang."""
 
 
 def _progress(pid: int) -> tuple[bytes, int] | None:
@@ -79,7 +80,7 @@ def _read_unless_stuck(fd: int, pid: int) -> bytes | None:
             moved = time.monotonic()
             continue
         now, state = time.monotonic(), _progress(pid)
-        if state is not None and (state != seen or state[0] == b"D"):
+        if state is not None and (state != seen or state[0] in (b"R", b"D")):  # running, runnable or on disk
             seen, moved = state, now
         elif now - moved > STALL_SECONDS:
             return None
