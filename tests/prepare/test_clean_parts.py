@@ -11,8 +11,9 @@ import pytest
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
-from tokenmill.prepare import clean_parts
+from tokenmill.prepare import clean_parts, sample_tasks
 from tokenmill.prepare.clean_parts import CleanParts, kept_blocks, lines_at, save_gone
+from tokenmill.prepare.distributed import Tasked
 from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.part_merge import LineIndexer
 from tokenmill.prepare.sample_tasks import merged_sample, part_candidates
@@ -124,8 +125,45 @@ def test_candidates_per_part_merge_into_the_whole_texts_sample(tmp_path, capacit
         out = tmp_path / f"out{index}"
         out.mkdir()
         part_candidates(parts, index, ["en", "en"], base, len(kept), capacity, 9, out, "s")
-    merged = merged_sample([tmp_path / f"out{i}" for i in range(len(bases))], "s", capacity)
+    merged = merged_sample([tmp_path / f"out{i}" for i in range(len(bases))], "s", capacity, 2 * len(kept))
     assert merged == brute_force(kept + kept, capacity, seed=9)  # two sides numbered one after the other
+
+
+def test_parts_keep_their_share_of_the_sample_not_all_of_it(tmp_path):
+    """Under the text's key limit a part writes about its share of k (plus the margin), not k lines each: 20
+    parts of a 20,000-line text and k = 500 write a few times k in all, where 20 k without the limit."""
+    rng = np.random.default_rng(5)
+    parts, kept = write_parts(tmp_path, rng, [1500] * 20)
+    bases = np.concatenate([[0], np.cumsum(parts.kept_lines())[:-1]]).tolist()
+    written = 0
+    for index, base in enumerate(bases):
+        out = tmp_path / f"out{index}"
+        out.mkdir()
+        written += part_candidates(parts, index, ["en"], base, len(kept), 500, 2, out, "s")
+    assert 500 <= written < 3 * 500
+    merged = merged_sample([tmp_path / f"out{i}" for i in range(len(bases))], "s", 500, len(kept))
+    assert merged == brute_force(kept, 500, seed=2)
+
+
+def test_too_few_keys_under_the_limit_ask_for_one_pass(tmp_path, monkeypatch):
+    """Should the parts hold fewer than k keys under the limit (odds of e^-32), the merge returns None rather
+    than a short or different sample; the pipeline then draws it in one pass (next test)."""
+    monkeypatch.setattr(sample_tasks, "key_limit", lambda capacity, population: 1 << 50)  # far too low
+    parts, kept = write_parts(tmp_path, np.random.default_rng(6), [300, 200])
+    for index, base in enumerate([0, parts.kept_lines()[0]]):
+        (tmp_path / f"out{index}").mkdir()
+        part_candidates(parts, index, ["en"], base, len(kept), 50, 4, tmp_path / f"out{index}", "s")
+    assert merged_sample([tmp_path / "out0", tmp_path / "out1"], "s", 50, len(kept)) is None
+
+
+def test_a_short_merge_draws_the_sample_in_one_pass_with_the_same_lines(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus", pairs=600)
+    settings = {"input_sentence_size": 150}
+    tokenmill.prepare(settings_for(corpus, tmp_path / "plain", **settings), progress=False)
+    monkeypatch.setattr(Tasked, "training_sample", lambda self, *args: None)  # as if the limit left too few
+    summary = tokenmill.prepare(settings_for(corpus, tmp_path / "tasked", tasks=3, **settings), progress=False)
+    assert "clean.train" in summary.tasks
+    assert_same_output(tmp_path / "plain", tmp_path / "tasked")
 
 
 def test_alignments_with_one_task_are_cleaned_in_one_piece(tmp_path):

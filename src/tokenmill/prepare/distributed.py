@@ -403,9 +403,10 @@ class Tasked:
 
     # ---------------------------------------------------------------- sample.train.{langs}
     def training_sample(self, langs: list[str], capacity: int, seed: int, execute: Callable[..., dict[str, Any]]
-                        ) -> list[str]:
+                        ) -> list[str] | None:
         """The tokenizer's sample of ``langs`` (one model) from the clean parts: one task per part writes its
-        candidates, the coordinator reads the ``capacity`` with the smallest keys (:mod:`sample_tasks`)."""
+        candidates, the coordinator reads the ``capacity`` with the smallest keys (:mod:`sample_tasks`); None
+        when the parts' key limit left too few (the caller then draws it in one pass)."""
         parts = self.parts
         assert parts is not None
         stage = f"{SAMPLE_STAGE}.{'+'.join(langs)}"
@@ -417,7 +418,8 @@ class Tasked:
                              seed=seed)
         self.run(tasks, execute, in_phase=True)
         started = time.perf_counter()
-        sample = merged_sample([tasks.folder(i) for i in range(tasks.count)], SAMPLE, capacity)
+        population = len(langs) * int(tasks.plan()["total"])
+        sample = merged_sample([tasks.folder(i) for i in range(tasks.count)], SAMPLE, capacity, population)
         self.merge_seconds[stage] = round(time.perf_counter() - started, 3)
         tasks.remove()  # the sample is in memory now; a run stopped while training draws it again
         return sample

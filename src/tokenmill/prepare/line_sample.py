@@ -8,11 +8,13 @@ keys, gives the lines one pass over the whole text keeps. The hash is the drop s
 
 Per chunk: one vectorized hash of its line numbers and one comparison with the largest key kept; only the
 lines below it are picked out (about ``k * (1 + ln(n / k))`` over ``n`` lines), and the candidates are cut
-back to ``k`` whenever they reach ``2k``.
+back to ``k`` whenever they reach ``2k``. A part of a larger text can start from a key limit
+(:func:`key_limit`): the keys are spread evenly, so only about its share of ``k`` lines fall below it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,12 +22,27 @@ import numpy as np
 from tokenmill.errors import ConfigError
 from tokenmill.text.drop_sample import line_keys
 
+KEYS = 1 << 64
+
+
+def key_limit(capacity: int, population: int) -> int | None:
+    """A key below which, of ``population`` evenly spread keys, ``capacity`` plus a wide margin fall (8 standard
+    deviations + 64): the ``capacity`` smallest keys of the whole text lie below it but for odds of about
+    e^-32, so a part keeps only the lines under it (its share of the sample, not ``capacity`` lines). None
+    when the margin covers the whole population. A merge that finds fewer than ``capacity`` keys below it
+    must draw the sample in one pass instead (:func:`~tokenmill.prepare.sample_tasks.merged_sample`)."""
+    wanted = capacity + 8 * math.sqrt(capacity) + 64
+    if wanted >= population:
+        return None
+    return min(KEYS - 1, math.ceil(KEYS * wanted / population))
+
 
 class SmallestKeys:
     """The ``capacity`` lines with the smallest ``line_keys(number, seed)`` among those added; numbers count
-    on from ``first`` (the part's first global line number) unless a chunk gives its own."""
+    on from ``first`` (the part's first global line number) unless a chunk gives its own. With ``limit`` only
+    keys below it are kept (:func:`key_limit`)."""
 
-    def __init__(self, capacity: int, seed: int = 0, first: int = 0) -> None:
+    def __init__(self, capacity: int, seed: int = 0, first: int = 0, limit: int | None = None) -> None:
         if capacity <= 0:
             raise ConfigError(f"input_sentence_size must be positive, got {capacity}")
         self.capacity = int(capacity)
@@ -35,7 +52,8 @@ class SmallestKeys:
         self.keys = np.zeros(0, np.uint64)
         self.numbers = np.zeros(0, np.int64)
         self.lines: list[str] = []
-        self._limit: np.uint64 | None = None  # the largest key of the last cut: a line above it is never kept
+        # the largest key of the last cut (or the part's limit): a line above it is never kept
+        self._limit: np.uint64 | None = None if limit is None else np.uint64(limit)
 
     def add(self, lines: Sequence[str]) -> None:
         """The next chunk of lines (numbered on from :attr:`seen`)."""
@@ -82,4 +100,4 @@ class SmallestKeys:
         return self.keys, self.numbers, self.lines
 
 
-__all__ = ["SmallestKeys"]
+__all__ = ["KEYS", "SmallestKeys", "key_limit"]

@@ -637,7 +637,11 @@ class Pipeline:
             streams = [(f"{lang} (clean parts)", parts.raw_size(lang), parts.raw_lines(lang)) for lang in langs]
             return t2t_sample_streams(streams, cfg.file_byte_budget)
         if parts is not None:  # candidates per part in tasks, the smallest keys merged here
-            return self.tasked.training_sample(langs, cfg.input_sentence_size, cfg.seed, execute_task)
+            merged = self.tasked.training_sample(langs, cfg.input_sentence_size, cfg.seed, execute_task)
+            if merged is not None:
+                return merged
+            log.warning("the sample tasks found fewer lines under their key limit than the sample holds; drawing "
+                        "it in one pass over the clean parts (the same lines)")
         sample = SmallestKeys(cfg.input_sentence_size, cfg.seed)
         for lang in langs:
             for lines in self.cleaned_chunks("train", lang):

@@ -2,7 +2,9 @@
 keys merged on the coordinator.
 
 Task i reads clean part i through its duplicate mask and keeps, per model, the part's ``k`` lines with the
-smallest seeded keys of their global line numbers (:class:`~tokenmill.prepare.line_sample.SmallestKeys`;
+smallest seeded keys of their global line numbers, among those below the text's key limit (its share of
+``k`` plus a margin, :func:`~tokenmill.prepare.line_sample.key_limit`: 200 parts of a 1B-line text write
+about ``k`` lines in all, not 200 ``k``) (:class:`~tokenmill.prepare.line_sample.SmallestKeys`;
 a model's sides count one after another: side ``j``'s line ``n`` is number ``j * total + n``). It writes
 them sorted by key: ``{model}.keys.npy``, ``{model}.numbers.npy``, ``{model}.lines.jsonl`` (one JSON string
 a line) and ``{model}.ends.npy`` (where each line ends in it).
@@ -10,7 +12,8 @@ a line) and ``{model}.ends.npy`` (where each line ends in it).
 The coordinator finds the ``k``-th smallest key of all parts by bisecting on the key's value (one binary
 search per part and step, through maps: a few pages each), then reads from each part only the lines below
 it: about ``k`` lines in all, whatever the number of parts. Sorted by line number they are the sample one
-pass over the whole cleaned text keeps.
+pass over the whole cleaned text keeps. Should the parts hold fewer than ``k`` keys below the limit (odds of
+about e^-32), the merge says so and the sample is drawn in one pass over the parts.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 
 from tokenmill.fsutil import atomic_path, atomic_write
 from tokenmill.prepare.clean_parts import CleanParts
-from tokenmill.prepare.line_sample import SmallestKeys
+from tokenmill.prepare.line_sample import SmallestKeys, key_limit
 
 _TOP = (1 << 64) - 1
 
@@ -39,7 +42,7 @@ def part_candidates(
     """Write part ``index``'s candidates for the model ``name`` of ``langs`` into ``folder``; ``base``: the
     global number of the part's first line that stays, ``total``: lines that stay in all parts (per side).
     Returns the candidates written."""
-    sample = SmallestKeys(capacity, seed)
+    sample = SmallestKeys(capacity, seed, limit=key_limit(capacity, len(langs) * total))
     for side, lang in enumerate(langs):
         sample.seen = side * total + base
         for lines in parts.part_chunks(index, lang):
@@ -56,14 +59,17 @@ def part_candidates(
     return len(encoded)
 
 
-def merged_sample(folders: list[Path], name: str, capacity: int) -> list[str]:
-    """The ``capacity`` candidates of all parts with the smallest keys, in line order."""
+def merged_sample(folders: list[Path], name: str, capacity: int, population: int) -> list[str] | None:
+    """The ``capacity`` candidates of all parts with the smallest keys, in line order; None when the parts'
+    key limit left fewer than ``capacity`` of the ``population`` lines (draw the sample in one pass then)."""
     maps = [np.load(folder / f"{name}.keys.npy", mmap_mode="r") for folder in folders]
 
     def count_below(limit: int) -> list[int]:
         return [int(np.searchsorted(keys, np.uint64(limit), side="right")) for keys in maps]
 
     counts = count_below(_TOP)
+    if sum(counts) < min(capacity, population):
+        return None
     if sum(counts) > capacity:
         lo, hi = 0, _TOP  # the smallest limit with ``capacity`` keys at or below it (keys are distinct)
         while lo < hi:
