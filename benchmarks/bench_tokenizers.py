@@ -7,7 +7,8 @@ control characters; ``--tokenizer none`` reads the same pairs word-segmented. Mo
 per corpus size and vocabulary, not timed: a SentencePiece unigram model and a Hugging Face
 byte-level BPE (both trained by ``tokenmill prepare``), tiktoken ranks converted from that BPE (GPT-2
 byte alphabet -> bytes, rank = BPE id - 1, cl100k split pattern, ``<|endoftext|>`` after the last
-rank), and a T2T subword vocabulary (``--approx-vocab-size``).
+rank), and a T2T subword vocabulary (built by ``prepare --approx-vocab-size``; every backend is given
+its model, so the runs compare encoding pipelines; T2T's vocabulary build is ``bench_t2t_subword.py``'s).
 
 Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians reported):
 
@@ -15,6 +16,8 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
   --tokenizer-model M --workers 2`` (default cleaning: normalize, drop empty, dedup; fairseq
   dictionaries for sentencepiece and none), wall seconds of the whole command and the largest
   process's peak RSS (``/usr/bin/time``); the per-stage seconds come from ``manifest.json``.
+* the same command with ``--no-report`` (no ``report.html``, which neither the floor nor
+  fairseq-preprocess makes), into another folder, right after the floor.
 * the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
   {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed around the
   encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
@@ -142,9 +145,9 @@ def hf_to_tiktoken(tokenizer_json: Path, out: Path) -> None:
     out.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(rows)))
 
 
-def models(corpus: Path, pairs: int, vocab: int) -> dict[str, Path]:
-    """The models given to prepare (cached): trained through prepare, not timed. T2T has none: prepare
-    always builds its vocabulary (``--tokenizer-model`` does not apply to it)."""
+def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int) -> dict[str, Path]:
+    """The models given to prepare (cached): trained or built through prepare, not timed (the T2T
+    vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
     root = DATA / "tokenizers" / f"models-{pairs}-{vocab}"
     root.mkdir(parents=True, exist_ok=True)
     found = {"sentencepiece": root / "spm.model", "hf": root / "tokenizer.json", "tiktoken": root / "bpe.tiktoken"}
@@ -161,7 +164,13 @@ def models(corpus: Path, pairs: int, vocab: int) -> dict[str, Path]:
         shutil.copyfile(out / "tokenizer.json", found["hf"])
     if not found["tiktoken"].exists():
         hf_to_tiktoken(found["hf"], found["tiktoken"])
-    for name in ("train-spm", "train-hf"):
+    found["t2t-subword"] = root / f"vocab-{t2t_vocab}.subwords"
+    if not found["t2t-subword"].exists():
+        print("building the T2T subword vocabulary (not timed) ...", file=sys.stderr)
+        out = train_with_prepare(corpus, root / "train-t2t", ["--tokenizer", "t2t-subword", "--approx-vocab-size",
+                                                              str(t2t_vocab)])
+        shutil.copyfile(out / "vocab.subwords", found["t2t-subword"])
+    for name in ("train-spm", "train-hf", "train-t2t"):
         shutil.rmtree(root / name, ignore_errors=True)
     return found
 
@@ -186,12 +195,10 @@ def stage_groups(stages: dict[str, dict]) -> dict[str, float]:
     return groups
 
 
-def prepare_args(backend: str, corpus: Path, model: Path | None, dest: Path, workers: int, t2t_vocab: int) -> list[str]:
+def prepare_args(backend: str, corpus: Path, model: Path | None, dest: Path, workers: int) -> list[str]:
     args = ["--source-lang", "en", "--target-lang", "zh", "--destdir", str(dest), "--workers", str(workers)]
     if backend == "none":
         args += ["--trainpref", str(corpus / "seg" / "train"), "--tokenizer", "none", "--joined-dictionary"]
-    elif backend == "t2t-subword":  # prepare builds the vocabulary itself (no --tokenizer-model for T2T)
-        args += ["--trainpref", str(corpus / "train"), "--tokenizer", backend, "--approx-vocab-size", str(t2t_vocab)]
     else:
         args += ["--trainpref", str(corpus / "train"), "--tokenizer", backend, "--tokenizer-model", str(model)]
         if backend == "sentencepiece":
@@ -206,13 +213,12 @@ def output_checksums(dest: Path) -> dict[str, str]:
             if name.endswith((".bin", ".idx", ".txt"))}
 
 
-def baseline_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int,
-                 src: str) -> dict:
+def baseline_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, src: str) -> dict:
     """``prepare`` of the baseline tree on the same input: seconds, CPU, peak RSS, stages, checksums."""
     dest = work / f"{backend}-baseline"
     shutil.rmtree(dest, ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": src}
-    measured = run_measured(tokenmill_cmd(*prepare_args(backend, corpus, model, dest, workers, t2t_vocab)), env=env)
+    measured = run_measured(tokenmill_cmd(*prepare_args(backend, corpus, model, dest, workers)), env=env)
     manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
     row = {"prepare_s": measured.seconds, "prepare_cpu_s": measured.cpu_s, "prepare_rss_mb": measured.process_peak_mb,
            "stages": stage_groups(manifest["run"]["stages"]), "checksums": output_checksums(dest)}
@@ -220,13 +226,23 @@ def baseline_run(backend: str, corpus: Path, model: Path | None, work: Path, wor
     return row
 
 
-def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int, t2t_vocab: int) -> dict:
+def no_report_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int) -> tuple[float, float]:
+    """(wall s, CPU s) of the same ``prepare`` with ``--no-report`` (no report.html: what fairseq-preprocess
+    and the floor do not make either)."""
+    dest = work / f"{backend}-no-report"
+    shutil.rmtree(dest, ignore_errors=True)
+    measured = run_measured(tokenmill_cmd(*prepare_args(backend, corpus, model, dest, workers), "--no-report"))
+    shutil.rmtree(dest, ignore_errors=True)
+    return measured.seconds, measured.cpu_s
+
+
+def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int) -> dict:
     dest = work / backend
     shutil.rmtree(dest, ignore_errors=True)
-    args = prepare_args(backend, corpus, model, dest, workers, t2t_vocab)
+    args = prepare_args(backend, corpus, model, dest, workers)
     measured = run_measured(tokenmill_cmd(*args))
     manifest = json.loads((dest / "manifest.json").read_text(encoding="utf-8"))
-    floor_model = {"none": dest / "dict.en.txt", "t2t-subword": dest / "vocab.subwords"}.get(backend, model)
+    floor_model = dest / "dict.en.txt" if backend == "none" else model
     cleaned = [str(dest / ".work" / "clean" / f"train.{lang}") for lang in ("en", "zh")]
     done = subprocess.run([sys.executable, "-c", FLOOR, backend, str(floor_model), str(workers), str(CHUNK), *cleaned],
                           capture_output=True, text=True)
@@ -252,19 +268,19 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         "checksums": output_checksums(dest),
     }
     shutil.rmtree(dest, ignore_errors=True)
+    row["prepare_no_report_s"], row["prepare_no_report_cpu_s"] = no_report_run(backend, corpus, model, work, workers)
     return row
 
 
 def median_row(rows: list[dict]) -> dict:
     out = dict(rows[-1])
-    for key in ("prepare_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb"):
+    for key in ("prepare_s", "prepare_no_report_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb"):
         values = [r[key] for r in rows if r.get(key) is not None]
         out[key] = statistics.median(values) if values else None
     out["calls_s"] = {c: statistics.median(r["calls_s"][c] for r in rows) for c in rows[0]["calls_s"]}
     out["floor_call"] = min(out["calls_s"], key=out["calls_s"].get)
     out["ratio"] = statistics.median(r["prepare_s"] / r["floor_s"] for r in rows)
-    out["ratio_no_tokenizer"] = statistics.median(
-        (r["prepare_s"] - r["stages"].get("tokenizer", 0.0)) / r["floor_s"] for r in rows)
+    out["ratio_no_report"] = statistics.median(r["prepare_no_report_s"] / r["floor_s"] for r in rows)
     groups = {g for r in rows for g in r["stages"]}
     out["stages"] = {g: statistics.median(r["stages"].get(g, 0.0) for r in rows) for g in sorted(groups)}
     out["other"] = statistics.median(r["prepare_s"] - sum(r["stages"].values()) for r in rows)
@@ -292,14 +308,14 @@ def main() -> None:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
     corpus = parallel_corpus(args.pairs)
-    found = models(corpus, args.pairs, args.vocab)
+    found = models(corpus, args.pairs, args.vocab, args.t2t_vocab)
     work = DATA / "tokenizers" / "runs"
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     started = time.perf_counter()
     baselines: dict[str, list[dict]] = {b: [] for b in backends}
     for rep in range(args.reps):
         for backend in backends:
-            run_args = (backend, corpus, found.get(backend), work, args.workers, args.t2t_vocab)
+            run_args = (backend, corpus, found.get(backend), work, args.workers)
             if args.baseline and rep % 2 == 0:
                 baselines[backend].append(baseline_run(*run_args, args.baseline))
             row = one_run(*run_args)
@@ -315,12 +331,12 @@ def main() -> None:
           f"({time.perf_counter() - started:.0f} s in all), load after {os.getloadavg()}")
     rows = [median_row(runs[b]) for b in backends]
     print("\n| backend | pairs kept | tokens | prepare s | floor s (fastest library call) | prepare / floor "
-          "| without the tokenizer stage | peak RSS (largest process) | token counts match |")
-    print("|---|---:|---:|---:|---|---:|---:|---:|---|")
+          "| --no-report s | --no-report / floor | peak RSS (largest process) | token counts match |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r['backend']} | {r['pairs_kept']:,} | {r['tokens']:,} | {r['prepare_s']:.2f} | "
-              f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['ratio_no_tokenizer']:.2f}x | "
-              f"{r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
+              f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['prepare_no_report_s']:.2f} | "
+              f"{r['ratio_no_report']:.2f}x | {r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
     print("\nEvery library call timed on the same cleaned lines (median seconds):\n")
     print("| backend | call | seconds | prepare / call |")
     print("|---|---|---:|---:|")

@@ -135,6 +135,7 @@ def parallel_corpus(pairs: int, seed: int = 0) -> Path:
     en_len = np.clip(rng.lognormal(np.log(17), 0.55, size=pairs).astype(int), 3, 120)
     zh_len = np.clip((en_len * rng.normal(0.8, 0.12, size=pairs)).astype(int), 2, 120)
     dup_of = np.where(rng.random(pairs) < 0.05, (rng.random(pairs) * np.arange(pairs)).astype(int), -1)
+    dup_of[0] = -1  # the first pair has no earlier pair to repeat
     src, tgt, src_seg, tgt_seg = [], [], [], []
     for i in range(pairs):
         j = int(dup_of[i])
