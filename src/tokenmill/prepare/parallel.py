@@ -15,7 +15,11 @@ lines and writes the bytes.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -80,7 +84,7 @@ def local_chunks(
             yield (chunk.n_read, *cleaner.local(chunk))
         return
     initargs = (cleaner.config, cleaner.leakage)
-    for cleaned, keys, counts, dropped in _pooled(_local, chunks, workers, in_flight, _init, initargs):
+    for cleaned, keys, counts, dropped in pooled(_local, chunks, workers, in_flight, _init, initargs):
         _merge_counts(cleaner, counts, dropped)
         yield cleaned.n_read, cleaned, keys
 
@@ -133,7 +137,7 @@ def clean_blocks(
     total = source.scan()
     ranges = [(start, min(start + chunk_lines, total)) for start in range(0, total, chunk_lines)]
     initargs = (cleaner.config, cleaner.leakage, source, quoted)
-    for block in _pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
+    for block in pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
         source.stats.merge(StepStats("read", block.read))
         _merge_counts(cleaner, block.counts, block.dropped)
         keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt)
@@ -150,7 +154,7 @@ def _merge_counts(cleaner: Cleaner, counts: dict[str, dict[str, int]], dropped: 
     cleaner.dropped.merge(dropped)
 
 
-def _pooled(
+def pooled(
     function: Callable[[Item], Result], items: Iterable[Item], workers: int, in_flight: int,
     initializer: Callable[..., None], initargs: tuple[Any, ...],
 ) -> Iterator[Result]:
@@ -159,7 +163,8 @@ def _pooled(
     # fork where available: workers need no re-import of __main__ (which breaks for stdin/notebooks)
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=initializer, initargs=initargs) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                             initargs=(os.getpid(), initializer, initargs)) as pool:
         pending: deque[Future] = deque()
         iterator = iter(items)
         exhausted = False
@@ -176,5 +181,28 @@ def _pooled(
 
 
 _END: Any = object()
+
+
+def _start_worker(parent: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+    """Make the worker die with its parent, then run ``initializer``: a parent killed mid-stage (SIGKILL, OOM)
+    must not leave workers blocked on the pool's queue forever, holding its pipes and memory."""
+    _die_with_parent(parent)
+    initializer(*initargs)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent exits (``prctl(PR_SET_PDEATHSIG)``); elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 

@@ -43,10 +43,20 @@ from tqdm import tqdm
 from tokenmill._core.ordered import ordered_map
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
+from tokenmill.prepare import encode_workers
 from tokenmill.prepare.clean_parts import PartsSource
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
 from tokenmill.prepare.distributed import COUNT_STAGES, DEDUP_STAGE, SAMPLE_STAGE, PhaseDone, Tasked
+from tokenmill.prepare.encode_workers import (
+    PROCESS_BACKENDS,
+    FirstSeen,
+    encoded_ranges,
+    forks,
+    global_word_ids,
+    text_batches,
+    word_ids,
+)
 from tokenmill.prepare.encoded_parts import IDS, IdCounts, regrouped, summed_counts, with_end_token
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.line_sample import SmallestKeys
@@ -761,7 +771,9 @@ class Pipeline:
 
         crash_name = f"encode.{split}.{lang}"
         with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
-            if backend_name(self.config) == WHITESPACE:
+            if cleaner is None and self.encodes_in_workers(source):
+                table = self._encode_in_workers(split, lang, source, prefix, bar, crash_name)
+            elif backend_name(self.config) == WHITESPACE:
                 table = None
                 write_json(self.words_path(split, lang), encode_words(lines(), prefix, bar, crash_name))
             else:
@@ -777,6 +789,39 @@ class Pipeline:
         if cleaner is None:
             return outputs, {}
         return outputs, {"clean": self.clean_stats(source.stats.counts, cleaner, kept, False)}
+
+    def encodes_in_workers(self, source: Source) -> bool:
+        """Whether the encode stage runs the tokenizer on worker processes that read their own ranges of the
+        cleaned ``source`` (see :mod:`~tokenmill.prepare.encode_workers`): several workers, a backend that
+        gains from it, a plain file to seek in, and more than one range of lines."""
+        return (self.config.workers > 1 and backend_name(self.config) in PROCESS_BACKENDS and forks()
+                and reads_in_workers(source) and source.scan() > encode_workers.RANGE_LINES)
+
+    def _encode_in_workers(
+        self, split: str, lang: str, source: Source, prefix: Path, bar: tqdm, crash_name: str
+    ) -> dict[str, list[int]] | None:
+        """The encode stage on worker processes: ranges come back in input order; unknown surfaces and
+        whitespace words are numbered here, in that order, so the store equals a one-process run's."""
+        whitespace = backend_name(self.config) == WHITESPACE
+        tokenizer = None if whitespace else self.tokenizer_for(lang)
+        keep = tokenizer is not None and self.keeps_unknown_surfaces()
+        surfaces = UnknownSurfaces(tokenizer) if keep else None  # type: ignore[arg-type]
+        words = FirstSeen()
+        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
+            for encoded in encoded_ranges(source, tokenizer, self.config.workers, keep_surfaces=keep,
+                                          max_chars=_ENCODE_BATCH_CHARS):
+                flat = encoded.flat
+                if whitespace:
+                    flat = global_word_ids(encoded, words)
+                elif surfaces is not None and encoded.found is not None:
+                    flat = surfaces.assign(flat, encoded.found)
+                writer.add_items(flat, encoded.lengths)
+                bar.update(encoded.lines)
+                _crash_point(f"{crash_name}:midway")
+        if whitespace:
+            write_json(self.words_path(split, lang), list(words))
+            return None
+        return None if surfaces is None else surfaces.table()
 
     def encode_lines(
         self, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int, bar: tqdm | None = None,
@@ -1370,45 +1415,18 @@ def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int)
     return Pipeline(build_config(settings), progress=False).run_task(stage, index, workers)
 
 
-def text_batches(lines: list[str], max_chars: int) -> Iterator[list[str]]:
-    """``lines`` in consecutive runs of at most ``max_chars`` characters (at least one line each): a chunk
-    of 65,536 long documents must not become one tokenizer call holding gigabytes of per-token objects."""
-    if sum(map(len, lines)) <= max_chars:
-        yield lines
-        return
-    ends = np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=len(lines)))
-    start = 0
-    while start < len(lines):
-        base = int(ends[start - 1]) if start else 0
-        stop = max(start + 1, int(np.searchsorted(ends, base + max_chars, side="right")))
-        yield lines[start:stop]
-        start = stop
-
-
 def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, crash_name: str) -> list[str]:
     """Whitespace-tokenized lines as work ids in an int32 store at ``prefix``: each word's id is its place in
     the order of first appearance (the list returned). The text is split once; counting the dictionary and
     binarizing then work on the ids (a bincount, one lookup array)."""
-    table = _FirstSeen()
+    table = FirstSeen()
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
         for lines in chunks:
-            rows = list(map(str.split, lines))
-            lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-            words = chain.from_iterable(rows)  # one lookup per word: a new word is numbered as it is met
-            writer.add_items(np.fromiter(map(table.__getitem__, words), dtype=np.int32, count=int(lengths.sum())),
-                             lengths)
+            writer.add_items(*word_ids(lines, table))
             if bar is not None:
                 bar.update(len(lines))
             _crash_point(f"{crash_name}:midway")
     return list(table)
-
-
-class _FirstSeen(dict):
-    """word -> its number in the order of first appearance; looking up a new word numbers it."""
-
-    def __missing__(self, word: str) -> int:
-        number = self[word] = len(self)
-        return number
 
 
 def chunk_batches(chunks: Iterable[list[str]]) -> Iterator[tuple[list[str], bool]]:

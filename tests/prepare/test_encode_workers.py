@@ -1,0 +1,169 @@
+"""The encode stage on worker processes that read their own ranges of the cleaned text
+(prepare.encode_workers) gives what one process gives: the same stores, dictionaries, unknown surfaces
+and words, byte for byte, with ranges far smaller than the split."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.prepare.conftest import SAMPLE, write_lines
+from tokenmill.prepare import build_config, encode_workers, pipeline, prepare
+
+RANGE = 40  # lines per worker range in these tests: every split spans several ranges
+RARE = {"en": ["© 2024 ’quoted’ — Ærø", "Ǆ ǅ ǆ dz"], "zh": ["ⅷ ⓐ ㈱ 〄", "𠀀𠀁 𪚥"]}  # outside the model
+
+
+def outputs(folder: Path) -> dict[str, bytes]:
+    """Every store, dictionary and encode-stage table of a run, by name (not the log or manifest)."""
+    names = [p for p in folder.rglob("*") if p.is_file() and p.suffix in (".bin", ".idx", ".txt", ".json")
+             and p.name not in ("manifest.json", "state.json") and ".state" not in p.parts]
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in names}
+
+
+def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[dict, dict, int]:
+    """The outputs of ``prepare`` with 1 and 2 workers, and how many encode stages ran on worker processes."""
+    monkeypatch.setattr(encode_workers, "RANGE_LINES", RANGE)
+    ran: list[int] = []
+    real = encode_workers.encoded_ranges
+
+    def spy(*args, **kwargs):
+        ran.append(1)
+        yield from real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "encoded_ranges", spy)
+    runs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        prepare(build_config({**settings, "workers": workers, "destdir": str(out)}), progress=False)
+        runs[workers] = outputs(out)
+    return runs[1], runs[2], len(ran)
+
+
+def sample_with_rare(folder: Path, every: int = 37) -> Path:
+    """The bundled en-zh sample with characters the sample's model does not know, in lines all over it."""
+    folder.mkdir()
+    for lang in ("en", "zh"):
+        lines = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+        for i in range(0, len(lines), every):
+            lines[i] = f"{lines[i]} {RARE[lang][(i // every) % 2]}"
+        write_lines(folder / f"train.{lang}", lines)
+    return folder / "train"
+
+
+@pytest.fixture(scope="module")
+def sample_model(tmp_path_factory) -> Path:
+    """A SentencePiece model of the plain sample: the rare characters above are unknown to it."""
+    out = tmp_path_factory.mktemp("model") / "out"
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                          "destdir": str(out), "vocab_size": 200, "joined_dictionary": True, "workers": 1}),
+            progress=False)
+    return out / "spm.model"
+
+
+def test_sentencepiece_with_unknown_surfaces_in_many_ranges(sample_model, tmp_path, monkeypatch):
+    """fairseq fidelity keeps every unknown piece as its surface text, numbered in order of first appearance:
+    the parent numbers them range after range, so the dictionary and ids equal the one-process run's."""
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(sample_with_rare(tmp_path / "raw")),
+                "tokenizer_model": str(sample_model), "joined_dictionary": True}
+    one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
+    assert ran == 2  # both sides were encoded on workers
+    unknown = json.loads(one[".work/ids/train.zh.unknown.json"])
+    assert len(unknown) >= 4 and max(count for _, count in unknown.values()) > 1  # rare pieces, met in many ranges
+    dictionary = one["dict.en.txt"].decode("utf-8")
+    assert "©" in dictionary and "𪚥" in dictionary  # surfaces became words of fairseq's dictionary
+    assert one == two
+
+
+def test_whitespace_words_first_met_in_later_ranges(tmp_path, monkeypatch):
+    """Each range numbers its words on its own; the parent maps them to the split's order of first appearance."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_lines(raw / "train.en", [f"w{i % 7} new{i // 30} x{i % 3}" for i in range(200)])  # new words every range
+    write_lines(raw / "train.de", [f"v{i % 5} neu{i // 45}" for i in range(200)])
+    settings = {"source_lang": "en", "target_lang": "de", "trainpref": str(raw / "train"), "tokenizer": "none",
+                "dedup": False}
+    one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
+    assert ran == 2
+    words = json.loads(one[".work/ids/train.en.words.json"])
+    assert words[:4] == ["w0", "new0", "x0", "w1"] and "new6" in words
+    assert one == two
+
+
+@pytest.mark.parametrize("backend", ["t2t-subword", "tiktoken"])
+def test_other_backends_on_workers_equal_one_process(backend, tmp_path, monkeypatch):
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train")}
+    if backend == "t2t-subword":
+        settings.update(tokenizer="t2t-subword", approx_vocab_size=300)
+    else:  # byte-level ranks: every byte is a token, so any text encodes
+        model = tmp_path / "bytes.tiktoken"
+        model.write_bytes(b"".join(base64.b64encode(bytes([b])) + b" %d\n" % b for b in range(256)))
+        settings.update(tokenizer="tiktoken", tokenizer_model=str(model))
+    one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
+    assert ran == 2
+    assert one == two
+
+
+def test_small_splits_and_one_worker_stay_in_one_process(sample_model, tmp_path, monkeypatch):
+    """Below two ranges of lines (or with --workers 1), starting workers would cost more than it saves."""
+    monkeypatch.setattr(encode_workers, "RANGE_LINES", 10_000)
+    ran: list[int] = []
+    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                          "tokenizer_model": str(sample_model), "destdir": str(tmp_path / "o"), "workers": 2}),
+            progress=False)
+    assert ran == []
+
+
+def survivors(marker: str, wait: float = 10.0) -> list[int]:
+    """Processes whose command line holds ``marker`` (forked workers keep their parent's), after up to ``wait`` s."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if marker.encode() in (entry / "cmdline").read_bytes():
+                        found.append(int(entry.name))
+                except OSError:
+                    continue
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def test_killed_inside_the_encode_stage_then_rerun_gives_the_same_files(sample_model, tmp_path):
+    """SIGKILL after the first range the parent wrote (workers still busy), then a re-run: the same outputs as
+    an uninterrupted run, and no worker process outlives the killed run."""
+    raw = sample_with_rare(tmp_path / "raw")
+    config = tmp_path / "config.yaml"
+    run = [sys.executable, "-c", "import sys; from tokenmill.prepare import encode_workers; "
+           f"encode_workers.RANGE_LINES = {RANGE}; from tokenmill.cli import main; sys.exit(main())",
+           "prepare", "-c", str(config), "-q", "--no-report"]
+    made = {}
+    for name, crash in (("reference", None), ("killed", "encode.train.zh:midway")):
+        out = tmp_path / name
+        config.write_text(yaml.safe_dump({"source_lang": "en", "target_lang": "zh", "trainpref": str(raw),
+                                          "tokenizer_model": str(sample_model), "joined_dictionary": True,
+                                          "workers": 2, "destdir": str(out)}), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k != "TOKENMILL_CRASH_AT"}
+        if crash:
+            killed = subprocess.run(run, env={**env, "TOKENMILL_CRASH_AT": crash}, capture_output=True, text=True,
+                                    timeout=120)
+            assert killed.returncode == -9, killed.stderr
+            assert not (out / "manifest.json").exists()
+            assert not survivors(str(config)), "a worker of the killed run is still alive"
+        done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        made[name] = outputs(out)
+        shutil.rmtree(out / ".work" / "clean", ignore_errors=True)
+    assert made["killed"] == made["reference"]
