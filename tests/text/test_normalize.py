@@ -106,3 +106,46 @@ def test_property_chunk_path_equals_per_line_reference(lines: list[str], flags) 
     assert n(lines) == [reference(x, n) for x in lines]
     ascii_lines = [x.encode("ascii", "ignore").decode() for x in lines]
     assert n(ascii_lines) == [reference(x, n) for x in ascii_lines]
+
+
+def test_lines_no_step_changes_come_back_as_they_are() -> None:
+    """Only lines with something to do are normalized; the others are the input's own objects."""
+    clean = ["plain ascii", "中文，混合 scripts 😀", "é and ﬁ stay without NFKC", "", "Ａ untouched by default"]
+    dirty = ["two  spaces", " lead", "trail ", "tab\there", "nul\x00", "cr\rlf", "bom\ufeff", "ls\u2028x", "nbsp\xa0x"]
+    lines = [x for pair in zip(clean, dirty[:5], strict=True) for x in pair] + dirty[5:]
+    stats = StepStats("normalize")
+    out = Normalizer()(lines, stats)
+    assert out == [reference(x, Normalizer()) for x in lines]
+    assert all(out[lines.index(x)] is x for x in clean)
+    assert stats.counts == {"lines": len(lines), "changed": len(dirty)}
+
+
+def test_nfkc_and_folding_find_the_lines_they_change() -> None:
+    lines = ["ﬁne", "already NFKC 中文", "Ａ", "①", "e\u0301", "\U0001d400 bold", "ok"]
+    for n in (Normalizer(nfkc=True), Normalizer(fullwidth=True), Normalizer(nfkc=True, collapse_whitespace=False)):
+        stats = StepStats("normalize")
+        out = n(lines, stats)
+        assert out == [reference(x, n) for x in lines]
+        assert stats.counts["changed"] == sum(a != b for a, b in zip(lines, out, strict=True))
+        assert out[1] is lines[1] and out[-1] is lines[-1]
+
+
+wide = st.sampled_from(
+    [*"ab 中", "\t", "\r", "\x7f", "\x9f", "\x1f", "\u1680", "\u2000", "\u200b", "\u202f", "\u205f", "\u3000",
+     "\uff01", "\uff5e", "\uff5f", "\uff60", "\ufeff", "\U0001f600", "\U0001d400", "\u00bd", "\u0301"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet=wide, max_size=12), max_size=12),
+    flags=st.tuples(st.booleans(), st.booleans(), st.booleans(), st.booleans()),
+)
+def test_property_changed_count_and_untouched_lines(lines: list[str], flags) -> None:
+    """Lines that need work anywhere in a chunk (incl. the edges of the lookup tables, non-BMP, CR):
+    the result is the per-line reference, ``changed`` counts the lines that differ."""
+    n = Normalizer(*flags)
+    stats = StepStats("normalize")
+    out = n(lines, stats)
+    assert out == [reference(x, n) for x in lines]
+    assert stats.counts.get("changed", 0) == sum(a != b for a, b in zip(lines, out, strict=True))

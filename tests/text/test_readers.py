@@ -14,6 +14,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tokenmill.text.readers as readers
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.text.readers import (
     JsonlSource,
@@ -361,3 +362,18 @@ def test_open_source_dispatch(tmp_path: Path) -> None:
         open_source([a], tgt_files=[b, b])
     with pytest.raises(ConfigError, match="unknown input format"):
         open_source([a], "csv")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("piece", [4, 16, 1 << 16])
+def test_sparse_index_found_piece_by_piece_equals_every_line_start(tmp_path, monkeypatch, piece: int) -> None:
+    """scan_lines counts newlines in pieces and searches only the pieces holding a kept line start."""
+    monkeypatch.setattr(readers, "_PIECE", piece)
+    rng = np.random.default_rng(3)
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"".join(b"x" * int(n) + b"\n" for n in rng.integers(0, 30, 500)) + b"tail")
+    starts = np.concatenate([[0], np.flatnonzero(np.frombuffer(path.read_bytes(), dtype=np.uint8) == 10) + 1])
+    for every in (2, 3, 64, 1000):
+        for block in (7, 100, 1 << 22):
+            index = readers.scan_lines(path, every, block)
+            assert index.n_lines == 501
+            assert index.offsets.tolist() == [*starts[::every].tolist(), path.stat().st_size]

@@ -57,9 +57,13 @@ class LineBlock:
         if keep.all():
             return self.data
         ends = self.ends
-        lengths = np.diff(ends, prepend=-1)  # each line with its "\n"
-        mask = np.repeat(keep, lengths)
-        return np.frombuffer(self.data, dtype=np.uint8)[mask].tobytes()
+        edges = np.diff(keep.view(np.int8), prepend=0, append=0)  # +1 where a run of kept lines starts, -1 after it
+        first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+        starts = np.zeros(len(first), dtype=np.int64)
+        inside = first > 0
+        starts[inside] = ends[first[inside] - 1] + 1
+        runs = map(slice, starts.tolist(), (ends[last] + 1).tolist())  # one slice per run: as many as lines dropped
+        return b"".join(map(self.data.__getitem__, runs))
 
 
 __all__ = ["LineBlock", "line_text"]

@@ -68,6 +68,15 @@ _ASCII_CONTROL_MAP = bytes.maketrans(SPACE_CONTROLS[:-1].encode(), b" " * (len(S
 _ASCII_SPACE_MAP = bytes.maketrans(b"\t\x0b\x0c\r\x1c\x1d\x1e\x1f", b" " * 8)
 _ASCII_BOTH_MAP = _ASCII_CONTROL_MAP.translate(_ASCII_SPACE_MAP)  # both mappings in one table: one pass
 
+# What a code point asks of the fast check (Normalizer._suspects): nothing, a step's work, a space, LF
+_C_NONE, _C_FLAG, _C_SPACE, _C_LF = 0, 1, 2, 3
+_CLASS = np.zeros(0xFF60 + 1, dtype=np.uint8)  # code points past the end (clipped to the last entry): nothing
+_CLASS[[ord(c) for c in DELETED + SPACE_CONTROLS + WHITESPACE]] = _C_FLAG
+_CLASS[0x20], _CLASS[_NL] = _C_SPACE, _C_LF
+_CLASS_FOLD = _CLASS.copy()  # with the full-width forms that folding (or NFKC) changes
+_CLASS_FOLD[[*FULLWIDTH_TABLE]] = _C_FLAG
+_ASCII_CLASS = _CLASS[:256].tobytes()  # the same for ASCII text, as a bytes.translate table
+
 
 @dataclass(frozen=True)
 class Normalizer:
@@ -99,10 +108,10 @@ class Normalizer:
             return list(lines)
         if stats is not None and per_step:
             return self._counted(lines, stats)
-        out = self._apply_list(lines)
+        out, changed = self._apply(lines)
         if stats is not None:
             stats.add("lines", len(lines))
-            stats.add("changed", sum(map(ne, lines, out)))
+            stats.add("changed", changed)
         return out
 
     def _counted(self, lines: list[str], stats: StepStats) -> list[str]:
@@ -118,12 +127,56 @@ class Normalizer:
         return cur
 
     def _apply_list(self, lines: list[str]) -> list[str]:
+        return self._apply(lines)[0]
+
+    def _apply(self, lines: list[str]) -> tuple[list[str], int]:
+        """(normalized copy of ``lines``, lines changed). Only the lines some step may change are
+        normalized (see :meth:`_suspects`); the others are the input's own ``str`` objects."""
         if not lines:
-            return []
-        out = self._lines("\n".join(lines))
-        if len(out) != len(lines):  # an item holds "\n" (no step adds or removes one): item by item
-            return [self._one(x) for x in lines]
-        return out
+            return [], 0
+        text = "\n".join(lines)
+        todo = self._suspects(text, len(lines))
+        if todo is None:  # an item holds "\n" (no step adds or removes one): item by item
+            out = [self._one(x) for x in lines]
+            return out, sum(map(ne, lines, out))
+        out = list(lines)
+        if not len(todo):
+            return out, 0
+        picked = todo.tolist()
+        before = [lines[i] for i in picked]
+        after = self._lines("\n".join(before))
+        for i, line in zip(picked, after, strict=True):
+            out[i] = line
+        return out, sum(map(ne, before, after))
+
+    def _suspects(self, text: str, n: int) -> np.ndarray | None:
+        """Indices of the lines of ``text`` (``n`` lines joined by ``\n``) that an enabled step may change:
+        a control character, whitespace other than U+0020, a full-width form (when folding), two spaces in
+        a row or a space at either end (when collapsing), or not NFKC (when normalizing). A line with none
+        of these is left as it is by every step. None when ``text`` has more than ``n`` lines."""
+        fold = self.nfkc or self.fullwidth
+        if text.isascii():
+            cls = np.frombuffer(text.encode("ascii").translate(_ASCII_CLASS), dtype=np.uint8)
+        else:
+            cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+            cls = np.take(_CLASS_FOLD if fold else _CLASS, cps, mode="clip")  # past the table: nothing to do
+        newline = cls == _C_LF
+        ends = np.flatnonzero(newline)
+        if len(ends) != n - 1:
+            return None
+        bad = cls == _C_FLAG
+        if self.collapse_whitespace and len(cls):
+            space = cls == _C_SPACE
+            bad[1:] |= space[1:] & (cls[:-1] >= _C_SPACE)  # a space after a space or LF
+            bad[:-1] |= space[:-1] & newline[1:]  # ... before LF
+            bad[0] |= space[0]  # ... first or last
+            bad[-1] |= space[-1]
+        todo = np.unique(np.searchsorted(ends, np.flatnonzero(bad)))
+        if self.nfkc and not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+            lines = text.split("\n")
+            ok = np.fromiter(map(unicodedata.is_normalized, repeat("NFKC"), lines), dtype=bool, count=n)
+            todo = np.union1d(todo, np.flatnonzero(~ok))
+        return todo
 
     def _one(self, item: str) -> str:
         """One item that may contain ``\\n`` (JSONL): whitespace like any other when collapsing."""
