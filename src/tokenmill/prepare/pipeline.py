@@ -790,12 +790,13 @@ class Pipeline:
             return outputs, {}
         return outputs, {"clean": self.clean_stats(source.stats.counts, cleaner, kept, False)}
 
-    def encodes_in_workers(self, source: Source) -> bool:
+    def encodes_in_workers(self, source: Source | PartsSource) -> bool:
         """Whether the encode stage runs the tokenizer on worker processes that read their own ranges of the
         cleaned ``source`` (see :mod:`~tokenmill.prepare.encode_workers`): several workers, a backend that
-        gains from it, a plain file to seek in, and more than one range of lines."""
+        gains from it, a plain file to seek in (not the clean tasks' parts), and more than one range of lines."""
         return (self.config.workers > 1 and backend_name(self.config) in PROCESS_BACKENDS and forks()
-                and reads_in_workers(source) and source.scan() > encode_workers.RANGE_LINES)
+                and isinstance(source, Source) and reads_in_workers(source)
+                and source.scan() > encode_workers.RANGE_LINES)
 
     def _encode_in_workers(
         self, split: str, lang: str, source: Source, prefix: Path, bar: tqdm, crash_name: str
