@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tokenmill.report import ReportOptions, drawing, gather, plots, render_html, to_json
+from tokenmill.report import ReportOptions, drawing, gather, gather_for_page, plots, render_html, to_json
 from tokenmill.report.forked import Forked, can_fork
+from tokenmill.report.page import early_charts
 
 gather_module = importlib.import_module("tokenmill.report.gather")
 forked_module = importlib.import_module("tokenmill.report.forked")  # the package's name is the function
@@ -77,6 +78,39 @@ def test_forked_gather_and_page_equal_one_process(kind: str, request: pytest.Fix
     page = render_html(fixed, options, parallel=True)
     assert page == render_html(fixed, options, parallel=False)
     assert "<!--chart" not in page and page.count("<svg") == page.count('<figure class="chart"') > 0
+
+
+@pytest.mark.parametrize("kind", list(OPTIONS))
+def test_charts_drawn_early_are_the_pages_charts(kind: str, request: pytest.FixtureRequest) -> None:
+    options = OPTIONS[kind]
+    report = gather(request.getfixturevalue(kind), options, parallel=False)
+    assert early_charts(report, options.max_plotted_parts, lambda: False) == {}
+    drawn = early_charts(report, options.max_plotted_parts, lambda: True)
+    assert bool(drawn) == (kind != "lm_dir")  # LM data: its data section waits for the LM numbers
+    page = render_html(report, options, parallel=False)
+    assert render_html(report, options, drawn=drawn) == page
+    assert all(svg in page for svg in drawn.values())
+    marked = {k: f'<svg id="early-{i}"></svg>' for i, k in enumerate(drawn)}  # reused, not drawn again
+    again = render_html(report, options, parallel=False, drawn=marked)
+    assert all(svg in again for svg in marked.values())
+    assert again.count("<svg") == page.count("<svg")
+
+
+def test_charts_are_drawn_while_the_child_computes_batching(pairs_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              forking: None) -> None:
+    options = OPTIONS["pairs_dir"]
+    real = gather_module._background
+
+    def slow(*args):
+        time.sleep(3.0)  # the parent is done with its own sections long before
+        return real(*args)
+
+    monkeypatch.setattr(gather_module, "_background", slow)
+    numbers, drawn = gather_for_page(pairs_dir, options)
+    assert drawn and "early" in numbers["timings"]
+    page = render_html(numbers, options, drawn=drawn)
+    assert page == render_html(numbers, options, parallel=False)
+    assert "<!--chart" not in page and page.count("<svg") == page.count('<figure class="chart"')
 
 
 def test_charts_split_by_weight() -> None:

@@ -10,7 +10,7 @@ import click
 
 from tokenmill.batching.config import MODES
 from tokenmill.errors import ConfigError, opening
-from tokenmill.report import ReportOptions, default_output, gather, render_html, to_json, warm_up_charts
+from tokenmill.report import ReportOptions, default_output, gather, gather_for_page, render_html, to_json
 from tokenmill.report.options import DEFAULT_TEMPERATURES
 from tokenmill.settings import Range, number
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
@@ -89,12 +89,12 @@ def report(
         temperatures=tuple(temperatures) or DEFAULT_TEMPERATURES, seq_length=seq_length, blend=tuple(blend),
         blend_samples=blend_samples, token_sample=token_sample, verify=verify, seed=seed,
     )
-    numbers = gather(directory, options, meanwhile=None if as_json and output is None else warm_up_charts)
     if as_json and output is None:
-        click.echo(to_json(numbers))
+        click.echo(to_json(gather(directory, options)))
         return
+    numbers, drawn = gather_for_page(directory, options)
     try:
-        page = render_html(numbers, options)
+        page = render_html(numbers, options, drawn=drawn)
     except ImportError as error:
         raise ConfigError(
             f"the report's charts need matplotlib ({error}); install it with: pip install 'tokenmill[report]'"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,34 @@ def to_json(report: dict[str, Any]) -> str:
     return json.dumps(report, default=plain, ensure_ascii=False, sort_keys=True)
 
 
-def render_html(report: dict[str, Any], options: ReportOptions | None = None, *, parallel: bool = True) -> str:
+def render_html(report: dict[str, Any], options: ReportOptions | None = None, *, parallel: bool = True,
+                drawn: dict[str, str] | None = None) -> str:
     """The HTML page of a gathered report (needs matplotlib: ``pip install 'tokenmill[report]'``);
-    ``parallel``: see :func:`tokenmill.report.page.render`."""
+    ``parallel`` and ``drawn``: see :func:`tokenmill.report.page.render`."""
     from tokenmill.report.page import render
 
     options = options or ReportOptions()
-    return render(report, max_plots=options.max_plotted_parts, parallel=parallel)
+    return render(report, max_plots=options.max_plotted_parts, parallel=parallel, drawn=drawn)
+
+
+def gather_for_page(
+    directory: str | os.PathLike[str], options: ReportOptions
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """:func:`gather` for a page: matplotlib is imported and warmed up, and the charts of the sections
+    known early are drawn, while a forked child computes the batching numbers (the two cores stay
+    busy); returns (numbers, charts drawn so far) for :func:`render_html`. The page is the same bytes
+    as one rendered from ``gather`` alone: only which process drew which chart, and when, differs."""
+    from tokenmill.report.page import early_charts
+
+    drawn: dict[str, str] = {}
+
+    def early(known: dict[str, Any], busy: Callable[[], bool]) -> None:
+        try:
+            drawn.update(early_charts(known, options.max_plotted_parts, busy))
+        except ImportError:  # no matplotlib: rendering says so
+            pass
+
+    return gather(directory, options, meanwhile=warm_up_charts, early=early), drawn
 
 
 def warm_up_charts() -> None:
@@ -72,8 +94,8 @@ def write_report(
     """Gather the numbers of ``directory``, write the page atomically to ``output`` (default
     :func:`default_output`) and return (page path, numbers)."""
     options = options or ReportOptions()
-    report = gather(directory, options, meanwhile=warm_up_charts)
-    page = render_html(report, options)
+    report, drawn = gather_for_page(directory, options)
+    page = render_html(report, options, drawn=drawn)
     path = Path(output) if output is not None else default_output(directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as handle:
@@ -86,6 +108,7 @@ __all__ = [
     "default_output",
     "dropped_path",
     "gather",
+    "gather_for_page",
     "read_dropped",
     "render_html",
     "to_json",

@@ -5,11 +5,13 @@ While :func:`tokenmill.report.page.render` builds the page, each chart is only n
 a forked child (:mod:`~tokenmill.report.forked`) draws about half of the drawing work while this
 process draws the rest, both with matplotlib already imported and warmed up. Every chart is a pure
 function of its numbers (with a fixed SVG hash salt), so the page's bytes do not depend on which
-process drew what.
+process drew what, nor on which were drawn early (:func:`draw_while`, while a forked child of
+``gather`` still computes the batching numbers) and which with the rest.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from tokenmill.report import plots
-from tokenmill.report.forked import Forked, can_fork
+from tokenmill.report.forked import Forked, _plain, can_fork
 
 Call = tuple[Callable[..., str], tuple[Any, ...]]
 
@@ -58,19 +60,45 @@ def split(calls: list[Call]) -> tuple[list[int], list[int]]:
     return sorted(shares[0]), sorted(shares[1])
 
 
-def draw_all(calls: list[Call], parallel: bool = True) -> list[str]:
-    """The SVG of every noted chart, in order (a forked child draws a share where it can)."""
+def key(call: Call) -> str:
+    """What a chart is drawn from (its function and numbers): equal keys draw equal SVG."""
+    return f"{call[0].__name__}:{json.dumps(call[1], default=_plain, sort_keys=True, ensure_ascii=False)}"
+
+
+def draw_while(calls: list[Call], busy: Callable[[], bool]) -> dict[str, str]:
+    """Draw ``calls``, heaviest first, while ``busy()`` (checked before each) holds; their SVG by
+    :func:`key`, for :func:`draw_all` to reuse."""
+    drawn: dict[str, str] = {}
+    order = sorted(range(len(calls)), key=lambda i: -_WEIGHTS.get(calls[i][0].__name__, 1))
+    for i in order:
+        if not busy():
+            break
+        plots.warm_up()
+        drawn[key(calls[i])] = calls[i][0](*calls[i][1])
+    return drawn
+
+
+def draw_all(calls: list[Call], parallel: bool = True, drawn: dict[str, str] | None = None) -> list[str]:
+    """The SVG of every noted chart, in order: those in ``drawn`` (by :func:`key`, see
+    :func:`draw_while`) as they are, the others drawn now (a forked child draws a share where it can)."""
     if not calls:
         return []
+    svgs: dict[int, str] = {}
+    if drawn:
+        svgs = {i: drawn[k] for i, k in enumerate(map(key, calls)) if k in drawn}
+    todo = [i for i in range(len(calls)) if i not in svgs]
+    if not todo:
+        return [svgs[i] for i in range(len(calls))]
     plots.warm_up()
-    mine, theirs = split(calls) if parallel and len(calls) > 1 and can_fork() else (list(range(len(calls))), [])
-    child = Forked(lambda: [calls[i][0](*calls[i][1]) for i in theirs], parallel=bool(theirs))
+    rest = [calls[i] for i in todo]
+    mine, theirs = split(rest) if parallel and len(rest) > 1 and can_fork() else (list(range(len(rest))), [])
+    child = Forked(lambda: [rest[i][0](*rest[i][1]) for i in theirs], parallel=bool(theirs))
     try:
-        svgs = {i: calls[i][0](*calls[i][1]) for i in mine}
+        svgs.update((todo[i], rest[i][0](*rest[i][1])) for i in mine)
     except BaseException:
         child.cancel()
         raise
-    svgs.update(zip(theirs, child.result() if theirs else [], strict=True))
+    svgs.update(zip((todo[i] for i in theirs), child.result() if theirs else [], strict=True))
     return [svgs[i] for i in range(len(calls))]
 
 
@@ -79,4 +107,4 @@ def fill(text: str, svgs: list[str]) -> str:
     return _PLACE.sub(lambda m: svgs[int(m.group(1))], text)
 
 
-__all__ = ["collecting", "draw_all", "fill", "later", "split"]
+__all__ = ["collecting", "draw_all", "draw_while", "fill", "key", "later", "split"]

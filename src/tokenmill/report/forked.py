@@ -126,6 +126,13 @@ class Forked(Generic[T]):
         """Whether a child is computing (or computed) the result."""
         return self._pid is not None
 
+    def running(self) -> bool:
+        """Whether the child is still computing (nothing written to the pipe yet); False without one."""
+        if self._pid is None:
+            return False
+        ready, _, _ = select.select([self._fd], [], [], 0)
+        return not ready
+
     def result(self) -> T:
         """The child's result, or ``build()`` computed here."""
         if self._pid is None:

@@ -53,14 +53,18 @@ def gather(
     *,
     parallel: bool = True,
     meanwhile: Callable[[], object] | None = None,
+    early: Callable[[dict[str, Any], Callable[[], bool]], object] | None = None,
 ) -> dict[str, Any]:
     """All the report's numbers for ``directory`` (a directory ``tokenmill prepare`` wrote).
 
     The batching preview (or the LM numbers) and the blend are computed in a forked child
     (:mod:`~tokenmill.report.forked`) while this process does the overview (checksums included),
     the data and cleaning sections and then ``meanwhile`` (the page passes matplotlib's import and
-    warm-up); ``parallel=False`` computes everything here, in turn. The numbers are the same either
-    way (``timings`` adds ``meanwhile`` and ``wait``, the time spent waiting for the child)."""
+    warm-up), then ``early(report so far, busy)``: work on the sections already known for as long as
+    ``busy()`` says the child still works (the page draws their charts; without a child ``busy()`` is
+    False at once); ``parallel=False`` computes everything here, in turn. The numbers are the same
+    either way (``timings`` adds ``meanwhile``, ``early`` and ``wait``, the time spent waiting for
+    the child)."""
     options = options or ReportOptions()
     began = time.perf_counter()
     clock = _Clock()
@@ -93,6 +97,9 @@ def gather(
         if meanwhile is not None:
             meanwhile()
             clock.lap("meanwhile")
+        if early is not None:
+            early(report, background.running)
+            clock.lap("early")
         late = background.result()
     except BaseException:
         background.cancel()

@@ -19,7 +19,7 @@ from typing import Any
 
 from tokenmill.report import plots
 from tokenmill.report.cleaning import REASON_LABELS
-from tokenmill.report.drawing import collecting, draw_all, fill, later
+from tokenmill.report.drawing import collecting, draw_all, draw_while, fill, later
 
 _CSS = """
 :root { --fg:#1d2430; --muted:#5b6575; --line:#dde2ea; --bg:#f4f6f9; --card:#fff; --accent:#2f6db5;
@@ -638,9 +638,21 @@ def _lm(report: dict[str, Any], n: int) -> str:
     return "".join(out)
 
 
-def render(report: dict[str, Any], max_plots: int = 24, *, parallel: bool = True) -> str:
-    """The whole page for a report dict from :func:`tokenmill.report.gather.gather`: the text first,
-    then the charts (:mod:`~tokenmill.report.drawing`; ``parallel=False``: all drawn here, in turn)."""
+def early_charts(report: dict[str, Any], max_plots: int, busy: Callable[[], bool]) -> dict[str, str]:
+    """The charts of the sections ``report`` holds before its batching, LM and blend numbers (a
+    :func:`~tokenmill.report.gather.gather` ``early`` step), drawn while ``busy()`` holds; for
+    :func:`render`'s ``drawn``. None for language-model data: its data section shows the LM
+    numbers too, so its charts are not known early."""
+    if report["kind"] == "monolingual" or not busy():
+        return {}
+    known = {**report, "batching": None, "lm": None, "blend": None, "seconds": 0.0}
+    with collecting() as charts:
+        _bodies(known, max_plots)
+    return draw_while(charts, busy)
+
+
+def _bodies(report: dict[str, Any], max_plots: int) -> list[tuple[str, str, str]]:
+    """(anchor, title, HTML with chart placeholders) of every section the report has."""
     has_cleaning = any(p.get("cleaning") for p in report["parts"])
     sections: list[tuple[str, str, bool, Callable[[int], str]]] = [
         ("overview", "Overview", True, lambda n: _overview(report, n)),
@@ -651,9 +663,17 @@ def render(report: dict[str, Any], max_plots: int = 24, *, parallel: bool = True
         ("lm", "LM data", report["lm"] is not None or report["blend"] is not None, lambda n: _lm(report, n)),
     ]
     present = [(anchor, label, build) for anchor, label, shown, build in sections if shown]
+    return [(anchor, label, build(i + 1)) for i, (anchor, label, build) in enumerate(present)]
+
+
+def render(report: dict[str, Any], max_plots: int = 24, *, parallel: bool = True,
+           drawn: dict[str, str] | None = None) -> str:
+    """The whole page for a report dict from :func:`tokenmill.report.gather.gather`: the text first,
+    then the charts (:mod:`~tokenmill.report.drawing`; ``parallel=False``: all drawn here, in turn;
+    ``drawn``: charts drawn already, from :func:`early_charts`)."""
     with collecting() as charts:
-        bodies = [(anchor, label, build(i + 1)) for i, (anchor, label, build) in enumerate(present)]
-    svgs = draw_all(charts, parallel)
+        bodies = _bodies(report, max_plots)
+    svgs = draw_all(charts, parallel, drawn)
     nav = "".join(f'<a href="#{a}">{esc(label)}</a>' for a, label, _ in bodies)
     o = report["overview"]
     name = report["directory"].rstrip("/").rsplit("/", 1)[-1]
@@ -672,4 +692,4 @@ def render(report: dict[str, Any], max_plots: int = 24, *, parallel: bool = True
     )
 
 
-__all__ = ["render"]
+__all__ = ["early_charts", "render"]
