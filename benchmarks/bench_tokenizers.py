@@ -309,7 +309,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
     corpus = parallel_corpus(args.pairs)
     found = models(corpus, args.pairs, args.vocab, args.t2t_vocab)
-    work = DATA / "tokenizers" / "runs"
+    work = DATA / "tokenizers" / "runs" / str(os.getpid())  # two benchmarks at once must not share folders
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     started = time.perf_counter()
     baselines: dict[str, list[dict]] = {b: [] for b in backends}
@@ -327,6 +327,7 @@ def main() -> None:
                                                             if k != "checksums"}}), file=sys.stderr)
             runs[backend].append(row)
             print(json.dumps({"rep": rep, **{k: v for k, v in row.items() if k != "checksums"}}), file=sys.stderr)
+    shutil.rmtree(work, ignore_errors=True)
     print(f"{args.pairs:,} pairs, --workers {args.workers}, median of {args.reps} "
           f"({time.perf_counter() - started:.0f} s in all), load after {os.getloadavg()}")
     rows = [median_row(runs[b]) for b in backends]
