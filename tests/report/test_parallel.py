@@ -20,6 +20,7 @@ from tokenmill.report.page import early_charts
 
 gather_module = importlib.import_module("tokenmill.report.gather")
 forked_module = importlib.import_module("tokenmill.report.forked")  # the package's name is the function
+page_module = importlib.import_module("tokenmill.report.page")
 
 
 @pytest.fixture
@@ -97,15 +98,27 @@ def test_charts_drawn_early_are_the_pages_charts(kind: str, request: pytest.Fixt
 
 
 def test_charts_are_drawn_while_the_child_computes_batching(pairs_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              forking: None) -> None:
+                                                              forking: None, tmp_path: Path) -> None:
+    """The child computes until the parent's early step is over (a file the step leaves, not a clock: the
+    parent may be slow on a loaded machine), so every early chart is drawn while it is busy."""
     options = OPTIONS["pairs_dir"]
-    real = gather_module._background
+    real, real_early = gather_module._background, page_module.early_charts
+    done = tmp_path / "early-done"
 
     def slow(*args):
-        time.sleep(3.0)  # the parent is done with its own sections long before
+        deadline = time.monotonic() + 120  # bounded: a page that never runs the early step fails, not hangs
+        while not done.exists() and time.monotonic() < deadline:  # in the forked child
+            time.sleep(0.05)
         return real(*args)
 
+    def early(*args):
+        try:
+            return real_early(*args)
+        finally:
+            done.touch()
+
     monkeypatch.setattr(gather_module, "_background", slow)
+    monkeypatch.setattr(page_module, "early_charts", early)
     numbers, drawn = gather_for_page(pairs_dir, options)
     assert drawn and "early" in numbers["timings"]
     page = render_html(numbers, options, drawn=drawn)
