@@ -161,7 +161,8 @@ def test_killed_inside_the_encode_stage_then_rerun_gives_the_same_files(sample_m
                                     timeout=120)
             assert killed.returncode == -9, killed.stderr
             assert not (out / "manifest.json").exists()
-            assert not survivors(str(config)), "a worker of the killed run is still alive"
+            if sys.platform.startswith("linux"):  # workers die with their parent on Linux only (/proc read too)
+                assert not survivors(str(config)), "a worker of the killed run is still alive"
         done = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         made[name] = outputs(out)
