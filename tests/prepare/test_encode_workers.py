@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ def outputs(folder: Path) -> dict[str, bytes]:
 def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[dict, dict, int]:
     """The outputs of ``prepare`` with 1 and 2 workers, and how many encode stages ran on worker processes."""
     monkeypatch.setattr(encode_workers, "RANGE_LINES", RANGE)
+    monkeypatch.setattr(encode_workers, "FORK_SHY", ())  # the suite may have imported Ray (collecting its tests)
     ran: list[int] = []
     real = encode_workers.encoded_ranges
 
@@ -122,6 +124,19 @@ def test_small_splits_and_one_worker_stay_in_one_process(sample_model, tmp_path,
                           "tokenizer_model": str(sample_model), "destdir": str(tmp_path / "o"), "workers": 2}),
             progress=False)
     assert ran == []
+
+
+def test_no_fork_where_ray_is_loaded(sample_model, tmp_path, monkeypatch):
+    """A Ray driver (gRPC threads, fork handlers that stall) encodes in one process, with the same files."""
+    monkeypatch.setattr(encode_workers, "RANGE_LINES", RANGE)
+    monkeypatch.setitem(sys.modules, "ray", types.ModuleType("ray"))
+    ran: list[int] = []
+    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                          "tokenizer_model": str(sample_model), "destdir": str(tmp_path / "o"), "workers": 2}),
+            progress=False)
+    assert ran == []
+    assert (tmp_path / "o" / "manifest.json").exists()
 
 
 def survivors(marker: str, wait: float = 10.0) -> list[int]:

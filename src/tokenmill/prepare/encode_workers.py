@@ -14,6 +14,7 @@ store equals a one-process run's byte for byte.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain
@@ -108,9 +109,15 @@ def _encode_range(bounds: tuple[int, int]) -> EncodedRange:
     return EncodedRange(len(lines), flat, lengths, found, None)
 
 
+FORK_SHY = ("ray", "grpc")
+"""Libraries whose threads and connections a fork would copy (their fork handlers log or stall): loaded in
+this process (a Ray driver), the encode stage stays in one process (the report's forks follow the same rule)."""
+
+
 def forks() -> bool:
-    """Whether workers can be forked (they inherit the loaded tokenizer: no model is pickled)."""
-    return "fork" in multiprocessing.get_all_start_methods()
+    """Whether workers can be forked (they inherit the loaded tokenizer: no model is pickled) and nothing
+    loaded here minds a fork (:data:`FORK_SHY`)."""
+    return "fork" in multiprocessing.get_all_start_methods() and not any(name in sys.modules for name in FORK_SHY)
 
 
 def encoded_ranges(
