@@ -115,8 +115,9 @@ def test_other_backends_on_workers_equal_one_process(backend, tmp_path, monkeypa
     assert one == two
 
 
-def test_small_splits_and_one_worker_stay_in_one_process(sample_model, tmp_path, monkeypatch):
-    """Below two ranges of lines (or with --workers 1), starting workers would cost more than it saves."""
+def test_small_splits_stay_in_one_process(sample_model, tmp_path, monkeypatch):
+    """Below two ranges of lines, starting workers would cost more than it saves (one worker: see above,
+    where the --workers 1 run of every test encodes in one process)."""
     monkeypatch.setattr(encode_workers, "RANGE_LINES", 10_000)
     ran: list[int] = []
     monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))

@@ -122,12 +122,11 @@ def forks() -> bool:
 
 def encoded_ranges(
     source: Source, tokenizer: Tokenizer | None, workers: int, *, keep_surfaces: bool, max_chars: int,
-    range_lines: int | None = None,
 ) -> Iterator[EncodedRange]:
-    """Every range of ``source`` (``range_lines`` items each, default :data:`RANGE_LINES`) encoded by
+    """Every range of ``source`` (:data:`RANGE_LINES` items each, read when called) encoded by
     ``tokenizer`` (None: whitespace words) on ``workers`` forked processes, in input order, at most two
     ranges per worker on their way at once."""
-    total, step = source.scan(), range_lines or RANGE_LINES
+    total, step = source.scan(), RANGE_LINES
     ranges = [(start, min(start + step, total)) for start in range(0, total, step)]
     state = _WorkerState(source, tokenizer, keep_surfaces, max_chars)
     yield from pooled(_encode_range, ranges, workers, 2, _init, (state,))
