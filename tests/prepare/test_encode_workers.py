@@ -115,28 +115,27 @@ def test_other_backends_on_workers_equal_one_process(backend, tmp_path, monkeypa
     assert one == two
 
 
+def encodes_on_workers(model: Path, out: Path, monkeypatch) -> bool:
+    """Whether ``prepare --workers 2`` of the bundled sample with ``model`` calls the worker encode."""
+    ran: list[int] = []
+    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                          "tokenizer_model": str(model), "destdir": str(out), "workers": 2}), progress=False)
+    return bool(ran)
+
+
 def test_small_splits_stay_in_one_process(sample_model, tmp_path, monkeypatch):
     """Below two ranges of lines, starting workers would cost more than it saves (one worker: see above,
     where the --workers 1 run of every test encodes in one process)."""
     monkeypatch.setattr(encode_workers, "RANGE_LINES", 10_000)
-    ran: list[int] = []
-    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
-    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
-                          "tokenizer_model": str(sample_model), "destdir": str(tmp_path / "o"), "workers": 2}),
-            progress=False)
-    assert ran == []
+    assert not encodes_on_workers(sample_model, tmp_path / "o", monkeypatch)
 
 
 def test_no_fork_where_ray_is_loaded(sample_model, tmp_path, monkeypatch):
     """A Ray driver (gRPC threads, fork handlers that stall) encodes in one process, with the same files."""
     monkeypatch.setattr(encode_workers, "RANGE_LINES", RANGE)
     monkeypatch.setitem(sys.modules, "ray", types.ModuleType("ray"))
-    ran: list[int] = []
-    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
-    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
-                          "tokenizer_model": str(sample_model), "destdir": str(tmp_path / "o"), "workers": 2}),
-            progress=False)
-    assert ran == []
+    assert not encodes_on_workers(sample_model, tmp_path / "o", monkeypatch)
     assert (tmp_path / "o" / "manifest.json").exists()
 
 
