@@ -143,10 +143,27 @@ def arrange(fig: Any, axes: Sequence[Any], ratios: Sequence[float] | None = None
     for ax, bar, left, right, width in zip(axes, bars, lefts, rights, widths, strict=True):
         x += left
         ax.set_position((x / fig_w, bottom / fig_h, width / fig_w, height / fig_h))
+        _place_labels(fig, ax)
         if bar is not None:
             bar.ax.set_position(((x + width + BAR_PAD) / fig_w, bottom / fig_h, height / BAR_ASPECT / fig_w,
                                  height / fig_h))
         x += width + right + EDGE
+
+
+def _place_labels(fig: Any, ax: Any) -> None:
+    """The axis labels where matplotlib would put them (the tick labels' far edge plus the label pad),
+    from the measured widths: otherwise every draw measures every tick label's box to find them."""
+    from matplotlib.transforms import ScaledTranslation
+
+    def offset(dx: float, dy: float) -> Any:
+        return ax.transAxes + ScaledTranslation(dx / 72.0, dy / 72.0, fig.dpi_scale_trans)
+
+    size = _tick_size(ax.xaxis)
+    if ax.xaxis.label.get_text():
+        ax.xaxis.set_label_coords(0.5, 0.0, transform=offset(0.0, -(TICK + LINE * size + LABEL_PAD)))
+    if ax.yaxis.label.get_text():
+        ticks = max((text_width(s, _tick_size(ax.yaxis)) for s in tick_labels(ax.yaxis)), default=0.0)
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=offset(-(ticks + TICK + LABEL_PAD), 0.0))
 
 
 def _widths(fig_w: float, ratios: Sequence[float], lefts: Sequence[float], rights: Sequence[float]) -> np.ndarray:
