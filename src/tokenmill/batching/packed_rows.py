@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching.order import radix_argsort
+
 _NONE = np.iinfo(np.int32).max  # "no cell fits" in the first-fit table (int32: half the memory traffic)
 
 
@@ -180,14 +182,15 @@ def first_fit_decreasing(
         occ_src, occ_tgt, counts[occupied], cap_src, cap_tgt, cap_segments
     )
     # every (row, cell, take) a record stands for, then rows handed out to a cell's pairs in row order
+    # (stable sorts of small non-negative integers: numpy's radix sort, the same order as any stable sort)
     entry_rec = np.repeat(np.arange(len(rec_row)), rec_repeat)
     entry_row = rec_row[entry_rec] + (
         np.arange(len(entry_rec)) - np.repeat(_exclusive_cumsum(rec_repeat)[:-1], rec_repeat)
     )
-    by_cell = np.argsort(rec_cell[entry_rec], kind="stable")
+    by_cell = radix_argsort(rec_cell[entry_rec])
     row_in_cell_order = np.repeat(entry_row[by_cell], rec_take[entry_rec][by_cell])
-    in_cell_order = np.argsort(rank_of_cell[cell], kind="stable")
+    in_cell_order = radix_argsort(rank_of_cell[cell])
     # row by row; inside a row by FFD rank (pairs of one row are consecutive in cell order already)
-    by_row = in_cell_order[np.argsort(row_in_cell_order, kind="stable")]
+    by_row = in_cell_order[radix_argsort(row_in_cell_order)]
     ends = np.cumsum(np.bincount(row_in_cell_order)).astype(np.int64)
     return ids[by_row], ends
