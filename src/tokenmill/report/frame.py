@@ -77,14 +77,16 @@ def _tick_size(axis: Any) -> float:
     return float(FontProperties(size=matplotlib.rcParams[f"{axis.axis_name}tick.labelsize"]).get_size_in_points())
 
 
+def _widest_tick(axis: Any) -> float:
+    """Points of ``axis``'s widest tick label."""
+    size = _tick_size(axis)
+    return max((text_width(s, size) for s in tick_labels(axis)), default=0.0)
+
+
 def _left(ax: Any) -> float:
     """Points left of the axes: y tick labels, the y label."""
     label = ax.yaxis.label
-    labels = tick_labels(ax.yaxis)
-    size = _tick_size(ax.yaxis)
-    ticks = max((text_width(s, size) for s in labels), default=0.0)
-    text = label.get_text()
-    return ticks + TICK + (LINE * _font_size(label) + LABEL_PAD if text else 0.0)
+    return _widest_tick(ax.yaxis) + TICK + (LINE * _font_size(label) + LABEL_PAD if label.get_text() else 0.0)
 
 
 def _right(ax: Any, bar: Any | None, height: float) -> float:
@@ -94,11 +96,8 @@ def _right(ax: Any, bar: Any | None, height: float) -> float:
     overhang = text_width(labels[-1], _tick_size(ax.xaxis)) / 2 if labels else 0.0
     if bar is None:
         return overhang
-    axis = bar.ax.yaxis
-    size = _tick_size(axis)
-    ticks = max((text_width(s, size) for s in tick_labels(axis)), default=0.0)
     label = bar.ax.yaxis.label
-    return max(overhang, BAR_PAD) + height / BAR_ASPECT + TICK + ticks + (
+    return max(overhang, BAR_PAD) + height / BAR_ASPECT + TICK + _widest_tick(bar.ax.yaxis) + (
         LINE * _font_size(label) + LABEL_PAD if label.get_text() else 0.0)
 
 
@@ -162,8 +161,7 @@ def _place_labels(fig: Any, ax: Any) -> None:
     if ax.xaxis.label.get_text():
         ax.xaxis.set_label_coords(0.5, 0.0, transform=offset(0.0, -(TICK + LINE * size + LABEL_PAD)))
     if ax.yaxis.label.get_text():
-        ticks = max((text_width(s, _tick_size(ax.yaxis)) for s in tick_labels(ax.yaxis)), default=0.0)
-        ax.yaxis.set_label_coords(0.0, 0.5, transform=offset(-(ticks + TICK + LABEL_PAD), 0.0))
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=offset(-(_widest_tick(ax.yaxis) + TICK + LABEL_PAD), 0.0))
 
 
 def _widths(fig_w: float, ratios: Sequence[float], lefts: Sequence[float], rights: Sequence[float]) -> np.ndarray:
