@@ -203,3 +203,28 @@ def test_killed_while_fused_then_rerun_gives_the_same_files(crash, sample_model,
         made[name] = outputs(out)
     assert RECORD in made["killed"]  # the re-run fused (or adopted what the killed run had fused)
     assert made["killed"] == made["reference"]
+
+
+def test_a_record_outlived_by_its_stores_is_not_adopted(sample_model, tmp_path, small_ranges):
+    """Model A (fused), then model B with the clean stage up to date (the encode stage overwrites the stores),
+    then A again: A's record must not bring back stores that now hold B's ids."""
+    raw = corpus_with_duplicates(tmp_path / "raw")
+    other = tmp_path / "other"
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(raw), "destdir": str(other),
+                          "vocab_size": 150, "joined_dictionary": True, "workers": 1}), progress=False)
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(raw), "joined_dictionary": True}
+    out = tmp_path / "w2"
+    first = run({**settings, "tokenizer_model": str(sample_model)}, out, 2)
+    middle = run({**settings, "tokenizer_model": str(other / "spm.model")}, out, 2)
+    assert RECORD not in middle  # gone before B's ids replaced A's (sizes alone could match)
+    again = run({**settings, "tokenizer_model": str(sample_model)}, out, 2)
+    assert {k: v for k, v in again.items() if k != RECORD} == {k: v for k, v in first.items() if k != RECORD}
+
+
+def test_monolingual_whitespace_fused_equals_one_process(tmp_path, small_ranges):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_lines(raw / "train.en", [f"w{i % 7} new{i // 30} x{i % 3}" for i in range(150)] * 2)  # duplicates
+    settings = {"source_lang": "en", "trainpref": str(raw / "train"), "tokenizer": "none"}
+    one, two = fused_and_one_process(settings, tmp_path, small_ranges)
+    assert one == two

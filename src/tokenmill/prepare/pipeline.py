@@ -821,6 +821,7 @@ class Pipeline:
         fused = fused_encode.adopted(prefix.parent, split, lang, self.encode_key(split, lang))
         if fused is not None:  # the clean stage encoded this side as it cleaned it
             return fused, {}
+        fused_encode.forget(prefix.parent, split)  # the stores it lists are about to be overwritten
         source = self.cleaned_source(split, lang)
         direct = self.reads_input(split)
         cleaner = Cleaner(self.clean_settings(split).config) if direct else None
