@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from tokenmill.text import (
     CleanConfig,
     Cleaner,
@@ -14,6 +16,9 @@ from tokenmill.text import (
     ReadOptions,
     merge_all,
 )
+from tokenmill.text.dedup import first_occurrences
+from tokenmill.text.line_block import LineBlock
+from tokenmill.text.readers import Chunk
 
 
 def test_cleaner_end_to_end(tmp_path: Path) -> None:
@@ -65,3 +70,35 @@ def test_dedup_keys_are_the_kept_items_hashes_with_or_without_a_leakage_filter(t
             k_src, k_tgt = [src[i] for i in kept], [tgt[i] for i in kept] if pairs else None
             leaked = 0 if leak is None else int((~leak(k_src, k_tgt)).sum())  # the filter asked by itself
             assert len(local.src) == len(kept) - leaked, (mode, pairs)
+
+
+def test_dedup_with_the_workers_first_occurrences_and_a_sized_table_equals_the_plain_dedup() -> None:
+    """What a worker may find for its own range (first_occurrences, LineBlocks) and a table sized once change
+    no kept item, counter or drop sample, for pairs and lines, duplicates within and across chunks."""
+    rng = np.random.default_rng(5)
+    src = [f"s{int(i)}" for i in rng.integers(0, 300, 2000)]
+    tgt = [f"t{int(i)}" for i in rng.integers(0, 3, 2000)]
+    for pairs in (True, False):
+        plain, fast = Cleaner(CleanConfig(), sample_size=5), Cleaner(CleanConfig(), sample_size=5)
+        fast.reserve(len(src))
+        seen: set[tuple[str, str | None]] = set()
+        for start in range(0, len(src), 170):
+            chunk = Chunk(start, 170, src[start : start + 170], tgt[start : start + 170] if pairs else None)
+            local, keys = plain.local(chunk)
+            assert keys is not None and local.numbers is not None
+            want = []
+            for pair in zip(local.src, local.tgt or [None] * len(local), strict=True):
+                want.append(pair not in seen)
+                seen.add(pair)
+            blocks = LineBlock.from_lines(local.src, False), None if local.tgt is None else LineBlock.from_lines(
+                local.tgt, False)
+            keep = plain.dedup_keep(keys, local.numbers, local.src, local.tgt)
+            quick = fast.dedup_keep(keys, local.numbers, *blocks, first_occurrences(keys))
+            assert (None if all(want) else want) == (None if keep is None else keep.tolist())
+            assert (None if quick is None else quick.tolist()) == (None if keep is None else keep.tolist())
+        assert plain.stats["dedup"].counts == fast.stats["dedup"].counts
+        assert plain.stats["dedup"]["duplicates"] > 0
+        assert plain.dropped.to_dict() == fast.dropped.to_dict() and len(plain.dropped) == 5
+    off = Cleaner(CleanConfig(dedup=False))
+    off.reserve(10)
+    assert off.dedup_keep(np.zeros(3, dtype=np.uint64), None, ["a"] * 3, None) is None

@@ -8,8 +8,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmill.errors import ConfigError
-from tokenmill.text.dedup import Deduplicator, HashSet, LeakageFilter, pair_hashes, side_hashes
+from tokenmill.text.dedup import (
+    Deduplicator,
+    HashSet,
+    LeakageFilter,
+    first_occurrences,
+    pair_hashes,
+    side_hashes,
+)
 from tokenmill.text.stats import StepStats
+
+
+def first_seen(keys: list[int]) -> list[bool]:
+    """The plain reference: True where a key occurs for the first time in the stream."""
+    seen: set[int] = set()
+    out = []
+    for key in keys:
+        out.append(key not in seen)
+        seen.add(key)
+    return out
+
+
+_INVERSE = pow(0x9E3779B97F4A7C15, -1, 1 << 64)
+
+
+def keys_homed_at(slot: int, bits: int, count: int) -> list[int]:
+    """``count`` distinct keys whose home slot in a table of ``2**bits`` slots is ``slot`` (inverting the
+    Fibonacci hash), to pile a cluster where the test wants it."""
+    return [((slot << (64 - bits)) + i + 1) * _INVERSE % (1 << 64) for i in range(count)]
 
 
 def test_pair_key_has_no_separator_ambiguity() -> None:
@@ -39,16 +65,15 @@ def test_monolingual_dedup() -> None:
     capacity=st.integers(1, 64),
 )
 def test_property_hashset_matches_python_set(keys, cut, capacity) -> None:
-    table = HashSet(capacity)
-    seen: set[int] = set()
-    expected = []
-    for k in keys:
-        expected.append(k not in seen)
-        seen.add(k)
+    table, given = HashSet(capacity), HashSet(capacity)  # given: the first occurrences a worker found
+    seen = set(keys)
     arr = np.array(keys, dtype=np.uint64)
-    got = [table.add(arr[i : i + cut]) for i in range(0, len(arr), cut)]
-    assert (np.concatenate(got).tolist() if got else []) == expected
-    assert len(table) == len(seen)
+    chunks = [arr[i : i + cut] for i in range(0, len(arr), cut)]
+    got = [table.add(chunk) for chunk in chunks]
+    assert (np.concatenate(got).tolist() if got else []) == first_seen(keys)
+    got = [given.add(chunk, first_occurrences(chunk)) for chunk in chunks]
+    assert (np.concatenate(got).tolist() if got else []) == first_seen(keys)
+    assert len(table) == len(given) == len(seen)
     probe = np.array([*keys[:10], 12345678901234567, 0], dtype=np.uint64)
     assert table.contains(probe).tolist() == [int(k) in seen for k in probe.tolist()]
 
@@ -115,3 +140,45 @@ def test_hashes_of_lines_with_a_lone_surrogate_are_those_of_their_surrogatepass_
 def test_leakage_bad_mode() -> None:
     with pytest.raises(ConfigError, match="leakage mode"):
         LeakageFilter("both")  # type: ignore[arg-type]
+
+
+@settings(max_examples=80, deadline=None)
+@given(keys=st.lists(st.integers(0, 12) | st.integers(0, 2**64 - 1), max_size=200))
+def test_first_occurrences_are_the_first_position_of_each_key(keys) -> None:
+    arr = np.array(keys, dtype=np.uint64)
+    firsts = first_occurrences(arr)
+    assert firsts.dtype == np.int64
+    assert sorted(firsts.tolist()) == [i for i, new in enumerate(first_seen(keys)) if new]
+
+
+@pytest.mark.parametrize("where", ["end", "start", "middle"])
+def test_a_cluster_at_the_tables_end_wraps_round_when_the_table_grows(where: str) -> None:
+    """Growing rehashes the keys in home-slot order without probing; a cluster that runs past the last
+    slot goes on at slot 0 (the probing path). Keys piled on one home slot of the grown table check both."""
+    bits = 8  # HashSet(64) has 2**7 slots; 65 keys make it grow to 2**8
+    slot = {"end": (1 << bits) - 3, "start": 0, "middle": 100}[where]
+    pile = keys_homed_at(slot, bits, 40)
+    spread = keys_homed_at(5, bits, 10) + keys_homed_at((1 << bits) - 1, bits, 10)
+    stream = pile[:20] + spread + pile + spread[::3] + [0, 0, pile[7]]
+    table = HashSet(64)
+    got = [table.add(np.array(stream[i : i + 9], dtype=np.uint64)) for i in range(0, len(stream), 9)]
+    assert np.concatenate(got).tolist() == first_seen(stream)
+    assert table.nbytes == 8 << bits
+    assert table.contains(np.array(stream, dtype=np.uint64)).all()
+    absent = keys_homed_at(slot, bits, 45)[40:] + keys_homed_at(3, bits, 2)
+    assert not table.contains(np.array(absent, dtype=np.uint64)).any()
+
+
+def test_reserve_sizes_the_table_once_and_changes_no_answer() -> None:
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 50_000, 120_000).astype(np.uint64)  # duplicates within and across chunks, and zeros
+    grown, sized = Deduplicator(capacity=1 << 10), Deduplicator(capacity=1 << 10)
+    sized.reserve(len(keys))
+    size = sized.seen.nbytes
+    stats = [StepStats("dedup"), StepStats("dedup")]
+    masks = [[d.keep_first(keys[i : i + 7000], s) for i in range(0, len(keys), 7000)]
+             for d, s in zip((grown, sized), stats, strict=True)]
+    assert np.concatenate(masks[0]).tolist() == np.concatenate(masks[1]).tolist() == first_seen(keys.tolist())
+    assert stats[0].counts == stats[1].counts
+    assert sized.seen.nbytes == size  # never grew
+    assert grown.seen.nbytes < size  # grew by doubling to what the keys need

@@ -87,6 +87,12 @@ class Cleaner:
         """An empty sample with this cleaner's settings (a worker starts one per chunk, like its stats)."""
         return DropSample(self.sample_size, self.dropped.seed)
 
+    def reserve(self, items: int) -> None:
+        """Size the dedup table for ``items`` items at once (e.g. a split's line count, known before cleaning):
+        one table instead of a doubling every time it fills, each a new table to fault in and a rehash."""
+        if self.deduplicator is not None:
+            self.deduplicator.reserve(items)
+
     @property
     def keeps_everything(self) -> bool:
         """Whether every item passes unchanged (nothing normalized, filtered, leak-checked or deduplicated):
@@ -179,13 +185,15 @@ class Cleaner:
         return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=kept)
 
     def dedup_keep(
-        self, keys: np.ndarray, numbers: np.ndarray | None, src: Sequence[str], tgt: Sequence[str] | None
+        self, keys: np.ndarray, numbers: np.ndarray | None, src: Sequence[str], tgt: Sequence[str] | None,
+        firsts: np.ndarray | None = None,
     ) -> np.ndarray | None:
         """The keep mask of :meth:`dedup` for items with dedup ``keys`` and 1-based line ``numbers``; None when
-        every item is kept. Dropped items are offered to the drop sample (only their texts are read)."""
+        every item is kept. Dropped items are offered to the drop sample (only their texts are read).
+        ``firsts``: :func:`~tokenmill.text.dedup.first_occurrences` of ``keys`` when a worker found it already."""
         if self.deduplicator is None:
             return None
-        keep = self.deduplicator.keep_first(keys, self.stats["dedup"])
+        keep = self.deduplicator.keep_first(keys, self.stats["dedup"], firsts)
         if keep.all():
             return None
         if numbers is not None and self.sample_size:

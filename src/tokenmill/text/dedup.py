@@ -51,6 +51,20 @@ def pair_hashes(src: Sequence[str], tgt: Sequence[str], src_hashes: np.ndarray |
         return np.fromiter(map(xxhash.xxh3_64_intdigest, encoded, seeds), dtype=np.uint64, count=len(tgt))
 
 
+def first_occurrences(keys: np.ndarray) -> np.ndarray:
+    """int64 position of the first occurrence of each distinct key in ``keys`` (in the order of the keys' values).
+
+    Depends on the keys alone, so a worker can find it for its own range and hand it to
+    :meth:`HashSet.add` / :meth:`Deduplicator.keep_first` with the keys (the parent then need not sort)."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys)  # not stable (faster): the earliest position of a run of equal keys is its minimum
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return np.minimum.reduceat(order, starts).astype(np.int64, copy=False)
+
+
 class HashSet:
     """A set of uint64 keys in a numpy open-addressing table (linear probing, vectorized)."""
 
@@ -76,18 +90,14 @@ class HashSet:
         with np.errstate(over="ignore"):
             return ((keys * _GOLDEN) >> np.uint64(64 - self._bits)).astype(np.int64)
 
-    def add(self, keys: np.ndarray) -> np.ndarray:
-        """Insert ``keys``; True where a key was not in the set before (first occurrence in the batch)."""
+    def add(self, keys: np.ndarray, firsts: np.ndarray | None = None) -> np.ndarray:
+        """Insert ``keys``; True where a key was not in the set before (first occurrence in the batch).
+        ``firsts``: :func:`first_occurrences` of ``keys`` when the caller has it (e.g. from a worker process)."""
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         new = np.zeros(len(keys), dtype=bool)
         if not len(keys):
             return new
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        first = np.empty(len(keys), dtype=bool)
-        first[0] = True
-        np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
-        firsts = order[first]  # earliest index of each distinct key in the batch
+        firsts = first_occurrences(keys) if firsts is None else np.asarray(firsts, dtype=np.int64)
         zero = firsts[keys[firsts] == 0]
         if len(zero) and not self._has_zero:
             new[zero] = True
@@ -118,30 +128,34 @@ class HashSet:
         return bool(self.contains(np.array([key], dtype=np.uint64))[0])
 
     def _insert(self, keys: np.ndarray) -> np.ndarray:
-        """Insert distinct non-zero keys (room reserved); True for keys that were absent."""
+        """Insert distinct non-zero keys (room reserved); True for keys that were absent.
+
+        Each round, every key still probing looks at its slot: its own key ends the probe (present),
+        another key moves it on, an empty slot is claimed. Keys claiming the same empty slot all write
+        there and the one that reads itself back has it (the keys are distinct: exactly one does, whichever
+        write numpy kept); the others find it taken by another key and move on."""
         table, mask = self._table, len(self._table) - 1
         inserted = np.zeros(len(keys), dtype=bool)
         active = np.arange(len(keys))
+        want = keys
         pos = self._slots(keys)
         while len(active):
-            want = keys[active]
             slot = table[pos]
-            found = slot == want
-            empty = slot == 0
-            claim = np.flatnonzero(empty)
-            won = np.zeros(len(active), dtype=bool)
-            if len(claim):  # several keys may want the same empty slot: the first listed wins it
-                _, first = np.unique(pos[claim], return_index=True)
-                winners = claim[first]
-                table[pos[winners]] = want[winners]
-                inserted[active[winners]] = True
-                won[winners] = True
-            occupied = ~found & ~empty  # by another key: probe the next slot; losers retry in place
-            pos = np.where(occupied, (pos + 1) & mask, pos)
-            go_on = ~found & ~won
-            active, pos = active[go_on], pos[go_on]
-        self._count += int(inserted.sum())
+            claim = np.flatnonzero(slot == 0)
+            if len(claim):
+                where, claimed = pos[claim], want[claim]
+                table[where] = claimed
+                slot[claim] = table[where]  # the winner reads itself back: probe done
+                inserted[active[claim[slot[claim] == claimed]]] = True
+            go_on = slot != want
+            active, want, pos = active[go_on], want[go_on], (pos[go_on] + 1) & mask
+        self._count += int(np.count_nonzero(inserted))
         return inserted
+
+    def reserve(self, count: int) -> None:
+        """Make room for ``count`` keys in all now: a caller that knows how many keys will come (an upper bound,
+        e.g. the items of a split) saves the doublings, each a new table and a rehash."""
+        self._reserve(count)
 
     def _reserve(self, count: int) -> None:
         """Grow (doubling) so that ``count`` keys stay under the load limit; rehashes vectorized."""
@@ -152,7 +166,22 @@ class HashSet:
             self._bits += 1
         self._table = np.zeros(1 << self._bits, dtype=np.uint64)
         self._count = 0
-        self._insert(old)
+        self._place(old)
+
+    def _place(self, keys: np.ndarray) -> None:
+        """Put distinct non-zero keys into the empty table without probing: in the order of their home slots,
+        linear probing puts key ``i`` at ``max(home[i], slot[i - 1] + 1)``, i.e. ``i + cummax(home - i)``; the
+        few that run past the table's end (they would wrap round) are inserted by probing."""
+        home = self._slots(keys)
+        order = np.argsort(home, kind="stable")  # a table's keys come nearly in home order: timsort's best case
+        home = home[order]
+        shift = np.arange(len(home), dtype=np.int64)
+        slots = np.maximum.accumulate(home - shift) + shift
+        fits = slots < len(self._table)
+        self._table[slots[fits]] = keys[order[fits]]
+        self._count = int(np.count_nonzero(fits))
+        if not fits.all():
+            self._insert(keys[order[~fits]])
 
     def update(self, keys: np.ndarray) -> None:
         """Insert keys, ignoring which were new."""
@@ -165,9 +194,16 @@ class Deduplicator:
     def __init__(self, capacity: int = 1 << 20) -> None:
         self.seen = HashSet(capacity)
 
-    def keep_first(self, keys: np.ndarray, stats: StepStats | None = None) -> np.ndarray:
-        """Keep mask for precomputed keys (``pair_hashes`` or ``side_hashes`` for monolingual text)."""
-        keep = self.seen.add(keys)
+    def reserve(self, count: int) -> None:
+        """Size the table for ``count`` keys at once (see :meth:`HashSet.reserve`)."""
+        self.seen.reserve(count)
+
+    def keep_first(
+        self, keys: np.ndarray, stats: StepStats | None = None, firsts: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Keep mask for precomputed keys (``pair_hashes`` or ``side_hashes`` for monolingual text); ``firsts``:
+        their :func:`first_occurrences` when a worker found them already."""
+        keep = self.seen.add(keys, firsts)
         if stats is not None:
             stats.add("pairs", len(keep))
             stats.add("duplicates", int(len(keep) - keep.sum()))
@@ -261,6 +297,7 @@ __all__ = [
     "HashSet",
     "LeakageFilter",
     "LeakageMode",
+    "first_occurrences",
     "pair_hashes",
     "side_hashes",
 ]

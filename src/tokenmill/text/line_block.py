@@ -24,6 +24,12 @@ def line_text(lines: Sequence[str], quoted: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def newline_offsets(data: bytes) -> np.ndarray:
+    """Offsets of the ``\\n`` bytes of ``data``: int32 below 2 GiB (half the bytes to send), else int64."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return ends.astype(np.int32) if len(data) < 1 << 31 else ends
+
+
 @dataclass
 class LineBlock:
     """``data``: ``\\n``-terminated UTF-8 lines (JSON-quoted when ``quoted``)."""
@@ -34,13 +40,17 @@ class LineBlock:
 
     @classmethod
     def from_lines(cls, lines: Sequence[str], quoted: bool) -> LineBlock:
-        return cls(line_text(lines, quoted).encode("utf-8") if len(lines) else b"", quoted)
+        """The block of ``lines``, with its line ends found here: a worker builds it, so the parent that drops
+        duplicates from it does not scan the bytes for newlines (the ends travel with the block)."""
+        block = cls(line_text(lines, quoted).encode("utf-8") if len(lines) else b"", quoted)
+        block._ends = newline_offsets(block.data)
+        return block
 
     @property
     def ends(self) -> np.ndarray:
-        """int64 offset of each line's ``\\n`` (found once, when first asked for)."""
+        """Offset of each line's ``\\n`` (int32 while the block is under 2 GiB; found once, when first asked for)."""
         if self._ends is None:
-            self._ends = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+            self._ends = newline_offsets(self.data)
         return self._ends
 
     def __len__(self) -> int:
@@ -56,14 +66,21 @@ class LineBlock:
         """The bytes of the lines where ``keep`` is True, in order."""
         if keep.all():
             return self.data
+        return b"".join(self.kept_runs(keep))  # views: the bytes are copied once
+
+    def kept_runs(self, keep: np.ndarray) -> list[memoryview]:
+        """The lines where ``keep`` is True as views of the block's runs of kept lines, in order (one view per
+        run, about as many as lines dropped): a file's ``writelines`` writes them without building ``kept``."""
+        if keep.all():
+            return [memoryview(self.data)]
         ends = self.ends
         edges = np.diff(keep.view(np.int8), prepend=0, append=0)  # +1 where a run of kept lines starts, -1 after it
         first, last = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
         starts = np.zeros(len(first), dtype=np.int64)
         inside = first > 0
         starts[inside] = ends[first[inside] - 1] + 1
-        runs = map(slice, starts.tolist(), (ends[last] + 1).tolist())  # one slice per run: as many as lines dropped
-        return b"".join(map(self.data.__getitem__, runs))
+        runs = map(slice, starts.tolist(), (ends[last] + 1).tolist())
+        return list(map(memoryview(self.data).__getitem__, runs))
 
 
-__all__ = ["LineBlock", "line_text"]
+__all__ = ["LineBlock", "line_text", "newline_offsets"]
