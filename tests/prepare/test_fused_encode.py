@@ -100,14 +100,28 @@ def sample_model(tmp_path_factory) -> Path:
     return out / "spm.model"
 
 
-def test_sentencepiece_fused_equals_one_process(sample_model, tmp_path, small_ranges):
-    """Unknown surfaces of dropped duplicates are not numbered: the table and the dictionary equal one process's."""
+@pytest.mark.parametrize("joined", [True, False])
+def test_sentencepiece_fused_equals_one_process(joined, sample_model, tmp_path, small_ranges):
+    """Unknown surfaces of dropped duplicates are not numbered: the table and the dictionaries (built from the
+    counts kept while encoding) equal one process's (built from a pass over the ids)."""
     settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(corpus_with_duplicates(tmp_path / "raw")),
-                "tokenizer_model": str(sample_model), "joined_dictionary": True}
+                "tokenizer_model": str(sample_model), "joined_dictionary": joined}
     one, two = fused_and_one_process(settings, tmp_path, small_ranges)
     clean = json.loads((tmp_path / "w1" / "manifest.json").read_text())["summary"]["splits"]["train"]["clean"]
     assert clean["dedup"]["duplicates"] > 3 * RANGE  # duplicates were dropped, in many ranges
     assert "𪚥" in one["dict.zh.txt"].decode("utf-8")  # unknown surfaces became dictionary words
+    assert all((tmp_path / "w2" / f".work/ids/train.{lang}.counts.npy").exists() for lang in ("en", "zh"))
+    assert one == two
+
+
+def test_piece_filters_take_their_drops_out_of_the_kept_counts(sample_model, tmp_path, small_ranges):
+    """Pairs the piece filters drop after encoding leave the dictionary: the counts kept while encoding, less the
+    dropped items' tokens, give one process's dictionaries."""
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(corpus_with_duplicates(tmp_path / "raw")),
+                "tokenizer_model": str(sample_model), "filters": {"max_tokens": 25}}
+    one, two = fused_and_one_process(settings, tmp_path, small_ranges)
+    pieces = json.loads((tmp_path / "w1" / "manifest.json").read_text())["summary"]["splits"]["train"]
+    assert 0 < pieces["clean"]["pieces"]["dropped_tokens"] < pieces["clean"]["pieces"]["pairs"] // 2  # some dropped
     assert one == two
 
 

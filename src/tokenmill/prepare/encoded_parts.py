@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmill.fsutil import atomic_write
 from tokenmill.prepare.crash import crash_point
 from tokenmill.store import IndexedWriter
 from tokenmill.store.format import Layout
@@ -48,7 +49,7 @@ class IdCounts:
         self.array = counted
 
     def save(self, path: Path) -> None:
-        with open(path, "wb") as handle:
+        with atomic_write(path, "wb") as handle:
             np.save(handle, self.array, allow_pickle=False)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from tokenmill.fsutil import write_json
 from tokenmill.prepare.encode_workers import EncodedRange, FirstSeen, global_word_ids
+from tokenmill.prepare.encoded_parts import IdCounts
 from tokenmill.prepare.tokenizing import UnknownSurfaces
 from tokenmill.store import IndexedWriter
 from tokenmill.vocab.tokenizer import Tokenizer
@@ -43,6 +44,7 @@ class FusedIds:
         self.whitespace = tokenizer is None
         self.surfaces = {lang: UnknownSurfaces(tokenizer) for lang in self.langs} if keep_surfaces else None
         self.words = {lang: FirstSeen() for lang in self.langs}
+        self.counts = {lang: IdCounts(0) for lang in self.langs}
         self.writers = {lang: IndexedWriter(prefix, dtype=np.dtype(np.int32)) for lang, prefix in prefixes.items()}
 
     def add(self, encoded: tuple[EncodedRange, EncodedRange | None]) -> None:
@@ -55,19 +57,24 @@ class FusedIds:
             elif self.surfaces is not None and side.found is not None:
                 flat = self.surfaces[lang].assign(flat, side.found)
             self.writers[lang].add_items(flat, side.lengths)
+            self.counts[lang].add(flat)
 
     def abort(self) -> None:
         """Close without keeping anything (the stores' writers discard their temporaries)."""
         for writer in self.writers.values():
             writer.abort()
 
-    def finish(self, words_path: dict[str, Path], unknown_path: dict[str, Path]) -> dict[str, list[Path]]:
-        """Finalize the stores and write the tables; lang -> its files (what its encode stage would list)."""
+    def finish(
+        self, words_path: dict[str, Path], unknown_path: dict[str, Path], counts_path: dict[str, Path]
+    ) -> dict[str, list[Path]]:
+        """Finalize the stores and write the tables and the work ids' counts; lang -> its files (what its encode
+        stage would list)."""
         for writer in self.writers.values():
             writer.finalize()
         outputs: dict[str, list[Path]] = {}
         for lang, prefix in self.prefixes.items():
-            files = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+            self.counts[lang].save(counts_path[lang])
+            files = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx"), counts_path[lang]]
             if self.whitespace:
                 write_json(words_path[lang], list(self.words[lang]))
                 files.append(words_path[lang])

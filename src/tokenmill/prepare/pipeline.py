@@ -58,7 +58,14 @@ from tokenmill.prepare.encode_workers import (
     text_batches,
     word_ids,
 )
-from tokenmill.prepare.encoded_parts import IDS, IdCounts, regrouped, summed_counts, with_end_token
+from tokenmill.prepare.encoded_parts import (
+    IDS,
+    IdCounts,
+    item_token_counts,
+    regrouped,
+    summed_counts,
+    with_end_token,
+)
 from tokenmill.prepare.fused_encode import FusedIds
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.line_sample import SmallestKeys
@@ -782,7 +789,8 @@ class Pipeline:
         """Finalize the clean stage's id stores and record the encode key they were made for."""
         langs = self.config.langs
         outputs = fused.finish({lang: self.words_path(split, lang) for lang in langs},
-                               {lang: self.unknown_path(split, lang) for lang in langs})
+                               {lang: self.unknown_path(split, lang) for lang in langs},
+                               {lang: self.counts_path(split, lang) for lang in langs})
         keys = {self.encode_key(split, lang, given_model(self.config)) for lang in langs}
         assert len(keys) == 1, "one model for every side"
         fused_encode.write_record(self.ids_prefix(split, langs[0]).parent, split, keys.pop(), outputs)
@@ -836,9 +844,11 @@ class Pipeline:
                 yield chunk.src
 
         crash_name = f"encode.{split}.{lang}"
+        counted = False
         with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
             if cleaner is None and self.encodes_in_workers(source):
                 table = self._encode_in_workers(split, lang, source, prefix, bar, crash_name)
+                counted = True
             elif backend_name(self.config) == WHITESPACE:
                 table = None
                 write_json(self.words_path(split, lang), encode_words(lines(), prefix, bar, crash_name))
@@ -846,6 +856,8 @@ class Pipeline:
                 table = self.encode_lines(lang, lines(), prefix, threads=self.config.workers, bar=bar,
                                           crash_name=crash_name)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if counted:
+            outputs.append(self.counts_path(split, lang))
         if backend_name(self.config) == WHITESPACE:
             outputs.append(self.words_path(split, lang))
         if table is not None:
@@ -874,6 +886,7 @@ class Pipeline:
         keep = tokenizer is not None and self.keeps_unknown_surfaces()
         surfaces = UnknownSurfaces(tokenizer) if keep else None  # type: ignore[arg-type]
         words = FirstSeen()
+        counts = IdCounts(0)
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
             for encoded in encoded_ranges(source, tokenizer, self.config.workers, keep_surfaces=keep,
                                           max_chars=_ENCODE_BATCH_CHARS):
@@ -883,8 +896,10 @@ class Pipeline:
                 elif surfaces is not None and encoded.found is not None:
                     flat = surfaces.assign(flat, encoded.found)
                 writer.add_items(flat, encoded.lengths)
+                counts.add(flat)
                 bar.update(encoded.lines)
                 _crash_point(f"{crash_name}:midway")
+        counts.save(self.counts_path(split, lang))
         if whitespace:
             write_json(self.words_path(split, lang), list(words))
             return None
@@ -927,6 +942,11 @@ class Pipeline:
 
     def split_words(self, split: str, lang: str) -> list[str]:
         return json.loads(self.words_path(split, lang).read_text(encoding="utf-8"))
+
+    def counts_path(self, split: str, lang: str) -> Path:
+        """The bincount of one split and side's work ids, when the encode stage counted them as it wrote them
+        (then the dictionary stage does not read the ids again)."""
+        return self.ids_prefix(split, lang).with_name(f"{split}.{lang}.counts.npy")
 
     def unknown_path(self, split: str, lang: str) -> Path:
         """Surface text -> [work id, count] of the pieces SentencePiece called unknown in one split and side."""
@@ -1069,9 +1089,7 @@ class Pipeline:
                 array, found = summed_counts(self.id_parts[lang], tokenizer.vocab_size, self.keep_file("train"))
             else:
                 surfaces = self.unknown_surfaces("train", lang)
-                array = np.zeros(tokenizer.vocab_size + len(surfaces), dtype=np.int64)
-                for block, _ in self.encoded_blocks("train", lang):
-                    array += np.bincount(block, minlength=len(array))
+                array = self.work_id_counts(lang, tokenizer.vocab_size + len(surfaces))
                 found = {surface: int(array[work_id]) for surface, (work_id, _) in surfaces.items()}
             skip = set(tokenizer.special_ids.values())
             text_piece = getattr(tokenizer, "is_text_piece", lambda i: i not in skip)
@@ -1085,10 +1103,26 @@ class Pipeline:
                     counts[surface] += count
             return counts
         words = self.split_words("train", lang)
-        array = np.zeros(len(words), dtype=np.int64)
-        for block, _ in self.encoded_blocks("train", lang):
-            array += np.bincount(block, minlength=len(words))
+        array = self.work_id_counts(lang, len(words))
         return Counter({words[i]: int(array[i]) for i in np.flatnonzero(array).tolist()})
+
+    def work_id_counts(self, lang: str, size: int) -> np.ndarray:
+        """Occurrences of each of train's ``size`` work ids of side ``lang`` in the kept items: the counts the
+        encode stage (or the clean stage encoding) kept, less the items the piece filters dropped, else one
+        pass over the ids."""
+        counted = self.counts_path("train", lang)
+        keep = self.keep_file("train")
+        if counted in self.produced:  # an output of this run's encode stage (ran or up to date)
+            array = np.zeros(size, dtype=np.int64)
+            stored = np.load(counted)
+            array[: len(stored)] = stored
+            if keep is not None:
+                array -= item_token_counts(self.ids_prefix("train", lang), np.flatnonzero(~np.load(keep)), size)
+            return array
+        array = np.zeros(size, dtype=np.int64)
+        for block, _ in self.encoded_blocks("train", lang):
+            array += np.bincount(block, minlength=size)
+        return array
 
     def _build_dictionaries(self, given: dict[str, str | None], paths: dict[str, Path]):
         cfg = self.config
