@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tokenmill.prepare import build_config, prepare
+
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
 
 
@@ -44,3 +46,14 @@ def sample_settings(tmp_path) -> dict:
         "normalize": {"nfkc": True, "fullwidth": True},
         "workers": 2,
     }
+
+
+@pytest.fixture(scope="module")
+def sample_model(tmp_path_factory) -> Path:
+    """A 200-piece SentencePiece model of the bundled en-zh sample (characters outside the sample are unknown
+    to it), trained once per test module."""
+    out = tmp_path_factory.mktemp("model") / "out"
+    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
+                          "destdir": str(out), "vocab_size": 200, "joined_dictionary": True, "workers": 1}),
+            progress=False)
+    return out / "spm.model"

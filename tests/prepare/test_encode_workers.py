@@ -62,16 +62,6 @@ def sample_with_rare(folder: Path, every: int = 37) -> Path:
     return folder / "train"
 
 
-@pytest.fixture(scope="module")
-def sample_model(tmp_path_factory) -> Path:
-    """A SentencePiece model of the plain sample: the rare characters above are unknown to it."""
-    out = tmp_path_factory.mktemp("model") / "out"
-    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
-                          "destdir": str(out), "vocab_size": 200, "joined_dictionary": True, "workers": 1}),
-            progress=False)
-    return out / "spm.model"
-
-
 def test_sentencepiece_with_unknown_surfaces_in_many_ranges(sample_model, tmp_path, monkeypatch):
     """fairseq fidelity keeps every unknown piece as its surface text, numbered in order of first appearance:
     the parent numbers them range after range, so the dictionary and ids equal the one-process run's."""

@@ -91,15 +91,6 @@ def corpus_with_duplicates(folder: Path, every: int = 37) -> Path:
     return folder / "train"
 
 
-@pytest.fixture(scope="module")
-def sample_model(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("model") / "out"
-    prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
-                          "destdir": str(out), "vocab_size": 200, "joined_dictionary": True, "workers": 1}),
-            progress=False)
-    return out / "spm.model"
-
-
 @pytest.mark.parametrize("joined", [True, False])
 def test_sentencepiece_fused_equals_one_process(joined, sample_model, tmp_path, small_ranges):
     """Unknown surfaces of dropped duplicates are not numbered: the table and the dictionaries (built from the
