@@ -30,6 +30,7 @@ import numpy as np
 
 from tokenmill.text import CleanConfig, Cleaner, LeakageFilter
 from tokenmill.text.cleaner import CleanChunk
+from tokenmill.text.dedup import first_occurrences
 from tokenmill.text.drop_sample import DropSample
 from tokenmill.text.line_block import LineBlock
 from tokenmill.text.readers import Chunk, Source
@@ -118,6 +119,7 @@ class CleanedBlock:
     dropped: DropSample
     read: dict[str, int]
     encoded: tuple[EncodedLines, EncodedLines | None] | None = None
+    firsts: np.ndarray | None = None  # where each distinct key first occurs in the range (dedup's sort, done here)
 
 
 def _read_and_clean(bounds: tuple[int, int]) -> CleanedBlock:
@@ -133,8 +135,10 @@ def _read_and_clean(bounds: tuple[int, int]) -> CleanedBlock:
         src_encoder, tgt_encoder = _worker_encoders
         tgt_ids = None if tgt_encoder is None or cleaned.tgt is None else tgt_encoder(cleaned.tgt)
         encoded = src_encoder(cleaned.src), tgt_ids
+    dedups = _worker_cleaner is not None and _worker_cleaner.deduplicator is not None
+    firsts = first_occurrences(keys) if dedups else None
     return CleanedBlock(chunk.n_read, len(cleaned), LineBlock.from_lines(cleaned.src, _worker_quoted), tgt, keys,
-                        cleaned.numbers, counts, dropped, dict(read.counts), encoded)
+                        cleaned.numbers, counts, dropped, dict(read.counts), encoded, firsts)
 
 
 def reads_in_workers(source: Source) -> bool:
@@ -162,7 +166,7 @@ def clean_blocks(
     for block in pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
         source.stats.merge(StepStats("read", block.read))
         _merge_counts(cleaner, block.counts, block.dropped)
-        keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt)
+        keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt, block.firsts)
         encoded = block.encoded
         if keep is None:
             yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept, encoded
