@@ -3,13 +3,12 @@ CPU, this tree against another, with the outputs of both compared.
 
 Each measurement is a fresh ``python`` process (``PYTHONPATH=SRC`` for each tree) that runs only
 ``Pipeline.clean()`` on the pairs ``bench_tokenizers.py --pairs N`` wrote (``train.en``/``train.zh``, its
-SentencePiece model, ``--workers`` processes, joined dictionary): as prepare runs it, the workers also encode
-the lines they keep (the fused encode), or with ``--no-fuse`` they only clean. The parent's CPU
+SentencePiece model, ``--workers`` processes, joined dictionary), as prepare runs it. The parent's CPU
 (``getrusage``, user + system, all its threads) is shown without the CPU its thread spends inside the
 cleaned files' ``write`` calls (timed with ``thread_time`` around each call: copying into the page cache, a
 cost of the machine's memory rather than of the code); the user and system shares are shown too. The trees
 alternate in every round, the order flipping between rounds (``_ab.py``); medians are printed with the
-machine's load. Every run's cleaned files, drop sample, clean counters and fused ids are hashed: they must be
+machine's load. Every run's cleaned files, drop sample and clean counters are hashed: they must be
 equal across trees and rounds, and, with ``--one-worker``, equal to one ``--workers 1`` run of this tree.
 
     python benchmarks/bench_clean_parent.py --pairs 1780000 --baseline /tmp/base/src --rounds 3
@@ -69,7 +68,6 @@ config = build_config({"source_lang": "en", "target_lang": "zh", "destdir": str(
                        "trainpref": f"{data}/train", "tokenizer": "sentencepiece", "joined_dictionary": True,
                        "tokenizer_model": f"{Path(data).parent}/models-{pairs}-32000/spm.model"})
 pipeline = Pipeline(config, progress=False)
-pipeline.can_fuse_encode = sys.argv[4] == "fuse"  # else the clean stage only cleans (encoding is the next stage's)
 own0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
 with pipeline.exclusive():
     pipeline.clean()
@@ -85,17 +83,16 @@ def digest(folders, extra=b""):
 
 stats = json.loads((dest / ".state" / "clean.train.json").read_text())["info"]
 outputs = digest(("clean", "dropped"), json.dumps(stats).encode())
-ids = digest(("ids",)) if (dest / ".work" / "ids").is_dir() else None  # what the fused encode wrote
 user, system = own.ru_utime - own0.ru_utime, own.ru_stime - own0.ru_stime
 print(json.dumps({"wall": wall, "user": user, "sys": system, "parent": user + system - writing[0], "writes": writing[0],
-                  "workers": kids.ru_utime + kids.ru_stime, "outputs": outputs, "ids": ids, "kept": stats["kept"]}))
+                  "workers": kids.ru_utime + kids.ru_stime, "outputs": outputs, "kept": stats["kept"]}))
 """
 
 
-def measure(src: str, data: str, dest: Path, workers: int, fuse: bool) -> dict:
+def measure(src: str, data: str, dest: Path, workers: int) -> dict:
     """One clean stage in a fresh process with ``PYTHONPATH=src``."""
     env = {**os.environ, "PYTHONPATH": src}
-    args = [data, str(dest), str(workers), "fuse" if fuse else "clean only"]
+    args = [data, str(dest), str(workers)]
     done = subprocess.run([sys.executable, "-c", CHILD, *args], env=env,
                           capture_output=True, text=True, check=False)
     if done.returncode:
@@ -106,7 +103,7 @@ def measure(src: str, data: str, dest: Path, workers: int, fuse: bool) -> dict:
 def show(result: dict) -> str:
     return (f"wall {result['wall']:.2f} s, parent {result['parent']:.2f} s + writes {result['writes']:.2f} s (user "
             f"{result['user']:.2f}, sys {result['sys']:.2f}), workers {result['workers']:.2f} s, kept "
-            f"{result['kept']:,}, outputs {result['outputs'][:12]}, ids {(result['ids'] or '-')[:12]}")
+            f"{result['kept']:,}, outputs {result['outputs'][:12]}")
 
 
 def main() -> None:
@@ -118,8 +115,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--one-worker", action="store_true", help="also check the outputs against --workers 1")
-    parser.add_argument("--no-fuse", action="store_true",
-                        help="clean only: the workers do not encode the lines they keep (prepare's fused encode)")
     args = parser.parse_args()
     data = str(Path(__file__).resolve().parent / ".data" / "tokenizers" / str(args.pairs))
     if not Path(data, "train.en").is_file():
@@ -127,20 +122,17 @@ def main() -> None:
     trees = {"baseline": args.baseline, "this tree": args.tree}
     with tempfile.TemporaryDirectory() as tmp:
         def run(name: str, src: str, r: int) -> dict:
-            return measure(src, data, Path(tmp) / f"{r}-{list(trees).index(name)}", args.workers, not args.no_fuse)
+            return measure(src, data, Path(tmp) / f"{r}-{list(trees).index(name)}", args.workers)
 
         rows, loads = alternate(trees, args.rounds, run, show)
         single = None
         if args.one_worker:
-            single = measure(args.tree, data, Path(tmp) / "one", 1, not args.no_fuse)
+            single = measure(args.tree, data, Path(tmp) / "one", 1)
             print(f"--workers 1 (this tree): wall {single['wall']:.2f} s, outputs {single['outputs'][:12]}")
     runs = [x for results in rows.values() for x in results] + ([single] if single else [])
     print(f"\nload at the rounds' starts: {', '.join(loads)}")
     same = "identical" if len({x["outputs"] for x in runs}) == 1 else "DIFFERENT"
     print(f"cleaned files, drop sample and counters: {same} in all {len(runs)} runs")
-    ids = [x["ids"] for x in runs if x["ids"] is not None]
-    if ids:
-        print(f"fused ids: {'identical' if len(set(ids)) == 1 else 'DIFFERENT'} in all {len(ids)} runs that wrote them")
     print("\n| tree | wall s | parent CPU s, writes excluded | writes' CPU s | parent user s | parent sys s "
           "| workers' CPU s | parent CPU per round |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")

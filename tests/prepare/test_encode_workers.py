@@ -73,6 +73,19 @@ def test_sentencepiece_with_unknown_surfaces_in_many_ranges(sample_model, tmp_pa
     assert len(unknown) >= 4 and max(count for _, count in unknown.values()) > 1  # rare pieces, met in many ranges
     dictionary = one["dict.en.txt"].decode("utf-8")
     assert "©" in dictionary and "𪚥" in dictionary  # surfaces became words of fairseq's dictionary
+    assert (tmp_path / "w2" / ".work/ids/train.zh.counts.npy").exists()  # the dictionary came from the kept counts
+    assert one == two
+
+
+def test_piece_filters_take_their_drops_out_of_the_kept_counts(sample_model, tmp_path, monkeypatch):
+    """The workers' encode stage keeps the work ids' counts for the dictionary; pairs the piece filters drop
+    afterwards leave it: those counts less the dropped items' tokens give one process's dictionaries."""
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(sample_with_rare(tmp_path / "raw")),
+                "tokenizer_model": str(sample_model), "filters": {"max_tokens": 25}}
+    one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
+    assert ran == 2
+    pieces = json.loads((tmp_path / "w1" / "manifest.json").read_text())["summary"]["splits"]["train"]["clean"]
+    assert 0 < pieces["pieces"]["dropped_tokens"] < pieces["pieces"]["pairs"] // 2  # the filter dropped some pairs
     assert one == two
 
 

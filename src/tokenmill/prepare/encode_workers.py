@@ -17,7 +17,7 @@ import multiprocessing
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import chain, compress
+from itertools import chain
 
 import numpy as np
 
@@ -75,55 +75,13 @@ class EncodedRange:
     found: Found | None  # unknown pieces: (positions in flat, surfaces), when surfaces are kept
     words: list[str] | None  # whitespace: the range's words in its order of first appearance
 
-    def kept(self, keep: np.ndarray) -> EncodedRange:
-        """This range with only the lines ``keep`` marks (the clean stage's dedup, decided in the parent after a
-        worker encoded the range): ids, lengths, unknown pieces' positions, and whitespace words renumbered in
-        their order of first appearance in the kept lines, as if only those lines had been encoded."""
-        tokens = np.repeat(keep, self.lengths)
-        flat, lengths = self.flat[tokens], self.lengths[keep]
-        found = self.found
-        if found is not None and len(found[0]):
-            where, surfaces = found
-            stays = tokens[where]
-            moved = (np.cumsum(tokens) - 1)[where[stays]]
-            found = moved, list(compress(surfaces, stays.tolist()))
-        words = self.words
-        if words is not None:
-            present, first = np.unique(flat, return_index=True)
-            order = present[np.argsort(first, kind="stable")]
-            renumber = np.empty(len(words), dtype=np.int32)
-            renumber[order] = np.arange(len(order), dtype=np.int32)
-            flat = renumber[flat] if len(flat) else flat
-            words = [words[i] for i in order.tolist()]
-        return EncodedRange(int(np.count_nonzero(keep)), flat, lengths, found, words)
-
-
-@dataclass
-class RangeEncoder:
-    """What a worker does with one range's lines: encode them with ``tokenizer`` (None: whitespace words) in
-    batches of at most ``max_chars`` characters, keeping the unknown pieces' surfaces when asked."""
-
-    tokenizer: Tokenizer | None
-    keep_surfaces: bool
-    max_chars: int
-
-    def __call__(self, lines: list[str]) -> EncodedRange:
-        if self.tokenizer is None:
-            table = FirstSeen()
-            flat, lengths = word_ids(lines, table)
-            return EncodedRange(len(lines), flat, lengths, None, list(table))
-        tokenizer = self.tokenizer
-        parts = [tokenizer.encode_batch(batch, num_threads=1) for batch in text_batches(lines, self.max_chars)]
-        flat = np.concatenate([p[0] for p in parts]).astype(np.int32, copy=False)
-        lengths = np.concatenate([p[1] for p in parts])
-        found = UnknownSurfaces(tokenizer).find(lines, flat, lengths) if self.keep_surfaces else None
-        return EncodedRange(len(lines), flat, lengths, found, None)
-
 
 @dataclass
 class _WorkerState:
     source: Source
-    encoder: RangeEncoder
+    tokenizer: Tokenizer | None  # None: whitespace words
+    keep_surfaces: bool
+    max_chars: int
 
 
 _state: _WorkerState | None = None
@@ -138,7 +96,17 @@ def _encode_range(bounds: tuple[int, int]) -> EncodedRange:
     state = _state
     assert state is not None, "worker not initialized"
     start, stop = bounds
-    return state.encoder(next(state.source.chunks(start, stop, chunk_lines=stop - start)).src)
+    lines = next(state.source.chunks(start, stop, chunk_lines=stop - start)).src
+    if state.tokenizer is None:
+        table = FirstSeen()
+        flat, lengths = word_ids(lines, table)
+        return EncodedRange(len(lines), flat, lengths, None, list(table))
+    tokenizer = state.tokenizer
+    parts = [tokenizer.encode_batch(batch, num_threads=1) for batch in text_batches(lines, state.max_chars)]
+    flat = np.concatenate([p[0] for p in parts]).astype(np.int32, copy=False)
+    lengths = np.concatenate([p[1] for p in parts])
+    found = UnknownSurfaces(tokenizer).find(lines, flat, lengths) if state.keep_surfaces else None
+    return EncodedRange(len(lines), flat, lengths, found, None)
 
 
 FORK_SHY = ("ray", "grpc")
@@ -160,7 +128,7 @@ def encoded_ranges(
     ranges per worker on their way at once."""
     total, step = source.scan(), RANGE_LINES
     ranges = [(start, min(start + step, total)) for start in range(0, total, step)]
-    state = _WorkerState(source, RangeEncoder(tokenizer, keep_surfaces, max_chars))
+    state = _WorkerState(source, tokenizer, keep_surfaces, max_chars)
     yield from pooled(_encode_range, ranges, workers, 2, _init, (state,))
 
 

@@ -94,7 +94,6 @@ class DirectionPipeline(Pipeline):
     """
 
     can_use_tasks = False  # a direction's train is cleaned and encoded in one piece (tasks: single runs)
-    can_fuse_encode = False  # the shared model is staged by the multilingual run, not read from a given file
 
     def __init__(self, parent: MultilingualPipeline, name: str) -> None:
         super().__init__(parent.config.direction_config(name), force=parent.stages.force, progress=parent.progress)

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,20 +39,9 @@ from tokenmill.text.stats import StepStats
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-
-class EncodedLines(Protocol):
-    """What an encoder of a range's kept lines returns: it can drop the lines the parent's dedup drops."""
-
-    def kept(self, keep: np.ndarray) -> EncodedLines: ...
-
-
-Encoders = tuple[Callable[[list[str]], EncodedLines], Callable[[list[str]], EncodedLines] | None]
-"""One encoder per side (the target's None for monolingual text): run by the workers on the lines they keep."""
-
 _worker_cleaner: Cleaner | None = None
 _worker_source: Source | None = None
 _worker_quoted = False
-_worker_encoders: Encoders | None = None
 
 
 def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
@@ -60,12 +49,10 @@ def _init(config: CleanConfig, leakage: LeakageFilter | None) -> None:
     _worker_cleaner = Cleaner(config, leakage)
 
 
-def _init_reader(
-    config: CleanConfig, leakage: LeakageFilter | None, source: Source, quoted: bool, encoders: Encoders | None
-) -> None:
-    global _worker_source, _worker_quoted, _worker_encoders
+def _init_reader(config: CleanConfig, leakage: LeakageFilter | None, source: Source, quoted: bool) -> None:
+    global _worker_source, _worker_quoted
     _init(config, leakage)
-    _worker_source, _worker_quoted, _worker_encoders = source, quoted, encoders
+    _worker_source, _worker_quoted = source, quoted
 
 
 def _local(chunk: Chunk) -> tuple[CleanChunk, np.ndarray, dict[str, dict[str, int]], DropSample]:
@@ -106,8 +93,8 @@ def local_chunks(
 @dataclass
 class CleanedBlock:
     """What a reading worker sends back for one item range: items read, the kept lines of each side as one
-    block, their dedup keys and line numbers, the range's counters (read, clean steps) and drops, and each
-    side's kept lines encoded when the clean stage encodes too (before dedup: the parent drops duplicates')."""
+    block, their dedup keys, where each distinct key first occurs and the line numbers, and the range's
+    counters (read, clean steps) and drops."""
 
     n_read: int
     n_kept: int
@@ -118,7 +105,6 @@ class CleanedBlock:
     counts: dict[str, dict[str, int]]
     dropped: DropSample
     read: dict[str, int]
-    encoded: tuple[EncodedLines, EncodedLines | None] | None = None
     firsts: np.ndarray | None = None  # where each distinct key first occurs in the range (dedup's sort, done here)
 
 
@@ -130,15 +116,10 @@ def _read_and_clean(bounds: tuple[int, int]) -> CleanedBlock:
     chunk = next(source.chunks(start, stop, chunk_lines=stop - start, stats=read))
     cleaned, keys, counts, dropped = _local(chunk)
     tgt = None if cleaned.tgt is None else LineBlock.from_lines(cleaned.tgt, _worker_quoted)
-    encoded = None
-    if _worker_encoders is not None:
-        src_encoder, tgt_encoder = _worker_encoders
-        tgt_ids = None if tgt_encoder is None or cleaned.tgt is None else tgt_encoder(cleaned.tgt)
-        encoded = src_encoder(cleaned.src), tgt_ids
     dedups = _worker_cleaner is not None and _worker_cleaner.deduplicator is not None
     firsts = first_occurrences(keys) if dedups else None
     return CleanedBlock(chunk.n_read, len(cleaned), LineBlock.from_lines(cleaned.src, _worker_quoted), tgt, keys,
-                        cleaned.numbers, counts, dropped, dict(read.counts), encoded, firsts)
+                        cleaned.numbers, counts, dropped, dict(read.counts), firsts)
 
 
 def reads_in_workers(source: Source) -> bool:
@@ -152,30 +133,24 @@ def reads_in_workers(source: Source) -> bool:
 
 
 def clean_blocks(
-    source: Source, cleaner: Cleaner, workers: int, chunk_lines: int, quoted: bool, *, in_flight: int = 2,
-    encoders: Encoders | None = None,
-) -> Iterator[tuple[int, bytes, bytes | None, int, tuple[EncodedLines, EncodedLines | None] | None]]:
-    """Yield (items read, kept source bytes, kept target bytes or None, pairs kept, encoded sides or None) per
-    ``chunk_lines`` items, in input order: workers read, clean and hash their ranges (see
-    :func:`reads_in_workers`) and, given ``encoders``, encode the lines they keep; this process drops duplicates
-    (from the bytes and the encoded sides alike) and merges every counter (the read counts into ``source.stats``),
-    as :func:`clean_chunks` over ``source.chunks(chunk_lines=chunk_lines)`` would."""
+    source: Source, cleaner: Cleaner, workers: int, chunk_lines: int, quoted: bool, *, in_flight: int = 2
+) -> Iterator[tuple[int, bytes, bytes | None, int]]:
+    """Yield (items read, kept source bytes, kept target bytes or None, pairs kept) per ``chunk_lines`` items,
+    in input order: workers read, clean and hash their ranges (see :func:`reads_in_workers`), this process
+    drops duplicates and merges every counter (the read counts into ``source.stats``), as
+    :func:`clean_chunks` over ``source.chunks(chunk_lines=chunk_lines)`` would."""
     total = source.scan()
     ranges = [(start, min(start + chunk_lines, total)) for start in range(0, total, chunk_lines)]
-    initargs = (cleaner.config, cleaner.leakage, source, quoted, encoders)
+    initargs = (cleaner.config, cleaner.leakage, source, quoted)
     for block in pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
         source.stats.merge(StepStats("read", block.read))
         _merge_counts(cleaner, block.counts, block.dropped)
         keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt, block.firsts)
-        encoded = block.encoded
         if keep is None:
-            yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept, encoded
+            yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept
             continue
-        if encoded is not None:
-            src_ids, tgt_ids = encoded
-            encoded = src_ids.kept(keep), None if tgt_ids is None else tgt_ids.kept(keep)
         tgt = None if block.tgt is None else block.tgt.kept(keep)
-        yield block.n_read, block.src.kept(keep), tgt, int(np.count_nonzero(keep)), encoded
+        yield block.n_read, block.src.kept(keep), tgt, int(np.count_nonzero(keep))
 
 
 def _merge_counts(cleaner: Cleaner, counts: dict[str, dict[str, int]], dropped: DropSample) -> None:

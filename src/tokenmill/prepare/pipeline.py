@@ -43,7 +43,7 @@ from tqdm import tqdm
 from tokenmill._core.ordered import ordered_map
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
-from tokenmill.prepare import encode_workers, fused_encode
+from tokenmill.prepare import encode_workers
 from tokenmill.prepare.clean_parts import PartsSource
 from tokenmill.prepare.config import RUN_ONLY, SPLITS, PrepareConfig, build_config
 from tokenmill.prepare.crash import crash_point as _crash_point
@@ -51,7 +51,6 @@ from tokenmill.prepare.distributed import COUNT_STAGES, DEDUP_STAGE, SAMPLE_STAG
 from tokenmill.prepare.encode_workers import (
     PROCESS_BACKENDS,
     FirstSeen,
-    RangeEncoder,
     encoded_ranges,
     forks,
     global_word_ids,
@@ -66,7 +65,6 @@ from tokenmill.prepare.encoded_parts import (
     summed_counts,
     with_end_token,
 )
-from tokenmill.prepare.fused_encode import FusedIds
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.object_storage import (
@@ -76,7 +74,7 @@ from tokenmill.prepare.object_storage import (
     publish_to,
     work_folder,
 )
-from tokenmill.prepare.parallel import Encoders, clean_blocks, clean_chunks, reads_in_workers
+from tokenmill.prepare.parallel import clean_blocks, clean_chunks, reads_in_workers
 from tokenmill.prepare.publish import STAGING_DIR, check_owned, prune_staging, publish
 from tokenmill.prepare.sequential import item_blocks, npy_blocks, save_npy_blocks, size_blocks, store_length
 from tokenmill.prepare.state import StageStore, file_identity, fingerprint
@@ -254,8 +252,6 @@ class Pipeline:
 
     can_use_tasks = True
     """Whether the training split may be cut into tasks (see :mod:`tokenmill.prepare.distributed`)."""
-    can_fuse_encode = True
-    """Whether the clean stage may encode the training split as it cleans it (see :mod:`~.fused_encode`)."""
 
     def __init__(
         self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None, phase: str | None = None
@@ -494,33 +490,20 @@ class Pipeline:
         align_out = self.clean_path(split, "align") if cfg.align_suffix else None
         kept = 0
         per_file: list[Source] = []
-        fused_encode.forget(self.ids_prefix(split, cfg.langs[0]).parent, split)  # its id stores are rewritten or stale
-        encoders = self.fused_encoders(split, source, total)
-        fused = None if encoders is None else self.fused_ids(split)
         with atomic_write(outputs[0], "wb") as src_out, (
             atomic_write(outputs[1], "wb") if len(outputs) > 1 else _null()
         ) as tgt_out, (atomic_write(align_out, "wb") if align_out else _null()) as extra_out, self._bar(
             total, f"clean {split}"
         ) as bar:
-            blocks = self._cleaned_blocks(split, files, source, cleaner, total, per_file, encoders)
-            try:
-                for n_read, src, tgt, extra, n_kept, encoded in blocks:
-                    src_out.write(src)
-                    if tgt_out is not None and tgt is not None:
-                        tgt_out.write(tgt)
-                    if extra_out is not None and extra is not None:
-                        extra_out.write(extra)
-                    if fused is not None and encoded is not None:
-                        fused.add(encoded)
-                    kept += n_kept
-                    bar.update(n_read)
-                    _crash_point(f"clean.{split}:midway")
-            except BaseException:
-                if fused is not None:
-                    fused.abort()
-                raise
-        if fused is not None:
-            self.finish_fused(split, fused)
+            for n_read, src, tgt, extra, n_kept in self._cleaned_blocks(split, files, source, cleaner, total, per_file):
+                src_out.write(src)
+                if tgt_out is not None and tgt is not None:
+                    tgt_out.write(tgt)
+                if extra_out is not None and extra is not None:
+                    extra_out.write(extra)
+                kept += n_kept
+                bar.update(n_read)
+                _crash_point(f"clean.{split}:midway")
         dropped = self.dropped_path(split)
         cleaner.dropped.write(dropped)
         read = Counter(source.stats.counts)
@@ -529,27 +512,19 @@ class Pipeline:
         stats = self.clean_stats(read, cleaner, kept, tgt_files is not None)
         return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
 
-    def workers_read(self, split: str, source: Source, total: int) -> bool:
-        """Whether the clean stage's workers read their own ranges of the input (see :func:`clean_blocks`)."""
-        return (self.clean_workers(total, self.config.workers) > 1 and self.config.documents == "line"
-                and not self._align_files(split) and reads_in_workers(source))
-
     def _cleaned_blocks(
-        self, split: str, files: list[str], source: Source, cleaner: Cleaner, total: int, per_file: list[Source],
-        encoders: Encoders | None = None,
-    ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int, Any]]:
-        """(items read, kept source bytes, target bytes, alignment bytes, pairs kept, encoded sides or None) per
-        chunk, as the cleaned files hold them. With several processes over a plain input the workers read their
-        own ranges (the bytes come back as they are written, see :func:`clean_blocks`) and encode the lines they
-        keep when given ``encoders``; else chunks are read here (blank-line documents file by file: the sources
-        read go to ``per_file``)."""
+        self, split: str, files: list[str], source: Source, cleaner: Cleaner, total: int, per_file: list[Source]
+    ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int]]:
+        """(items read, kept source bytes, target bytes, alignment bytes, pairs kept) per chunk, as the cleaned
+        files hold them. With several processes over a plain input the workers read their own ranges (the
+        bytes come back as they are written, see :func:`clean_blocks`); else chunks are read here (blank-line
+        documents file by file: the sources read go to ``per_file``)."""
         cfg = self.config
         workers = self.clean_workers(total, cfg.workers)
         chunk_lines = self.clean_chunk_lines
-        if self.workers_read(split, source, total):
-            blocks = clean_blocks(source, cleaner, workers, chunk_lines, self.quoted_clean, encoders=encoders)
-            for n_read, src, tgt, n_kept, encoded in blocks:
-                yield n_read, src, tgt, None, n_kept, encoded
+        if workers > 1 and cfg.documents == "line" and not self._align_files(split) and reads_in_workers(source):
+            for n_read, src, tgt, n_kept in clean_blocks(source, cleaner, workers, chunk_lines, self.quoted_clean):
+                yield n_read, src, tgt, None, n_kept
             return
         if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
             per_file.extend(self._open([f], None) for f in files)
@@ -558,12 +533,12 @@ class Pipeline:
             chunks = self._with_alignments(split, source.chunks(chunk_lines=chunk_lines), total)
         for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
             if not cleaned.src:
-                yield n_read, b"", None, None, 0, None
+                yield n_read, b"", None, None, 0
                 continue
             src = self.clean_text(cleaned.src).encode("utf-8")
             tgt = None if cleaned.tgt is None else self.clean_text(cleaned.tgt).encode("utf-8")
             extra = None if cleaned.extra is None else ("\n".join(cleaned.extra) + "\n").encode("utf-8")
-            yield n_read, src, tgt, extra, len(cleaned), None
+            yield n_read, src, tgt, extra, len(cleaned)
 
     def dropped_path(self, split: str) -> Path:
         """The sample of what cleaning dropped in ``split`` (read by ``tokenmill report``)."""
@@ -751,49 +726,11 @@ class Pipeline:
         surface text: those become words of the dictionary (fairseq's ids), so we keep them too."""
         return self.config.tokenizer == "sentencepiece" and not stores_tokenizer_ids(self.config)
 
-    def encode_key(self, split: str, lang: str, model: Path | str | None = None) -> str:
-        """The encode stage's key (``model``: the model file to read it from, by default the staged copy)."""
+    def encode_key(self, split: str, lang: str) -> str:
         if backend_name(self.config) == WHITESPACE:
             return fingerprint("encode-words", self.clean_settings(split).key)
-        return fingerprint("encode", self.clean_settings(split).key, file_checksum(model or self.model_path(lang)),
+        return fingerprint("encode", self.clean_settings(split).key, file_checksum(self.model_path(lang)),
                            load_settings(self.config), self.keeps_unknown_surfaces())
-
-    def fused_encoders(self, split: str, source: Source, total: int) -> Encoders | None:
-        """The encoders the clean stage's workers run on the lines they keep (see :mod:`~.fused_encode`), when
-        the clean stage can encode the split: the training split, read by several workers, with a backend
-        encoded on worker processes whose model is known before cleaning (given, or whitespace words), and more
-        than one range of lines; else None (the encode stage encodes the cleaned text)."""
-        cfg = self.config
-        whitespace = backend_name(cfg) == WHITESPACE
-        if not (self.can_fuse_encode and split == "train" and not self.tasked.enabled
-                and backend_name(cfg) in PROCESS_BACKENDS and (whitespace or given_model(cfg))
-                and not cfg.vocab_file and forks() and total > encode_workers.RANGE_LINES
-                and self.workers_read(split, source, total)):
-            return None
-        tokenizer = None if whitespace else self._given_tokenizer()
-        encoder = RangeEncoder(tokenizer, tokenizer is not None and self.keeps_unknown_surfaces(), _ENCODE_BATCH_CHARS)
-        return encoder, encoder if len(cfg.langs) > 1 else None
-
-    def _given_tokenizer(self) -> Tokenizer:
-        """The tokenizer of the model the user gave (what the tokenizer stage will stage a copy of)."""
-        return load_tokenizer(backend_name(self.config), given_model(self.config), load_settings(self.config))
-
-    def fused_ids(self, split: str) -> FusedIds:
-        whitespace = backend_name(self.config) == WHITESPACE
-        tokenizer = None if whitespace else self._given_tokenizer()
-        prefixes = {lang: self.ids_prefix(split, lang) for lang in self.config.langs}
-        next(iter(prefixes.values())).parent.mkdir(parents=True, exist_ok=True)
-        return FusedIds(prefixes, tokenizer, tokenizer is not None and self.keeps_unknown_surfaces())
-
-    def finish_fused(self, split: str, fused: FusedIds) -> None:
-        """Finalize the clean stage's id stores and record the encode key they were made for."""
-        langs = self.config.langs
-        outputs = fused.finish({lang: self.words_path(split, lang) for lang in langs},
-                               {lang: self.unknown_path(split, lang) for lang in langs},
-                               {lang: self.counts_path(split, lang) for lang in langs})
-        keys = {self.encode_key(split, lang, given_model(self.config)) for lang in langs}
-        assert len(keys) == 1, "one model for every side"
-        fused_encode.write_record(self.ids_prefix(split, langs[0]).parent, split, keys.pop(), outputs)
 
     def encode(self) -> None:
         cfg = self.config
@@ -826,10 +763,6 @@ class Pipeline:
 
     def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
         prefix = self.ids_prefix(split, lang)
-        fused = fused_encode.adopted(prefix.parent, split, lang, self.encode_key(split, lang))
-        if fused is not None:  # the clean stage encoded this side as it cleaned it
-            return fused, {}
-        fused_encode.forget(prefix.parent, split)  # the stores it lists are about to be overwritten
         source = self.cleaned_source(split, lang)
         direct = self.reads_input(split)
         cleaner = Cleaner(self.clean_settings(split).config) if direct else None
@@ -1108,8 +1041,8 @@ class Pipeline:
 
     def work_id_counts(self, lang: str, size: int) -> np.ndarray:
         """Occurrences of each of train's ``size`` work ids of side ``lang`` in the kept items: the counts the
-        encode stage (or the clean stage encoding) kept, less the items the piece filters dropped, else one
-        pass over the ids."""
+        encode stage kept as it wrote the ids (worker processes), less the tokens of the items the piece filters
+        dropped; else one pass over the ids."""
         counted = self.counts_path("train", lang)
         keep = self.keep_file("train")
         if counted in self.produced:  # an output of this run's encode stage (ran or up to date)
