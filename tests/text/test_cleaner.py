@@ -16,6 +16,7 @@ from tokenmill.text import (
     ReadOptions,
     merge_all,
 )
+from tokenmill.text.cleaner import RESERVE_ITEMS
 from tokenmill.text.dedup import first_occurrences
 from tokenmill.text.line_block import LineBlock
 from tokenmill.text.readers import Chunk
@@ -102,3 +103,12 @@ def test_dedup_with_the_workers_first_occurrences_and_a_sized_table_equals_the_p
     off = Cleaner(CleanConfig(dedup=False))
     off.reserve(10)
     assert off.dedup_keep(np.zeros(3, dtype=np.uint64), None, ["a"] * 3, None) is None
+
+
+def test_reserve_is_capped_for_large_inputs() -> None:
+    """A split's line count is only an upper bound on the keys (duplicates and filtered lines never reach the
+    table): a large input does not get a table sized for all its lines up front (it grows as it fills)."""
+    cleaner = Cleaner(CleanConfig())
+    assert cleaner.deduplicator is not None
+    cleaner.reserve(1 << 28)  # uncapped: a 4 GiB table (2^29 slots) allocated before a single key is seen
+    assert cleaner.deduplicator.seen.nbytes == 8 * 2 * RESERVE_ITEMS  # 2 slots per item (load 0.5), 8 bytes each

@@ -52,6 +52,9 @@ class CleanChunk(Chunk):
     """int64 line numbers (``start + position + 1`` in the chunk as read) of ``src[i]``/``tgt[i]``."""
 
 
+RESERVE_ITEMS = 1 << 23
+"""The most items :meth:`Cleaner.reserve` sizes the dedup table for up front (2^24 slots: 128 MiB)."""
+
 # Settings that switch each filter step on, with its thresholds (used to tell why a pair was dropped).
 _STEP_FIELDS = {
     "empty": ("drop_empty",),
@@ -89,9 +92,12 @@ class Cleaner:
 
     def reserve(self, items: int) -> None:
         """Size the dedup table for ``items`` items at once (e.g. a split's line count, known before cleaning):
-        one table instead of a doubling every time it fills, each a new table to fault in and a rehash."""
+        one table instead of a doubling every time it fills, each a new table to fault in and a rehash.
+        ``items`` is an upper bound (duplicates and filtered lines never reach the table), so at most
+        ``RESERVE_ITEMS`` are reserved: a table sized up front is never more than 128 MiB larger than what
+        growing would reach; beyond that, it grows as it fills."""
         if self.deduplicator is not None:
-            self.deduplicator.reserve(items)
+            self.deduplicator.reserve(min(items, RESERVE_ITEMS))
 
     @property
     def keeps_everything(self) -> bool:
