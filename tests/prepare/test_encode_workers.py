@@ -82,6 +82,7 @@ def test_piece_filters_take_their_drops_out_of_the_kept_counts(sample_model, tmp
     afterwards leave it: those counts less the dropped items' tokens give one process's dictionaries."""
     settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(sample_with_rare(tmp_path / "raw")),
                 "tokenizer_model": str(sample_model), "filters": {"max_tokens": 25}}
+    monkeypatch.setattr(pipeline, "_MASK_ITEMS", 7)  # the mask in many blocks, each at its offset
     one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
     assert ran == 2
     pieces = json.loads((tmp_path / "w1" / "manifest.json").read_text())["summary"]["splits"]["train"]["clean"]

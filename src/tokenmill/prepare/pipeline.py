@@ -124,6 +124,7 @@ earlier versions drew a sequential reservoir sample (no rule in their key)."""
 WORK_DIR = ".work"
 _PHARAOH = re.compile(r"(?:\d+-\d+(?: \d+-\d+)*)?")
 _ITEMS_PER_BLOCK = 1 << 16  # items per binarize block: bounds the temporary id arrays
+_MASK_ITEMS = 1 << 22  # piece-filter mask entries read at a time when taking dropped items out of kept counts
 _CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 _PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
 _ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
@@ -1047,10 +1048,13 @@ class Pipeline:
         keep = self.keep_file("train")
         if counted in self.produced:  # an output of this run's encode stage (ran or up to date)
             array = np.zeros(size, dtype=np.int64)
-            stored = np.load(counted)
+            stored = np.load(counted, allow_pickle=False)
             array[: len(stored)] = stored
-            if keep is not None:
-                array -= item_token_counts(self.ids_prefix("train", lang), np.flatnonzero(~np.load(keep)), size)
+            if keep is not None:  # the mask a block at a time: memory does not grow with the items
+                start = 0
+                for kept in npy_blocks(keep, _MASK_ITEMS):
+                    array -= item_token_counts(self.ids_prefix("train", lang), start + np.flatnonzero(~kept), size)
+                    start += len(kept)
             return array
         array = np.zeros(size, dtype=np.int64)
         for block, _ in self.encoded_blocks("train", lang):
