@@ -141,7 +141,7 @@ def clean_blocks(
     :func:`clean_chunks` over ``source.chunks(chunk_lines=chunk_lines)`` would."""
     total = source.scan()
     ranges = [(start, min(start + chunk_lines, total)) for start in range(0, total, chunk_lines)]
-    cleaner.reserve(total)  # one dedup table for the split's items (an upper bound): no doubling and rehash
+    cleaner.reserve(total)  # the dedup table sized once for the split's items (an upper bound; capped, see reserve)
     initargs = (cleaner.config, cleaner.leakage, source, quoted)
     for block in pooled(_read_and_clean, ranges, workers, in_flight, _init_reader, initargs):
         source.stats.merge(StepStats("read", block.read))
