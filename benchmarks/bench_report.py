@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _ab import alternate, medians
 
 CHILD = r"""
 import json, resource, sys, time
@@ -46,8 +47,8 @@ def measure(src: str, directory: str, out: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def load() -> str:
-    return f"{os.getloadavg()[0]:.1f}"
+def show(result: dict) -> str:
+    return f"wall {result['wall']:.2f} s, CPU {result['cpu']:.2f} s, {result['bytes'] / 1024:.0f} KiB"
 
 
 def main() -> None:
@@ -58,24 +59,19 @@ def main() -> None:
     args = parser.parse_args()
     here = str(Path(__file__).resolve().parents[1] / "src")
     trees = {"baseline": args.baseline, "this tree": here}
-    rows: dict[str, list[dict]] = {name: [] for name in trees}
-    loads = []
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            order = list(trees) if r % 2 == 0 else list(trees)[::-1]
-            loads.append(load())
-            for name in order:
-                result = measure(trees[name], args.directory, Path(tmp) / f"{r}-{len(rows[name])}.html")
-                rows[name].append(result)
-                print(f"round {r + 1} {name}: wall {result['wall']:.2f} s, CPU {result['cpu']:.2f} s, "
-                      f"{result['bytes'] / 1024:.0f} KiB, load {load()}", flush=True)
+        def run(name: str, src: str, r: int) -> dict:
+            return measure(src, args.directory, Path(tmp) / f"{r}-{list(trees).index(name)}.html")
+
+        rows, loads = alternate(trees, args.rounds, run, show)
     print(f"\nload at the rounds' starts: {', '.join(loads)}")
     print("\n| tree | wall s (median) | CPU s (median) | wall per round | CPU per round |")
     print("|---|---:|---:|---|---|")
     for name, results in rows.items():
-        walls, cpus = [x["wall"] for x in results], [x["cpu"] for x in results]
-        print(f"| {name} | {statistics.median(walls):.2f} | {statistics.median(cpus):.2f} | "
-              f"{', '.join(f'{w:.2f}' for w in walls)} | {', '.join(f'{c:.2f}' for c in cpus)} |")
+        med = medians(results, ("wall", "cpu"))
+        walls = ", ".join(format(x["wall"], ".2f") for x in results)
+        cpus = ", ".join(format(x["cpu"], ".2f") for x in results)
+        print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {walls} | {cpus} |")
 
 
 if __name__ == "__main__":
