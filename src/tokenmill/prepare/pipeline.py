@@ -782,7 +782,7 @@ class Pipeline:
         with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
             if cleaner is None and self.encodes_in_workers(source):
                 table = self._encode_in_workers(split, lang, source, prefix, bar, crash_name)
-                counted = True
+                counted = split == "train"  # see _encode_in_workers
             elif backend_name(self.config) == WHITESPACE:
                 table = None
                 write_json(self.words_path(split, lang), encode_words(lines(), prefix, bar, crash_name))
@@ -820,7 +820,7 @@ class Pipeline:
         keep = tokenizer is not None and self.keeps_unknown_surfaces()
         surfaces = UnknownSurfaces(tokenizer) if keep else None  # type: ignore[arg-type]
         words = FirstSeen()
-        counts = IdCounts(0)
+        counts = IdCounts(0) if split == "train" else None  # the dictionary is counted on train alone
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
             for encoded in encoded_ranges(source, tokenizer, self.config.workers, keep_surfaces=keep,
                                           max_chars=_ENCODE_BATCH_CHARS):
@@ -830,10 +830,12 @@ class Pipeline:
                 elif surfaces is not None and encoded.found is not None:
                     flat = surfaces.assign(flat, encoded.found)
                 writer.add_items(flat, encoded.lengths)
-                counts.add(flat)
+                if counts is not None:
+                    counts.add(flat)
                 bar.update(encoded.lines)
                 _crash_point(f"{crash_name}:midway")
-        counts.save(self.counts_path(split, lang))
+        if counts is not None:
+            counts.save(self.counts_path(split, lang))
         if whitespace:
             write_json(self.words_path(split, lang), list(words))
             return None
