@@ -98,6 +98,115 @@ def test_trainer_options_reach_the_trainer(tmp_path):
     assert tok.token_to_id("nonexistent piece") is None
 
 
+Processor = sentencepiece.SentencePieceProcessor
+
+
+def train_both(tmp_path: Path, lines: list[str], **settings: object) -> tuple[Tokenizer, Processor]:
+    """``settings`` trained through tokenmill and, under the same names, by SentencePiece's own trainer."""
+    tok = train_tokenizer("sentencepiece", lines, SentencePieceOptions(**settings), tmp_path / "ours.model")
+    return tok, direct_spm(lines, **{**BASE, "model_type": "unigram", **settings})
+
+
+def encoded_pieces(tok: Tokenizer, line: str) -> list[str]:
+    return [tok.id_to_token(i) for i in per_line(*tok.encode_batch([line]))[0]]
+
+
+UNSEEN = "\ua66e"  # CYRILLIC LETTER MULTIOCULAR O: in no training line
+
+
+def byte_fallback_encodes_unseen_characters_as_bytes(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    assert UNSEEN not in "".join(lines)
+    assert [p for p in encoded_pieces(tok, UNSEEN) if p != "\u2581"] == ["<0xEA>", "<0x99>", "<0xAE>"]
+    assert tok.token_to_id("<0x00>") is not None and tok.token_to_id("<0xFF>") is not None
+
+
+def long_lines_are_skipped(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    # the long line (the only one holding UNSEEN) was left out of training; without the limit it is not
+    assert UNSEEN not in {p for p, _, _ in pieces(direct)}
+    default = direct_spm(lines, **{**BASE, "vocab_size": 400, "model_type": "unigram", "character_coverage": 1.0})
+    assert UNSEEN in {p for p, _, _ in pieces(default)}
+
+
+def shuffling_changes_nothing_but_the_recorded_switch(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    # the trainer is handed the whole sample (its input_sentence_size is 0), so it never samples or shuffles
+    unshuffled = train_sentencepiece(lines, tmp_path / "plain.model", SentencePieceOptions(vocab_size=400,
+                                                                                         character_coverage=1.0))
+    assert pieces(tok.processor) == pieces(SentencePieceEncoder(unshuffled).processor)
+    assert tok.path.read_bytes() != unshuffled.read_bytes()  # the model records the switch as given
+
+
+def the_vocabulary_is_reached_exactly(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    assert tok.vocab_size == 400  # (its failing side: test_an_unreachable_hard_vocab_limit_is_a_config_error)
+
+
+def char_pieces_are_single_characters(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    normal = [p for p, _, control in pieces(direct) if not control and p != "<unk>"]
+    assert normal and all(len(p) == 1 for p in normal)
+    assert encoded_pieces(tok, "the market") == ["\u2581", "t", "h", "e", "\u2581", "m", "a", "r", "k", "e", "t"]
+
+
+def word_pieces_are_whole_words(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    normal = [p for p, _, control in pieces(direct) if not control and p != "<unk>"]
+    assert normal and all("\u2581" not in p[1:] for p in normal)  # never more than one word
+    assert encoded_pieces(tok, "the market river") == ["\u2581the", "\u2581market", "\u2581river"]
+
+
+def identity_keeps_compatibility_characters(
+    tok: Tokenizer, direct: Processor, tmp_path: Path, lines: list[str]
+) -> None:
+    assert "".join(encoded_pieces(tok, "\ufb01")).strip("\u2581") == "\ufb01"  # nmt_nfkc would make it "fi"
+
+
+# a line past every other's length in bytes, the only one that holds UNSEEN
+LIMIT = max(len(line.encode()) for line in LINES) + 1
+LONG = [*LINES, " ".join([UNSEEN * 3] * 40)]
+
+
+@pytest.mark.parametrize(
+    ("lines", "settings", "effect"),
+    [
+        (LINES, dict(vocab_size=600, byte_fallback=True), byte_fallback_encodes_unseen_characters_as_bytes),
+        (LONG, dict(vocab_size=400, max_sentence_length=LIMIT), long_lines_are_skipped),
+        (LINES, dict(vocab_size=400, shuffle_input_sentence=True), shuffling_changes_nothing_but_the_recorded_switch),
+        (LINES, dict(vocab_size=400, hard_vocab_limit=True), the_vocabulary_is_reached_exactly),
+        (LINES, dict(vocab_size=400, model_type="char"), char_pieces_are_single_characters),
+        (LINES, dict(vocab_size=400, model_type="word"), word_pieces_are_whole_words),
+        (LINES, dict(vocab_size=400, normalization_rule_name="identity"), identity_keeps_compatibility_characters),
+    ],
+    ids=["byte_fallback", "max_sentence_length", "shuffle_input_sentence", "hard_vocab_limit", "char", "word",
+         "identity"],
+)
+def test_each_trainer_option_trains_what_spm_train_does(tmp_path, lines, settings, effect):
+    tok, direct = train_both(tmp_path, lines, character_coverage=1.0, **settings)
+    assert pieces(tok.processor) == pieces(direct)
+    assert tok.path.read_bytes() == direct.serialized_model_proto()
+    effect(tok, direct, tmp_path, lines)
+
+
+def test_an_unreachable_hard_vocab_limit_is_a_config_error(tmp_path):
+    lines = ["a b c", "a b", "c a"] * 10
+    match = r"--vocab-size 100 cannot be reached with --hard-vocab-limit: .* at most 10 pieces"
+    with pytest.raises(ConfigError, match=match) as caught:
+        train_sentencepiece(lines, tmp_path / "m.model", SentencePieceOptions(vocab_size=100, hard_vocab_limit=True))
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "m.model").exists()
+    # without the limit the trainer stops short of the size, as spm_train does
+    tok, direct = train_both(tmp_path, lines, vocab_size=100, character_coverage=1.0)
+    assert tok.vocab_size < 100 and tok.path.read_bytes() == direct.serialized_model_proto()
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [

@@ -198,6 +198,13 @@ def _training_error(error: Exception, options: SentencePieceOptions) -> ConfigEr
             f"SentencePiece has no trainer option {unknown.group(1)!r} (from extra_options); "
             "use a name spm_train --help lists"
         )
+    too_high = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)", message)
+    if too_high:
+        asked, most = too_high.groups()
+        return ConfigError(
+            f"--vocab-size {asked} cannot be reached with --hard-vocab-limit: the training text gives at most {most} "
+            f"pieces (use --vocab-size {most} or less, or --no-hard-vocab-limit for a smaller model and a warning)"
+        )
     value = re.search(r'cannot parse "([^"]*)"', message)
     if value:
         names = [n for n, v in options.trainer_options().items() if str(v) == value.group(1)]
