@@ -5,10 +5,11 @@ Corpus (``tok_corpus.parallel_corpus``, seeded, cached in ``benchmarks/.data/tok
 real-looking English-Chinese pairs with ~5% duplicate pairs, a few empty sides, whitespace runs and
 control characters; ``--tokenizer none`` reads the same pairs word-segmented. Models are made once
 per corpus size and vocabulary, not timed: a SentencePiece unigram model and a Hugging Face
-byte-level BPE (both trained by ``tokenmill prepare``), tiktoken ranks converted from that BPE (GPT-2
-byte alphabet -> bytes, rank = BPE id - 1, cl100k split pattern, ``<|endoftext|>`` after the last
-rank), and a T2T subword vocabulary (built by ``prepare --approx-vocab-size``; every backend is given
-its model, so the runs compare encoding pipelines; T2T's vocabulary build is ``bench_t2t_subword.py``'s).
+byte-level BPE (both trained by ``tokenmill prepare``), tiktoken ranks converted from that BPE
+(``tokenmill.vocab.tiktoken_ranks``: GPT-2 byte alphabet -> bytes, ranks in id order without the
+special token; cl100k split pattern, ``<|endoftext|>`` after the last rank), and a T2T subword
+vocabulary (built by ``prepare --approx-vocab-size``; every backend is given its model, so the runs
+compare encoding pipelines; T2T's vocabulary build is ``bench_t2t_subword.py``'s).
 
 Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians reported):
 
@@ -40,7 +41,6 @@ stores and dictionaries (the manifests' checksums).
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import platform
@@ -56,6 +56,8 @@ sys.path.insert(0, str(HERE))
 
 from _procstat import run_measured  # noqa: E402
 from tok_corpus import DATA, parallel_corpus  # noqa: E402
+
+from tokenmill.vocab.tiktoken_ranks import ranks_from_byte_level_bpe, write_ranks  # noqa: E402
 
 BACKENDS = ("sentencepiece", "hf", "tiktoken", "t2t-subword", "none")
 CHUNK = 65536
@@ -130,21 +132,6 @@ def train_with_prepare(corpus: Path, out: Path, args: list[str]) -> Path:
     return out
 
 
-def hf_to_tiktoken(tokenizer_json: Path, out: Path) -> None:
-    """tiktoken ranks of a byte-level BPE: GPT-2's printable byte alphabet back to bytes, ranks in the
-    BPE's id order (its merge order) without the special token."""
-    from tokenmill.vocab.tiktoken_backend import byte_alphabet
-
-    byte_of = {c: b for b, c in enumerate(byte_alphabet())}
-    spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
-    specials = {added["content"] for added in spec.get("added_tokens", [])}
-    rows = []
-    for token, _ in sorted(spec["model"]["vocab"].items(), key=lambda kv: kv[1]):
-        if token not in specials:
-            rows.append(bytes(byte_of[c] for c in token))
-    out.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % rank for rank, t in enumerate(rows)))
-
-
 def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int) -> dict[str, Path]:
     """The models given to prepare (cached): trained or built through prepare, not timed (the T2T
     vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
@@ -163,7 +150,7 @@ def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int) -> dict[str, Pa
                                                              "--input-sentence-size", sample])
         shutil.copyfile(out / "tokenizer.json", found["hf"])
     if not found["tiktoken"].exists():
-        hf_to_tiktoken(found["hf"], found["tiktoken"])
+        write_ranks(ranks_from_byte_level_bpe(found["hf"]), found["tiktoken"])
     found["t2t-subword"] = root / f"vocab-{t2t_vocab}.subwords"
     if not found["t2t-subword"].exists():
         print("building the T2T subword vocabulary (not timed) ...", file=sys.stderr)

@@ -15,6 +15,7 @@ from tests.vocab.multilingual import sample_lines
 from tokenmill.errors import ConfigError
 from tokenmill.store.format import token_dtype
 from tokenmill.vocab.tiktoken_backend import CL100K_PATTERN, PRESETS, byte_alphabet
+from tokenmill.vocab.tiktoken_ranks import ranks_from_byte_level_bpe
 from tokenmill.vocab.tokenizer import Tokenizer, load_saved, load_tokenizer, train_tokenizer
 
 LINES = sample_lines()
@@ -36,16 +37,9 @@ def reference(ranks: dict[bytes, int], pattern: str, specials: dict[str, int]) -
 @pytest.fixture(scope="module")
 def bpe_ranks(tmp_path_factory) -> dict[bytes, int]:
     """The ranks of a byte-level BPE trained here with `tokenizers` (GPT-2's byte alphabet -> bytes)."""
-    hf = train_tokenizer(
-        "hf", LINES, {"kind": "byte-level-bpe", "vocab_size": 1500}, tmp_path_factory.mktemp("t") / "tokenizer.json"
-    )
-    byte_of = {c: b for b, c in enumerate(byte_alphabet())}
-    ranks = {}
-    for token_id in range(hf.vocab_size):
-        token = hf.id_to_token(token_id)
-        if token != "<|endoftext|>":
-            ranks[bytes(byte_of[c] for c in token)] = token_id - 1  # ranks from 0: the special was id 0
-    return ranks
+    path = tmp_path_factory.mktemp("t") / "tokenizer.json"
+    train_tokenizer("hf", LINES, {"kind": "byte-level-bpe", "vocab_size": 1500}, path)
+    return ranks_from_byte_level_bpe(path)
 
 
 def test_byte_alphabet_is_gpt2s():
