@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tokenmill._core.ordered import ordered_map
+from tokenmill._core.ordered import ordered_map, prefetched
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -58,3 +58,47 @@ def test_a_failing_call_raises_in_the_caller_and_later_items_are_not_waited_for(
 
 def test_empty_input_gives_nothing():
     assert list(ordered_map(lambda x: x, [], 2)) == []
+
+
+def test_prefetched_gives_every_item_in_order_and_reads_ahead_on_another_thread():
+    threads = set()
+
+    def produce():
+        for i in range(30):
+            threads.add(threading.get_ident())
+            yield i
+
+    seen = []
+    for item in prefetched(produce(), ahead=2):
+        seen.append(item)
+    assert seen == list(range(30))
+    assert threads and threading.get_ident() not in threads, "the producer ran on the background thread"
+
+
+def test_prefetched_raises_the_producers_error_at_the_item_it_failed_on():
+    def produce():
+        yield 1
+        yield 2
+        raise ValueError("bad block 3")
+
+    got = []
+    with pytest.raises(ValueError, match="bad block 3"):
+        for item in prefetched(produce()):
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_prefetched_takes_nothing_more_once_the_caller_stops():
+    taken = []
+
+    def produce():
+        for i in range(100):
+            taken.append(i)
+            yield i
+
+    stream = prefetched(produce(), ahead=1)
+    assert [next(stream), next(stream)] == [0, 1]
+    stream.close()
+    time.sleep(0.05)
+    assert len(taken) <= 3, taken  # the two given, and at most the one read ahead
+    assert list(prefetched([])) == []

@@ -1,7 +1,9 @@
-"""A function over items on threads, results in input order, with a bounded number in flight.
+"""A function over items on threads, results in input order, with a bounded number in flight; and an
+iterator read ahead on a thread.
 
-For calls that let go of the GIL (tokenizers' batch encodes, numpy sorts and gathers): prepare's encode
-stage and the block-wise epoch plans both run their independent pieces this way.
+For calls that let go of the GIL (tokenizers' batch encodes, numpy sorts and gathers, file reads and
+writes): prepare's encode stage and the block-wise epoch plans run their independent pieces this way,
+and binarize reads and maps the next block of ids while the current one is written.
 """
 
 from __future__ import annotations
@@ -43,4 +45,31 @@ def ordered_map(
                 future.cancel()
 
 
-__all__ = ["ordered_map"]
+def prefetched(items: Iterable[Item], ahead: int = 1) -> Iterator[Item]:
+    """The items of ``items`` in order, the next ``ahead`` of them made on one background thread while the
+    caller works on the current one.
+
+    For a producer and a consumer that both let go of the GIL (reading and mapping blocks of ids, then
+    writing them). One thread advances the iterator, one ``next`` at a time, so a generator is never
+    entered twice; its exception reaches the caller at the item it failed on. When the caller stops early,
+    nothing more is taken from ``items`` once the ``next`` already running returns.
+    """
+    iterator = iter(items)
+    with ThreadPoolExecutor(1) as pool:
+        pending: deque[Future] = deque(pool.submit(next, iterator, _END) for _ in range(max(1, ahead)))
+        try:
+            while True:
+                item = pending.popleft().result()
+                if item is _END:
+                    return
+                pending.append(pool.submit(next, iterator, _END))
+                yield item
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+_END: object = object()
+
+
+__all__ = ["ordered_map", "prefetched"]

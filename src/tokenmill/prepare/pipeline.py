@@ -40,7 +40,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 from tqdm import tqdm
 
-from tokenmill._core.ordered import ordered_map
+from tokenmill._core.ordered import ordered_map, prefetched
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
 from tokenmill.fsutil import atomic_path, atomic_write, remove_stale_temps, write_json
 from tokenmill.prepare import encode_workers
@@ -1193,7 +1193,9 @@ class Pipeline:
             return self._run_binarize_tasks(lang, key, dictionary, eos, unk, token_dtype(vocab_size))
         return self._write_split(
             split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
-            self._id_blocks(split, lang, dictionary), eos=eos, unk=unk, crash_name=f"binarize.{split}.{lang}",
+            # the next block is read and mapped on a thread while this one is written (both let go of the GIL)
+            prefetched(self._id_blocks(split, lang, dictionary)), eos=eos, unk=unk,
+            crash_name=f"binarize.{split}.{lang}",
         )
 
     def _run_binarize_tasks(
