@@ -159,7 +159,8 @@ class PrepareConfig:
     max_sentence_length: Annotated[int, AtLeast1] = 4192
     """SentencePiece: longer training lines are skipped, in bytes (spm_train's --max_sentence_length)."""
     shuffle_input_sentence: bool = False
-    """SentencePiece: shuffle the training sample (spm_train's --shuffle_input_sentence)."""
+    """SentencePiece: spm_train's switch, passed on and recorded in the model, but without effect here: the
+    trainer is given the whole --input-sentence-size sample tokenmill drew, so it never samples or shuffles."""
     hard_vocab_limit: bool = False
     """SentencePiece: fail when the text cannot give --vocab-size pieces (off: a smaller model and a warning)."""
     control_symbols: list[str] = field(default_factory=list)
