@@ -402,14 +402,15 @@ def test_megatron_runs_read_the_input_directly_with_the_same_stores_and_counts(h
     assert counts["read"]["malformed_skipped"] == 2 and counts["read"]["invalid_utf8_replaced"] == 1
     assert counts["kept"] == {"pairs": 238}
     store = IndexedDataset(tmp_path / "direct-True" / "lm_text_document")
-    assert len(store) == 238 and store[4].tolist() == [store[4][-1]], "the empty document is kept: EOD alone"
+    # the empty document (row 4) is a document without a sequence, as preprocess_data writes it
+    assert len(store) == 237 and store.document_indices.tolist()[3:7] == [3, 4, 4, 5]
     if model == "given":  # in input order, whatever the chunks and tokenizer calls
         read = documents(240)
         read[4], read[15] = "", "bad \ufffd byte"
         read = [d for i, d in enumerate(read) if i not in (9, 12)]
         reference = tokenizers.Tokenizer.from_file(str(hf_model))
         eod = reference.token_to_id(ENDOFTEXT)
-        expected = [[*e.ids, eod] for e in reference.encode_batch(read, add_special_tokens=False)]
+        expected = [[*e.ids, eod] for e in reference.encode_batch(read, add_special_tokens=False) if e.ids]
         assert [store[i].tolist() for i in range(len(store))] == expected
 
 
@@ -418,3 +419,45 @@ def test_runs_that_clean_still_go_through_a_cleaned_copy(hf_model, corpus, tmp_p
                 "tokenizer_model": str(hf_model), "dedup": True}
     prepare(build_config(settings), progress=False)
     assert (tmp_path / "o" / ".work" / "clean" / "train.text").exists()
+
+
+PREPROCESS_DATA_WRITER = """
+import numpy as np, torch
+from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
+# preprocess_data's writer: one document per JSON row, EOD only after a document with ids (--append-eod)
+builder = IndexedDatasetBuilder(PAYLOAD["prefix"] + ".bin", dtype=DType.optimal_dtype(PAYLOAD["vocab_size"]))
+for ids in PAYLOAD["documents"]:
+    if ids and PAYLOAD["append_eod"]:
+        ids = ids + [PAYLOAD["eod"]]
+    builder.add_document(torch.tensor(ids, dtype=torch.int64), [len(ids)] if ids else [])
+builder.finalize(PAYLOAD["prefix"] + ".idx")
+print("RESULT:" + json.dumps("ok"))
+"""
+
+
+@pytest.mark.megatron
+@pytest.mark.parametrize("append_eod", [True, False])
+def test_documents_without_ids_are_what_preprocess_data_writes(hf_model, tmp_path, append_eod):
+    """A JSON row whose text gives no ids is a document without a sequence (no lone EOD): the .bin and
+    .idx equal, byte for byte, what megatron-core's builder writes when fed as preprocess_data feeds it,
+    cut into tasks or not."""
+    docs = documents(60)
+    for i in (0, 7, 8, 59):  # first, two in a row, last
+        docs[i] = ""
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    reference = tokenizers.Tokenizer.from_file(str(hf_model))
+    ids = [e.ids for e in reference.encode_batch(docs, add_special_tokens=False)]
+    run_peer("megatron", PREPROCESS_DATA_WRITER, {
+        "prefix": str(tmp_path / "peer"), "documents": ids, "append_eod": append_eod,
+        "eod": reference.token_to_id(ENDOFTEXT), "vocab_size": reference.get_vocab_size()})
+    for tasks in (None, 2):
+        out = tmp_path / f"tasks-{tasks}"
+        settings = {**megatron_run(tmp_path / "in.jsonl", out / "lm", "HuggingFaceTokenizer",
+                                   tokenizer_model=hf_model), "append_eod": append_eod,
+                    **({"tasks": tasks} if tasks else {})}
+        prepare(build_config(settings), progress=False)
+        for suffix in (".bin", ".idx"):
+            assert (out / f"lm_text_document{suffix}").read_bytes() == (tmp_path / f"peer{suffix}").read_bytes()
+        assert verify_directory(out) == []
+    store = IndexedDataset(tmp_path / "tasks-None" / "lm_text_document")
+    assert len(store) == 56 and len(store.document_indices) == 61

@@ -190,3 +190,18 @@ def test_sizes_spilled_to_disk_give_the_same_index(tmp_path, monkeypatch):
             outputs[name] = [(tmp_path / f"{name}-{layout}{ext}").read_bytes() for ext in (".idx", ".bin")]
         assert outputs["spilled"] == outputs["memory"]
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".bin"] * 4 + [".idx"] * 4
+
+
+def test_add_documents_makes_an_item_without_ids_a_document_without_items(tmp_path):
+    """Megatron's preprocess_data writes a document without ids as a document boundary and no sequence."""
+    with IndexedWriter(tmp_path / "docs", layout="megatron", dtype=np.uint16) as writer:
+        writer.add_documents(np.array([1, 2, 3, 4, 5, 6], dtype=np.int64), np.array([0, 2, 0, 0, 3, 1, 0]))
+    store = IndexedDataset(tmp_path / "docs")
+    assert [store[i].tolist() for i in range(len(store))] == [[1, 2], [3, 4, 5], [6]]
+    assert store.document_indices.tolist() == [0, 0, 1, 1, 1, 2, 3, 3]
+    with IndexedWriter(tmp_path / "one_by_one", layout="megatron", dtype=np.uint16) as writer:
+        for item in ([], [1, 2], [], [], [3, 4, 5], [6], []):
+            writer.add_items(np.array(item, dtype=np.int64), np.array([len(item)] if item else [], dtype=np.int64))
+            writer.end_document()
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"docs{suffix}").read_bytes() == (tmp_path / f"one_by_one{suffix}").read_bytes()

@@ -537,7 +537,8 @@ class Tasked:
         kept = mask_slice(self.pipeline.keep_path("train") if details["keep"] else None, first, first + length)
         counts = binarize_part(part / IDS, folder / PART, lookup=lookup, kept=kept, end=details["end"],
                                unk=details["unk"], dtype=np.dtype(details["dtype"]), layout=Layout(details["layout"]),
-                               crash_name=f"binarize.train.{lang}#{index}")
+                               crash_name=f"binarize.train.{lang}#{index}",
+                               empty_documents=details.get("empty_documents", False))
         return self.record(started, length, attempt, **counts)
 
     def merge_binarized(

@@ -142,6 +142,20 @@ def regrouped(blocks: Iterable[np.ndarray], items: int) -> Iterator[np.ndarray]:
         yield np.concatenate(pending)
 
 
+def ended(
+    flat: np.ndarray, lengths: np.ndarray, end: int | None, dtype: np.dtype, *, empty_documents: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(flat, lengths) with ``end`` after each item (None: as they are). ``empty_documents``: an item without
+    ids gets no end token either, as Megatron's ``preprocess_data`` appends EOD only to a document with ids
+    (such an item then becomes a document without a sequence, see ``IndexedWriter.add_documents``)."""
+    if end is None:
+        return flat, lengths
+    if not empty_documents:
+        return with_end_token(flat, lengths, end, dtype), lengths + 1
+    filled = lengths > 0
+    return with_end_token(flat, lengths[filled], end, dtype), lengths + filled
+
+
 def with_end_token(flat: np.ndarray, lengths: np.ndarray, end: int, dtype: np.dtype) -> np.ndarray:
     """``end`` after each item of (``flat``, ``lengths``), as ``dtype``: what ``np.insert`` gives, in the store's
     dtype at once (one pass fewer over a block). Ids outside ``dtype`` are refused, as the writer would."""
@@ -162,11 +176,13 @@ def with_end_token(flat: np.ndarray, lengths: np.ndarray, end: int, dtype: np.dt
 
 def binarize_part(
     part: Path, out: Path, *, lookup: np.ndarray | None, kept: np.ndarray | None, end: int | None, unk: int,
-    dtype: np.dtype, layout: Layout, crash_name: str,
+    dtype: np.dtype, layout: Layout, crash_name: str, empty_documents: bool = False,
 ) -> dict[str, int]:
     """One part's kept items (``kept``: its slice of the piece filters' mask) as a store at ``out`` in the
     output's ids (work id -> id through ``lookup``), end token and dtype; returns its items, tokens and
-    unknown tokens (what binarizing the joined store counts, part by part)."""
+    unknown tokens (what binarizing the joined store counts, part by part). ``empty_documents`` (see
+    :func:`ended`): an item without ids stays an item of length 0 here, so the merge can make it a document
+    without a sequence, and is not counted as a sentence."""
     sentences = tokens = unknown = 0
     first = 0
     megatron = layout is Layout.MEGATRON
@@ -179,16 +195,15 @@ def binarize_part(
             flat = block if lookup is None else lookup[block]
             if unk >= 0:
                 unknown += int(np.count_nonzero(flat == unk))
-            if end is not None:
-                flat, sizes = with_end_token(flat, sizes, end, dtype), sizes + 1
+            flat, sizes = ended(flat, sizes, end, dtype, empty_documents=empty_documents)
             writer.add_items(flat, sizes, documents=megatron)
-            sentences += len(sizes)
+            sentences += int(np.count_nonzero(sizes)) if empty_documents else len(sizes)
             tokens += len(flat)
             crash_point(f"{crash_name}:midway")
     return {"sentences": sentences, "tokens": tokens, "unk": unknown}
 
 
 __all__ = [
-    "BLOCK_ITEMS", "COUNTS", "IDS", "UNKNOWN", "IdCounts", "binarize_part", "item_token_counts", "mask_slice",
+    "BLOCK_ITEMS", "COUNTS", "IDS", "UNKNOWN", "IdCounts", "binarize_part", "ended", "item_token_counts", "mask_slice",
     "part_lengths", "part_table", "regrouped", "summed_counts", "surfaces_in_order", "with_end_token",
 ]

@@ -60,10 +60,10 @@ from tokenmill.prepare.encode_workers import (
 from tokenmill.prepare.encoded_parts import (
     IDS,
     IdCounts,
+    ended,
     item_token_counts,
     regrouped,
     summed_counts,
-    with_end_token,
 )
 from tokenmill.prepare.heap import release_heap
 from tokenmill.prepare.line_sample import SmallestKeys
@@ -1195,8 +1195,14 @@ class Pipeline:
             split, lambda shard: self.output_prefix(split, lang, shard), token_dtype(vocab_size),
             # the next block is read and mapped on a thread while this one is written (both let go of the GIL)
             prefetched(self._id_blocks(split, lang, dictionary)), eos=eos, unk=unk,
-            crash_name=f"binarize.{split}.{lang}",
+            crash_name=f"binarize.{split}.{lang}", empty_documents=self.empty_documents,
         )
+
+    @property
+    def empty_documents(self) -> bool:
+        """Whether a document without ids is stored as a document without a sequence (no EOD either), as
+        Megatron's ``preprocess_data`` does: with its flags (``--output-prefix``); else it is an item of its own."""
+        return bool(self.config.output_prefix) and self.config.layout == "megatron"
 
     def _run_binarize_tasks(
         self, lang: str, key: str, dictionary: Dictionary | None, eos: int | None, unk: int, dtype: np.dtype
@@ -1209,12 +1215,13 @@ class Pipeline:
             surfaces = {surface: dictionary.indices.get(surface, dictionary.unk_index)
                         for surface in self.unknown_surfaces("train", lang)}
         details = {"lookup": lookup, "surfaces": surfaces, "end": eos, "unk": unk, "dtype": np.dtype(dtype).str,
-                   "layout": self.config.layout, "keep": self.keep_file("train") is not None}
+                   "layout": self.config.layout, "keep": self.keep_file("train") is not None,
+                   "empty_documents": self.empty_documents}
         tasks = self.tasked.plan_binarize(lang, key, details)
         self.tasked.run(tasks, execute_task, in_phase=True)
         return self.tasked.merge_binarized(tasks, lambda blocks: self._write_split(
             "train", lambda shard: self.output_prefix("train", lang, shard), dtype, blocks, eos=None, unk=-1,
-            crash_name=f"binarize.train.{lang}",
+            crash_name=f"binarize.train.{lang}", empty_documents=self.empty_documents,
         ))
 
     def _write_split(
@@ -1227,8 +1234,10 @@ class Pipeline:
         eos: int | None,
         unk: int,
         crash_name: str,
+        empty_documents: bool = False,
     ) -> tuple[list[Path], dict[str, Any]]:
-        """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items."""
+        """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items
+        (``empty_documents``: see :attr:`empty_documents`; ``sentences`` counts the items stored)."""
         cfg = self.config
         megatron = cfg.layout == "megatron"
         shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
@@ -1246,8 +1255,7 @@ class Pipeline:
             for flat, lengths in blocks:
                 if unk >= 0:
                     unknown += int(np.count_nonzero(flat == unk))
-                if eos is not None:
-                    flat, lengths = with_end_token(flat, lengths, eos, dtype), lengths + 1
+                flat, lengths = ended(flat, lengths, eos, dtype, empty_documents=empty_documents)
                 while len(lengths):
                     room = shard_size - (len(writer)) if shard_size else len(lengths)
                     if room == 0:
@@ -1256,8 +1264,12 @@ class Pipeline:
                         continue
                     take = min(room, len(lengths))
                     cut = int(lengths[:take].sum())
-                    writer.add_items(flat[:cut], lengths[:take], documents=megatron)
-                    sentences += take
+                    if empty_documents:
+                        writer.add_documents(flat[:cut], lengths[:take])
+                        sentences += int(np.count_nonzero(lengths[:take]))
+                    else:
+                        writer.add_items(flat[:cut], lengths[:take], documents=megatron)
+                        sentences += take
                     tokens += cut
                     flat, lengths = flat[cut:], lengths[take:]
                 _crash_point(f"{crash_name}:midway")

@@ -161,6 +161,16 @@ class IndexedWriter:
         if documents:
             self._documents.extend(np.arange(base + 1, len(self._sizes) + 1, dtype=np.int64))
 
+    def add_documents(self, flat_tokens: np.ndarray, lengths: np.ndarray) -> None:
+        """Append many documents of one item each (Megatron layout), where an item of length 0 is a document
+        with no item at all: what Megatron's ``preprocess_data`` writes for a document without ids (its
+        document index repeats; no empty sequence is stored)."""
+        lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+        filled = lengths > 0
+        base = len(self._sizes)
+        self.add_items(flat_tokens, lengths[filled])
+        self._documents.extend(base + np.cumsum(filled, dtype=np.int64))
+
     def end_document(self) -> None:
         """Close the current document (Megatron layout): everything since the last call is one document."""
         self._documents.append(len(self._sizes))
