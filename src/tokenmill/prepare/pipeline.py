@@ -1106,7 +1106,9 @@ class Pipeline:
                             self.keys.get(f"pieces.{split}")]
                 key = fingerprint("binarize", upstream, self.vocab_fingerprint(lang, vocab_path), cfg.layout,
                                   cfg.shard_size, cfg.tokenizer, cfg.source_lang, cfg.target_lang, own_ids,
-                                  self.end_token(dictionaries.get(lang), lang), cfg.output_prefix)
+                                  self.end_token(dictionaries.get(lang), lang), cfg.output_prefix,
+                                  # a folder binarized before empty documents were written as Megatron does
+                                  *(["empty documents as preprocess_data"] if self.empty_documents else []))
                 info = self._stage(
                     f"binarize.{split}.{lang}", key,
                     lambda s=split, la=lang, k=key: self._run_binarize(s, la, dictionaries.get(la), k),
