@@ -461,3 +461,38 @@ def test_documents_without_ids_are_what_preprocess_data_writes(hf_model, tmp_pat
         assert verify_directory(out) == []
     store = IndexedDataset(tmp_path / "tasks-None" / "lm_text_document")
     assert len(store) == 56 and len(store.document_indices) == 61
+
+
+def store_documents(prefix: Path) -> list[list[list[int]]]:
+    """The store's documents in order, each the list of its sequences' ids (an empty list: no sequence)."""
+    store = IndexedDataset(prefix)
+    bounds = store.document_indices.tolist()
+    return [[store[i].tolist() for i in range(a, b)] for a, b in itertools.pairwise(bounds)]
+
+
+@pytest.mark.parametrize("tasks", [None, 2])
+def test_shards_of_documents_without_ids_each_hold_sequences(hf_model, tmp_path, tasks):
+    """With --shard-size, documents without ids stay with the shard before them: a shard starts at a
+    document with a sequence, so none is left holding no sequence (a 0-token dataset Megatron cannot
+    sample from), and the shards' documents in order are the unsharded store's."""
+    docs = documents(23)
+    for i in (5, 6, 8, 21, 22):  # two inside the first shard, one right after it fills, two after the last fills
+        docs[i] = ""
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    made = {}
+    for shard_size in (0, 6):
+        out = tmp_path / f"shards-{shard_size}"
+        settings = {**megatron_run(tmp_path / "in.jsonl", out / "lm", "HuggingFaceTokenizer", tokenizer_model=hf_model),
+                    "shard_size": shard_size, **({"tasks": tasks} if tasks else {})}
+        summary = prepare(build_config(settings), progress=False)
+        prefixes = sorted(out.glob("shard*/lm_text_document.idx")) if shard_size else [out / "lm_text_document.idx"]
+        made[shard_size] = [store_documents(p.with_suffix("")) for p in prefixes]
+        recorded = list(summary.splits["train"]["langs"].values())
+        assert [(r["sentences"], r["shards"]) for r in recorded] == [(18, 3 if shard_size else 0)]
+        assert verify_directory(out) == []
+    whole = made[0][0]
+    assert len(whole) == 23 and sum(1 for d in whole if not d) == 5
+    shards = made[6]
+    assert [sum(len(d) for d in shard) for shard in shards] == [6, 6, 6], "every shard holds sequences"
+    assert all(shard[0] for shard in shards[1:]), "a shard starts at a document with a sequence"
+    assert [d for shard in shards for d in shard] == whole

@@ -1260,6 +1260,13 @@ class Pipeline:
                 flat, lengths = ended(flat, lengths, eos, dtype, empty_documents=empty_documents)
                 while len(lengths):
                     room = shard_size - (len(writer)) if shard_size else len(lengths)
+                    if room == 0 and empty_documents and lengths[0] == 0:
+                        # documents without a sequence stay with the full shard: a new shard starts at a
+                        # sequence, so no shard is left holding none (a 0-token dataset to Megatron)
+                        empty = int(np.argmax(lengths != 0)) if lengths.any() else len(lengths)
+                        writer.add_documents(flat[:0], lengths[:empty])
+                        lengths = lengths[empty:]
+                        continue
                     if room == 0:
                         shard = (shard or 0) + 1
                         writer = open_writer(shard)
@@ -1356,7 +1363,8 @@ class Pipeline:
     def finish(self) -> None:
         cfg = self.config
         prune_staging(self.out, self.produced)
-        dictionaries = [] if cfg.tokenizer == "t2t-subword" else sorted({self.dict_path(x) for x in cfg.langs})
+        # stores of the tokenizer's own ids have no fairseq dictionary (the manifest names the model instead)
+        dictionaries = [] if stores_tokenizer_ids(cfg) else sorted({self.dict_path(x) for x in cfg.langs})
         self.copy_into_shards(dictionaries)
         name = f"{cfg.source_lang}-{cfg.target_lang}" if cfg.target_lang else f"{cfg.source_lang} (monolingual)"
         self.write_log(f"tokenmill prepare: {name} -> {self.root}")
