@@ -65,3 +65,24 @@ def test_what_has_no_tiktoken_ranks_is_one_clear_error(bpe, tmp_path):
         ranks_from_byte_level_bpe(tmp_path / "broken.json")
     with pytest.raises(ConfigError, match="cannot read"):
         ranks_from_byte_level_bpe(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("change", ["unspelt merge", "one token", "three tokens", "model text", "vocab ids"])
+def test_a_malformed_tokenizer_json_is_one_clear_error(bpe, tmp_path, change):
+    """Broken merges or model entries are one ConfigError naming the file, never a KeyError or TypeError."""
+    spec = json.loads(bpe.read_text(encoding="utf-8"))
+    merges = spec["model"]["merges"]
+    if change == "unspelt merge":  # '€' is no character of GPT-2's byte alphabet
+        merges[0] = "x \u20ac" if isinstance(merges[0], str) else ["x", "\u20ac"]
+    elif change == "one token":
+        merges[0] = "xyz" if isinstance(merges[0], str) else ["xyz"]
+    elif change == "three tokens":
+        merges[0] = ["a", "b", "c"]
+    elif change == "model text":
+        spec["model"] = "BPE"
+    else:
+        spec["model"]["vocab"] = {token: str(i) for token, i in spec["model"]["vocab"].items()}
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"broken\.json: (merge 1 |not a BPE)"):
+        ranks_from_byte_level_bpe(broken)

@@ -27,14 +27,16 @@ from tokenmill.vocab.tiktoken_backend import byte_alphabet
 def ranks_from_byte_level_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Token bytes -> rank of the byte-level BPE in the ``tokenizer.json`` at ``path`` (see the module)."""
     spec = _read_spec(path)
-    model = spec.get("model") or {}
-    if model.get("type") != "BPE" or not isinstance(model.get("vocab"), dict):
+    model = spec.get("model") if isinstance(spec.get("model"), dict) else {}
+    vocab = model.get("vocab")
+    if model.get("type") != "BPE" or not isinstance(vocab, dict) or not all(type(v) is int for v in vocab.values()):
         raise ConfigError(f"{path}: not a BPE tokenizer.json (model type {model.get('type')!r}); tiktoken ranks "
                           "come from a byte-level BPE such as GPT-2's or one `tokenmill prepare --tokenizer hf` trains")
     byte_of = {char: value for value, char in enumerate(byte_alphabet())}
-    specials = {added["content"] for added in spec.get("added_tokens", [])}
+    added = spec.get("added_tokens") if isinstance(spec.get("added_tokens"), list) else []
+    specials = {token.get("content") for token in added if isinstance(token, dict)}
     ranks: dict[bytes, int] = {}
-    for token, _ in sorted(model["vocab"].items(), key=lambda item: item[1]):
+    for token, _ in sorted(vocab.items(), key=lambda item: item[1]):
         if token in specials:
             continue
         try:
@@ -48,7 +50,8 @@ def ranks_from_byte_level_bpe(path: str | os.PathLike[str]) -> dict[bytes, int]:
     if missing:
         raise ConfigError(f"{path}: {len(missing)} of the 256 single bytes are not in the vocabulary "
                           f"(byte {missing[0]} first): tiktoken needs all of them")
-    _check_merge_order(path, model.get("merges") or [], ranks, byte_of)
+    merges = model.get("merges") or []
+    _check_merge_order(path, merges if isinstance(merges, list) else [merges], ranks, byte_of)
     return ranks
 
 
@@ -77,11 +80,17 @@ def _check_merge_order(
 ) -> None:
     """The merges' results must be numbered in merge order, after their parts (see the module docstring)."""
     def rank_of(token: str) -> int | None:
-        return ranks.get(bytes(byte_of[char] for char in token))
+        try:
+            return ranks.get(bytes(byte_of[char] for char in token))
+        except KeyError:  # a character outside the byte alphabet: no such token
+            return None
 
     last = -1
     for number, merge in enumerate(merges, start=1):
-        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        pair = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(part, str) for part in pair):
+            raise ConfigError(f"{path}: merge {number} ({merge!r}) is not two tokens (\"left right\" or a pair)")
+        left, right = pair
         made, parts = rank_of(left + right), [rank_of(left), rank_of(right)]
         if made is None or None in parts or made <= max(parts) or made <= last:  # type: ignore[type-var]
             raise ConfigError(
