@@ -496,3 +496,24 @@ def test_shards_of_documents_without_ids_each_hold_sequences(hf_model, tmp_path,
     assert [sum(len(d) for d in shard) for shard in shards] == [6, 6, 6], "every shard holds sequences"
     assert all(shard[0] for shard in shards[1:]), "a shard starts at a document with a sequence"
     assert [d for shard in shards for d in shard] == whole
+
+
+def test_a_folder_binarized_before_the_empty_document_rule_is_binarized_again(hf_model, tmp_path, monkeypatch):
+    """A folder whose stores hold a lone EOD for a document without ids (as tokenmill wrote them before) is
+    not trusted by the next run: the binarize key differs, so the stores are written again."""
+    from tokenmill.prepare import pipeline
+
+    docs = documents(12)
+    docs[3] = ""
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    settings = megatron_run(tmp_path / "in.jsonl", tmp_path / "out" / "lm", "HuggingFaceTokenizer",
+                            tokenizer_model=hf_model)
+    with monkeypatch.context() as old:
+        old.setattr(pipeline.Pipeline, "empty_documents", property(lambda self: False))
+        prepare(build_config(settings), progress=False)
+    before = IndexedDataset(tmp_path / "out" / "lm_text_document")
+    assert len(before) == 12 and len(before[3]) == 1, "the old rule: the empty document is a lone EOD"
+    prepare(build_config(settings), progress=False)
+    after = store_documents(tmp_path / "out" / "lm_text_document")
+    assert len(after) == 12 and after[3] == [] and sum(len(d) for d in after) == 11
+    assert verify_directory(tmp_path / "out") == []
