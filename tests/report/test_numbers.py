@@ -308,3 +308,19 @@ def test_a_joined_dictionary_is_parsed_once_and_different_contents_apart(pairs_d
     vocabularies = corpus.Vocabularies(copy)
     first, second = (vocabularies.symbols(r) for r in records)
     assert len(parsed) == 2 and second is not None and second[-1] == "extra" and first[-1] != "extra"
+
+
+def test_gpt_samples_skip_documents_without_ids(tmp_path: Path) -> None:
+    """Megatron's flags store a document without ids as a document without a sequence: the GPT numbers are
+    those of the documents that hold tokens (what training's index is built over)."""
+    from tokenmill.report.lm import lm_numbers
+    from tokenmill.store import IndexedWriter
+
+    lengths = np.array([0, 70, 5, 0, 0, 130, 64, 0, 9])
+    for name, kept in (("with_empty", lengths), ("without", lengths[lengths > 0])):
+        with IndexedWriter(tmp_path / name, layout="megatron", dtype=np.uint16) as writer:
+            writer.add_documents(np.arange(int(kept.sum())) % 50, kept)
+    with_empty = lm_numbers([IndexedDataset(tmp_path / "with_empty")], 16)
+    without = lm_numbers([IndexedDataset(tmp_path / "without")], 16)
+    assert with_empty["documents"] == 9 and without["documents"] == 5
+    assert with_empty["gpt"] == without["gpt"] and with_empty["gpt"]["samples"] > 0

@@ -73,7 +73,8 @@ def lm_numbers(stores: list[IndexedDataset], seq_length: int) -> dict[str, Any]:
         "lengths": length_summary(lengths),
         "histogram": length_histogram(lengths),
         "longer_than_sample": int(np.count_nonzero(lengths > seq_length)),
-        "gpt": gpt_samples(lengths, seq_length),
+        # over the documents that hold tokens, as training's index (a document without ids has no sequence)
+        "gpt": gpt_samples(lengths[lengths > 0], seq_length),
     }
 
 
