@@ -21,13 +21,13 @@ import tiktoken
 import tokenizers
 
 from tests.peers import REPO, run_peer
-from tests.prepare.test_tokenizers import write_ranks
 from tests.vocab.multilingual import generated_lines, sample_lines
 from tokenmill.data import GPTDataset, GPTDatasetConfig
 from tokenmill.errors import ConfigError
 from tokenmill.prepare import build_config, prepare
 from tokenmill.store import IndexedDataset
 from tokenmill.store.manifest import read_manifest, verify_directory
+from tokenmill.vocab.tiktoken_ranks import write_ranks
 from tokenmill.vocab.tokenizer import train_tokenizer
 
 LINES = sample_lines() + generated_lines(600)
@@ -234,7 +234,7 @@ def ranks_file(hf_model, tmp_path_factory):
         ranks.setdefault(bytes(byte_of[c] for c in left + right), len(ranks))
     assert len(ranks) > 1000, "most of the 1200 entries are merges"
     path = tmp_path_factory.mktemp("tiktoken") / "trained.tiktoken"
-    write_ranks(path, ranks)
+    write_ranks(ranks, path)
     return path, ranks
 
 

@@ -5,7 +5,6 @@ Megatron's preprocess_data flags are tested in ``test_megatron_flags.py``."""
 
 from __future__ import annotations
 
-import base64
 import itertools
 import string
 from pathlib import Path
@@ -18,10 +17,7 @@ from tests.prepare.conftest import SAMPLE
 from tokenmill.prepare import build_config, prepare
 from tokenmill.store import IndexedDataset
 from tokenmill.store.manifest import verify_directory
-
-
-def write_ranks(path, ranks: dict[bytes, int]) -> None:
-    path.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items()))
+from tokenmill.vocab.tiktoken_ranks import write_ranks
 
 
 def test_tiktoken_ranks_give_tiktokens_own_ids_in_int32_stores(tmp_path):
@@ -30,7 +26,7 @@ def test_tiktoken_ranks_give_tiktokens_own_ids_in_int32_stores(tmp_path):
     tokens += list(itertools.islice(words, 70_000 - len(tokens)))
     ranks = {token: rank for rank, token in enumerate(tokens)}
     model = tmp_path / "big.tiktoken"
-    write_ranks(model, ranks)
+    write_ranks(ranks, model)
     docs = ["the quick brown fox", "abc abd xyz 12 é", "Grüße aus Köln — 東京", "zzz aaa"] * 5
     (tmp_path / "train.en").write_text("".join(d + "\n" for d in docs), encoding="utf-8")
     settings = {"source_lang": "en", "trainpref": str(tmp_path / "train"), "destdir": str(tmp_path / "lm"),

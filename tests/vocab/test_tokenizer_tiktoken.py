@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import itertools
 import string
 
@@ -15,7 +14,7 @@ from tests.vocab.multilingual import sample_lines
 from tokenmill.errors import ConfigError
 from tokenmill.store.format import token_dtype
 from tokenmill.vocab.tiktoken_backend import CL100K_PATTERN, PRESETS, byte_alphabet
-from tokenmill.vocab.tiktoken_ranks import ranks_from_byte_level_bpe
+from tokenmill.vocab.tiktoken_ranks import ranks_from_byte_level_bpe, write_ranks
 from tokenmill.vocab.tokenizer import Tokenizer, load_saved, load_tokenizer, train_tokenizer
 
 LINES = sample_lines()
@@ -25,9 +24,6 @@ def per_line(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
     assert flat.dtype == np.int64 and lengths.dtype == np.int64 and int(lengths.sum()) == len(flat)
     return [part.tolist() for part in np.split(flat, np.cumsum(lengths)[:-1])] if len(lengths) else []
 
-
-def write_ranks(path, ranks: dict[bytes, int]) -> None:
-    path.write_bytes(b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks.items()))
 
 
 def reference(ranks: dict[bytes, int], pattern: str, specials: dict[str, int]) -> tiktoken.Encoding:
@@ -52,7 +48,7 @@ def test_byte_alphabet_is_gpt2s():
 
 def test_ranks_from_a_trained_bpe_equal_tiktoken(tmp_path, bpe_ranks):
     path = tmp_path / "trained.tiktoken"
-    write_ranks(path, bpe_ranks)
+    write_ranks(bpe_ranks, path)
     tok = load_tokenizer("tiktoken", path)
     assert isinstance(tok, Tokenizer)
     n = len(bpe_ranks)
@@ -75,7 +71,7 @@ def test_ranks_from_a_trained_bpe_equal_tiktoken(tmp_path, bpe_ranks):
 
 def test_settings_pattern_specials_and_eod(tmp_path, bpe_ranks):
     path = tmp_path / "model.tiktoken"
-    write_ranks(path, bpe_ranks)
+    write_ranks(bpe_ranks, path)
     n = len(bpe_ranks)
     specials = {"<|endoftext|>": n, "<|startoftext|>": n + 1, "<|pad|>": n + 5}
     settings = {"pattern": PRESETS["gpt2"][0], "special_tokens": specials, "eod_token": "<|endoftext|>"}
@@ -113,7 +109,7 @@ def synthetic_ranks(size: int) -> dict[bytes, int]:
 def test_vocabulary_over_65500_ids_come_out_right(tmp_path):
     ranks = synthetic_ranks(70_000)
     path = tmp_path / "big.tiktoken"
-    write_ranks(path, ranks)
+    write_ranks(ranks, path)
     tok = load_tokenizer("tiktoken", path)
     assert tok.vocab_size == 70_001 and token_dtype(tok.vocab_size) == np.int32
     lines = ["abc abd the fox", "xyz", "zzz aaa 12 é", "ab"]
@@ -127,7 +123,7 @@ def test_vocabulary_over_65500_ids_come_out_right(tmp_path):
 
 def test_file_named_after_a_known_encoding_gets_its_pattern_and_specials(tmp_path):
     path = tmp_path / "cl100k_base.tiktoken"
-    write_ranks(path, synthetic_ranks(1000))
+    write_ranks(synthetic_ranks(1000), path)
     tok = load_tokenizer("tiktoken", path)
     assert tok.special_ids == {"eos": 100_257, "eod": 100_257} and tok.vocab_size == 100_277
     assert tok.settings.preset == "cl100k_base" and tok.settings.pattern == CL100K_PATTERN
