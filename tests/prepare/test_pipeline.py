@@ -417,7 +417,7 @@ def test_whitespace_text_kept_as_read_goes_straight_from_the_input(tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.int32, np.int64])
 def test_end_tokens_go_after_every_item_in_the_stores_dtype(dtype):
-    from tokenmill.prepare.pipeline import with_end_token
+    from tokenmill.prepare.encoded_parts import ended, with_end_token
 
     rng = np.random.default_rng(5)
     for items in (0, 1, 7, 300):
@@ -426,5 +426,10 @@ def test_end_tokens_go_after_every_item_in_the_stores_dtype(dtype):
         flat = rng.integers(0, 60_000, int(lengths.sum())).astype(np.int32)
         out = with_end_token(flat, lengths, 2, np.dtype(dtype))
         assert out.dtype == dtype and out.tolist() == np.insert(flat, np.cumsum(lengths), 2).tolist()
+        # Megatron's rule: an item without ids gets no end token (it becomes a document without a sequence)
+        out, sizes = ended(flat, lengths, 2, np.dtype(dtype), empty_documents=True)
+        filled = lengths > 0
+        assert sizes.tolist() == (lengths + filled).tolist()
+        assert out.tolist() == np.insert(flat, np.cumsum(lengths)[filled], 2).tolist()
     with pytest.raises(ValueError, match="token ids span"):
         with_end_token(np.array([5, 70_000], dtype=np.int32), np.array([2]), 2, np.dtype(np.uint16))
