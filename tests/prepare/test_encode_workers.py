@@ -187,3 +187,19 @@ def test_killed_inside_the_encode_stage_then_rerun_gives_the_same_files(sample_m
         made[name] = outputs(out)
         shutil.rmtree(out / ".work" / "clean", ignore_errors=True)
     assert made["killed"] == made["reference"]
+
+
+def test_a_counts_file_that_cannot_be_read_is_counted_again(sample_model, tmp_path, monkeypatch, caplog):
+    """The dictionary stage trusts the encode stage's counts file only as far as it reads as counts: a garbled
+    one (its record still vouches for its size) gives a warning and the pass over the ids, not a traceback."""
+    settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(sample_with_rare(tmp_path / "raw")),
+                "tokenizer_model": str(sample_model), "joined_dictionary": True}
+    _, two, _ = one_and_two_workers(settings, tmp_path, monkeypatch)
+    out = tmp_path / "w2"
+    counts = out / ".work/ids/train.zh.counts.npy"
+    counts.write_bytes(b"\x00" * counts.stat().st_size)  # same size, no .npy header
+    (out / ".state" / "dictionary.json").unlink()  # the dictionary stage runs again; encode is up to date
+    with caplog.at_level("WARNING", logger="tokenmill.prepare"):
+        prepare(build_config({**settings, "workers": 2, "destdir": str(out)}), progress=False)
+    assert "train.zh.counts.npy cannot be read" in caplog.text
+    assert outputs(out)["dict.en.txt"] == two["dict.en.txt"]

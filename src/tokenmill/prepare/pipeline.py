@@ -1048,9 +1048,9 @@ class Pipeline:
         dropped; else one pass over the ids."""
         counted = self.counts_path("train", lang)
         keep = self.keep_file("train")
-        if counted in self.produced:  # an output of this run's encode stage (ran or up to date)
+        stored = self._stored_counts(counted, size) if counted in self.produced else None  # this run's encode stage
+        if stored is not None:
             array = np.zeros(size, dtype=np.int64)
-            stored = np.load(counted, allow_pickle=False)
             array[: len(stored)] = stored
             if keep is not None:  # the mask a block at a time: memory does not grow with the items
                 start = 0
@@ -1062,6 +1062,21 @@ class Pipeline:
         for block, _ in self.encoded_blocks("train", lang):
             array += np.bincount(block, minlength=size)
         return array
+
+    @staticmethod
+    def _stored_counts(path: Path, size: int) -> np.ndarray | None:
+        """The encode stage's counts file, or None (with a warning) when it cannot be read as at most ``size``
+        integer counts: the dictionary is then counted from the ids themselves, which gives the same result."""
+        try:
+            stored = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            log.warning("%s cannot be read (%s); counting the ids again", path, error)
+            return None
+        if stored.ndim != 1 or len(stored) > size or not np.issubdtype(stored.dtype, np.integer):
+            log.warning("%s holds %s counts of %s, not at most %d integers; counting the ids again",
+                        path, stored.shape, stored.dtype, size)
+            return None
+        return stored
 
     def _build_dictionaries(self, given: dict[str, str | None], paths: dict[str, Path]):
         cfg = self.config
