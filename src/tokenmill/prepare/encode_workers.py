@@ -21,6 +21,7 @@ from itertools import chain
 
 import numpy as np
 
+from tokenmill._core.forking import FORK_SHY
 from tokenmill.prepare.parallel import pooled
 from tokenmill.prepare.tokenizing import Found, UnknownSurfaces
 from tokenmill.text.readers import Source
@@ -107,11 +108,6 @@ def _encode_range(bounds: tuple[int, int]) -> EncodedRange:
     lengths = np.concatenate([p[1] for p in parts])
     found = UnknownSurfaces(tokenizer).find(lines, flat, lengths) if state.keep_surfaces else None
     return EncodedRange(len(lines), flat, lengths, found, None)
-
-
-FORK_SHY = ("ray", "grpc")
-"""Libraries whose threads and connections a fork would copy (their fork handlers log or stall): loaded in
-this process (a Ray driver), the encode stage stays in one process (the report's forks follow the same rule)."""
 
 
 def forks() -> bool:

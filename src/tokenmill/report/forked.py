@@ -26,11 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from tokenmill._core.forking import FORK_SHY as _FORK_SHY
+
 T = TypeVar("T")
-
-
-_FORK_SHY = ("ray", "grpc")
-"""Libraries whose threads and connections a fork would copy (their fork handlers log or stall)."""
 
 
 def can_fork() -> bool:
