@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from tokenmill import __version__
+from tokenmill._version import __version__
 from tokenmill.errors import TokenmillError
 
 EXIT_BAD_INPUT = 2
@@ -29,8 +29,19 @@ COMMANDS = {
     "report": ("tokenmill.commands.report", "report"),
     "verify": ("tokenmill.commands.verify", "verify"),
 }
-"""Each sub-command's module and object. A module is imported when its command runs (or ``--help``
-lists the commands), so a start pays for the one command it runs."""
+"""Each sub-command's module and object. A module is imported when its command runs, so a start pays
+for the one command it runs."""
+
+SUMMARIES = {
+    "batches": "Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank.",
+    "export": "Write prepared data in another system's file format (Tensor2Tensor's TFRecords).",
+    "inspect": "Show what a token store holds (header facts, length statistics, items) or list a directory's stores.",
+    "prepare": "Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.",
+    "report": "Write one self-contained HTML page on DIRECTORY (a directory tokenmill prepare wrote).",
+    "verify": "Check every file of DIRECTORY against its manifest.json (sizes, xxh3 checksums, store counts).",
+}
+"""What ``tokenmill --help`` lists for each sub-command without importing it: the first paragraph of the
+command's own help (a test keeps the two the same)."""
 
 
 def _one_line(text: str) -> str:
@@ -74,6 +85,14 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from :data:`SUMMARIES`: no sub-command module is imported."""
+        rows = [(name, self.commands[name].get_short_help_str(formatter.width) if name in self.commands
+                 else SUMMARIES[name]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands or cmd_name not in COMMANDS:

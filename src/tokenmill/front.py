@@ -29,6 +29,7 @@ from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
+from tokenmill.loader import adapter
 from tokenmill.loader.iterator import BatchIterator, gpt_batches
 from tokenmill.loader.multilingual import multilingual_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
@@ -222,9 +223,7 @@ def loader(
 ) -> Any:
     """A PyTorch DataLoader of tensors over :func:`batches` (rank and world size from
     ``torch.distributed`` when not given), resumable with ``state_dict``/``load_state_dict``."""
-    from tokenmill.loader.torch import StatefulLoader, rank_and_world  # torch only when asked for
-
-    rank, world_size = rank_and_world(rank, world_size)
+    rank, world_size = adapter("rank_and_world")(rank, world_size)  # imports torch (or says how to install it)
     iterator = batches(data, config, sampling=sampling, langtok=langtok, pack=pack, split=split, rank=rank,
                        world_size=world_size, **options)
-    return StatefulLoader(iterator, num_workers=num_workers)
+    return adapter("StatefulLoader")(iterator, num_workers=num_workers)

@@ -7,8 +7,9 @@ are allowed. Bools are not integers here (``vocab_size: true`` is an error), and
 a number (``vocab_size: eight``, or YAML's ``1e6``, which YAML reads as a string).
 
 :func:`check_settings` checks a dataclass instance or a mapping meant for one and raises one
-:class:`~tokenmill.errors.ConfigError` naming the setting; :func:`click_type` gives the command-line
-type of a field from the same hint, so flags, YAML files and the Python API agree on what is valid.
+:class:`~tokenmill.errors.ConfigError` naming the setting; :func:`tokenmill.commands.params.click_type`
+gives the command-line type of a field from the same hint, so flags, YAML files and the Python API agree on
+what is valid. (This module does not import click: the library checks settings without the command line.)
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import click
-
 from tokenmill.errors import ConfigError
 
 __all__ = [
@@ -35,11 +34,10 @@ __all__ = [
     "Range",
     "check_settings",
     "choices",
-    "click_type",
     "did_you_mean",
+    "first_kind",
     "hints",
     "is_sequence",
-    "number",
     "problem",
 ]
 
@@ -213,45 +211,9 @@ def check_settings(cls: type, values: Any, label: Callable[[str], str]) -> None:
             raise ConfigError(issue)
 
 
-class _Checked(click.ParamType):
-    """A command-line int or float in the words of :func:`problem` (bools and ranges included)."""
-
-    def __init__(self, hint: Any, kind: type) -> None:
-        self.hint = hint
-        self.kind = kind
-        self.name = "integer" if kind is int else "float"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if not isinstance(value, str):
-            number = value
-        else:
-            try:
-                number = self.kind(value.strip())
-            except ValueError:
-                number = value
-        issue = problem(self.hint, number, "")
-        if issue:
-            self.fail(issue.lstrip(": ").strip(), param, ctx)
-        return number
-
-
-def number(kind: type[int] | type[float], constraint: Range) -> click.ParamType:
-    """A command-line ``kind`` checked against ``constraint`` in the words of a settings field."""
-    return _Checked(Annotated[kind, constraint], kind)
-
-
-def click_type(hint: Any) -> tuple[Any, bool]:
-    """(click type, is a boolean flag) for a field hint: choices for ``Literal``, numbers checked
-    (type and range) as :func:`problem` does, text for the rest."""
+def first_kind(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """(the first non-None type of ``hint``, its ``Annotated`` constraints): what a command-line value of
+    that field is read as (``int | None`` -> ``int``; ``Annotated[float, Range(...)]`` -> ``float``)."""
     base, constraints = _unwrap(hint)
     alternatives, _ = _alternatives(base)
-    first = alternatives[0] if alternatives else str
-    if first is bool:
-        return None, True
-    found = choices(hint)
-    if found is not None:
-        return click.Choice(found), False
-    if first in (int, float):
-        checked = Annotated[(first, *constraints)] if constraints else first  # type: ignore[valid-type]
-        return _Checked(checked, first), False
-    return click.STRING, False
+    return (alternatives[0] if alternatives else str), constraints

@@ -15,6 +15,7 @@ import click
 
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
+from tokenmill.commands.params import number
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairDataset, PairOptions
@@ -22,7 +23,7 @@ from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.multilingual import multilingual_batches
-from tokenmill.settings import Range, number
+from tokenmill.settings import Range
 from tokenmill.store.manifest import read_manifest_hints
 
 POSITIVE = number(int, Range(1))

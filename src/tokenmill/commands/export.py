@@ -15,9 +15,10 @@ from pathlib import Path
 
 import click
 
+from tokenmill.commands.params import number
 from tokenmill.errors import ConfigError
 from tokenmill.export.t2t import T2T_SEED, plan_export
-from tokenmill.settings import Range, number
+from tokenmill.settings import Range
 
 POSITIVE = number(int, Range(1))
 NON_NEGATIVE = number(int, Range(0))

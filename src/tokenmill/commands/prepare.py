@@ -23,13 +23,14 @@ from typing import Any
 
 import click
 
+from tokenmill.commands.params import click_type
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, flag_name
 from tokenmill.prepare.object_storage import upload_file
 from tokenmill.prepare.pipeline import PHASES
 from tokenmill.prepare.run import run_task, status, write_slurm_script
 from tokenmill.report import write_report
-from tokenmill.settings import click_type, hints, is_sequence
+from tokenmill.settings import hints, is_sequence
 from tokenmill.store.remote import is_url
 
 _SECTION = re.compile(r"#\s*----\s+(\w.*)")

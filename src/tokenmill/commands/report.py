@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 from tokenmill.batching.config import MODES
+from tokenmill.commands.params import number
 from tokenmill.errors import ConfigError, opening
 from tokenmill.report import ReportOptions, default_output, gather, gather_for_page, render_html, to_json
 from tokenmill.report.options import DEFAULT_TEMPERATURES
-from tokenmill.settings import Range, number
+from tokenmill.settings import Range
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 
 POSITIVE = number(int, Range(1))

@@ -17,14 +17,16 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
-import torch
-import torch.utils.data
 
+from tokenmill._core.optional import require
 from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.cache import CacheLike
 from tokenmill.data.pairs import PairDataset
 from tokenmill.loader.iterator import BatchIterator, Collate
+
+torch = require("torch", extra="torch", needed_by="tokenmill.loader (PyTorch batches)")
+require("torch.utils.data", extra="torch", needed_by="tokenmill.loader (PyTorch batches)")
 
 
 def to_tensors(obj: Any) -> Any:

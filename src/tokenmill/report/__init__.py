@@ -25,6 +25,8 @@ from tokenmill.fsutil import atomic_write
 from tokenmill.report.cleaning import dropped_path, read_dropped
 from tokenmill.report.gather import gather
 from tokenmill.report.options import ReportOptions
+from tokenmill.report.page import early_charts, render
+from tokenmill.report.plots import warm_up
 from tokenmill.store.manifest import REPORT_NAME
 
 
@@ -49,8 +51,6 @@ def render_html(report: dict[str, Any], options: ReportOptions | None = None, *,
                 drawn: dict[str, str] | None = None) -> str:
     """The HTML page of a gathered report (needs matplotlib: ``pip install 'tokenmill[report]'``);
     ``parallel`` and ``drawn``: see :func:`tokenmill.report.page.render`."""
-    from tokenmill.report.page import render
-
     options = options or ReportOptions()
     return render(report, max_plots=options.max_plotted_parts, parallel=parallel, drawn=drawn)
 
@@ -62,8 +62,6 @@ def gather_for_page(
     known early are drawn, while a forked child computes the batching numbers (the two cores stay
     busy); returns (numbers, charts drawn so far) for :func:`render_html`. The page is the same bytes
     as one rendered from ``gather`` alone: only which process drew which chart, and when, differs."""
-    from tokenmill.report.page import early_charts
-
     drawn: dict[str, str] = {}
 
     def early(known: dict[str, Any], busy: Callable[[], bool]) -> None:
@@ -79,8 +77,6 @@ def warm_up_charts() -> None:
     """Import and warm up matplotlib for the charts (what :func:`gather`'s ``meanwhile`` is given when
     a page follows); nothing when matplotlib is missing (rendering then says so)."""
     try:
-        from tokenmill.report.plots import warm_up
-
         warm_up()
     except ImportError:
         pass

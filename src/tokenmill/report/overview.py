@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tokenmill import __version__
+from tokenmill._version import __version__
 from tokenmill.report.layout import DataDir
 from tokenmill.store.manifest import verify_directory
 

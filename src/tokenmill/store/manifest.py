@@ -17,6 +17,7 @@ from typing import Any
 
 import xxhash
 
+from tokenmill._version import __version__
 from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, write_json
 from tokenmill.store.index_file import check_store
@@ -156,8 +157,6 @@ def build_manifest(
     end-of-item id), checked by :func:`verify_directory`. ``run``: facts about the run that made the
     directory which are not a function of its inputs (stage wall times).
     """
-    from tokenmill import __version__
-
     root = Path(directory)
     listed = data_files(root)
     files = {
