@@ -10,8 +10,10 @@ import click
 from click.testing import CliRunner
 
 from tokenmill.cli import cli
-from tokenmill.commands.prepare import _OPTIONS, _field_docs, prepare_command
+from tokenmill.commands.prepare import _OPTIONS, prepare_command
 from tokenmill.prepare import PrepareConfig
+from tokenmill.prepare.config import NESTED, NESTED_HELP, field_sections
+from tokenmill.prepare.config import SECTIONS as OPENING_FIELDS
 
 SECTIONS = ["Inputs", "Cleaning", "Tokenizer", "Dictionaries (fairseq-preprocess names)", "Output",
             "Megatron (tools/preprocess_data.py's flags)", "Beyond one machine",
@@ -52,8 +54,10 @@ def test_prepare_help_has_sections_defaults_and_choices():
 
 
 def test_every_config_field_is_a_flag_in_a_section_with_help_in_one_style():
-    _, sections = _field_docs(PrepareConfig)
+    sections = field_sections()
     assert {f.name for f in dataclasses.fields(PrepareConfig)} == set(sections), "each field has a section"
+    assert dataclasses.fields(PrepareConfig)[0].name in OPENING_FIELDS, "the first field opens a section"
+    assert set(OPENING_FIELDS) <= set(sections), "every section opens at a field"
     for option, name, _ in _OPTIONS:
         assert option.help, f"{name} has no help"
         sentence = option.help.split("  [default:")[0]
@@ -83,3 +87,43 @@ def test_a_command_imports_only_its_own_module():
             "print(sorted(m for m in sys.modules if m.startswith('tokenmill.commands.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "['tokenmill.commands.verify']"
+
+
+def test_every_prepare_option_has_help_from_the_fields_themselves():
+    for item in dataclasses.fields(PrepareConfig):
+        if item.name not in NESTED:
+            assert item.metadata.get("help", "").strip(), f"{item.name} has no metadata help"
+    for group, cls in NESTED.items():
+        assert set(NESTED_HELP[group]) == {f.name for f in dataclasses.fields(cls)}, group
+    for param in prepare_command.params:
+        assert isinstance(param, click.Option) and param.help and param.help.strip(), param.name
+
+
+def test_help_is_made_without_source_files(monkeypatch):
+    """A zipped or bytecode-only install has no source to read: --help must not need it."""
+    import importlib
+    import inspect
+    import sys
+
+    def no_source(*args, **kwargs):
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(inspect, "getsource", no_source)
+    monkeypatch.setattr(inspect, "getsourcelines", no_source)
+    monkeypatch.setattr(inspect, "findsource", no_source)
+    fresh = importlib.reload(sys.modules["tokenmill.commands.prepare"])
+    try:
+        result = CliRunner().invoke(fresh.prepare_command, ["--help"], terminal_width=100)
+        assert result.exit_code == 0, result.output
+        assert "Output directory (fairseq's --destdir)." in result.output
+        assert all(option.help for option, _, _ in fresh._OPTIONS)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(fresh)
+
+
+def test_help_says_what_the_settings_do():
+    text = " ".join(_help("prepare").split())
+    assert "tokenizer's pieces" in text.split("--filter-min-tokens")[1].split("--filter-max-tokens")[0]
+    sample = text.split("--input-sentence-size INTEGER")[1].split("[default:")[0]
+    assert "reservoir" not in sample and "uniform sample" in sample

@@ -4,18 +4,15 @@ Every config field is a flag (``trainpref`` -> ``--trainpref``, booleans as ``--
 normalizer fields keep their names (``--nfkc``), filter fields get a ``--filter-`` prefix
 (``--filter-max-tokens``). A YAML file (``-c``) gives defaults; flags given on the command line
 override it. One source of truth: a field's type hint gives the flag's type (``Literal`` fields
-are choices), its docstring (or trailing comment) the help text, its default the shown default, and
-the ``# ---- name`` comment above it in the class the section of ``--help`` it is listed in.
+are choices), its ``metadata["help"]`` the help text, its default the shown default, and
+:data:`~tokenmill.prepare.config.SECTIONS` the section of ``--help`` it is listed in. Nothing is read
+from source files, so ``--help`` works from a zipped or bytecode-only install.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect as pyinspect
 import logging
-import re
 import sys
 import time
 from pathlib import Path
@@ -25,7 +22,7 @@ import click
 
 from tokenmill.commands.params import click_type
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
-from tokenmill.prepare.config import NESTED, flag_name
+from tokenmill.prepare.config import NESTED, field_help, field_sections, flag_name
 from tokenmill.prepare.object_storage import upload_file
 from tokenmill.prepare.pipeline import PHASES
 from tokenmill.prepare.run import run_task, status, write_slurm_script
@@ -33,9 +30,7 @@ from tokenmill.report import write_report
 from tokenmill.settings import hints, is_sequence
 from tokenmill.store.remote import is_url
 
-_SECTION = re.compile(r"#\s*----\s+(\w.*)")
 RUN = "Run"
-_LAZY = "(from the config class)"  # a field flag's section, looked up when --help is shown
 
 
 def _sentence(text: str) -> str:
@@ -48,30 +43,12 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
-@functools.cache
-def _field_docs(cls: type) -> tuple[dict[str, str], dict[str, str]]:
-    """(help, section) per dataclass field: the docstring under the field or the trailing ``# comment``
-    on its line; the last ``# ---- name`` comment above it. Read from the class's source, so only when
-    ``--help`` is shown (it costs more than the rest of the command's set-up)."""
-    source = pyinspect.getsource(cls)
-    docs: dict[str, str] = {}
-    sections: dict[str, str] = {}
-    tree = ast.parse(source)
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    lines = source.splitlines()
-    headings = [(number, m.group(1).strip()) for number, line in enumerate(lines, 1) if (m := _SECTION.search(line))]
-    for i, node in enumerate(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id[0] != "_":
-            name = node.target.id
-            following = body[i + 1] if i + 1 < len(body) else None
-            if isinstance(following, ast.Expr) and isinstance(getattr(following, "value", None), ast.Constant):
-                docs[name] = _sentence(str(following.value.value))
-            elif "#" in lines[node.lineno - 1]:
-                docs[name] = _sentence(lines[node.lineno - 1].split("#", 1)[1])
-            above = [title for number, title in headings if number < node.lineno]
-            if above:
-                sections[name] = above[-1][0].upper() + above[-1][1:]
-    return docs, sections
+def _help_text(group: str | None, item: dataclasses.Field, flag: str) -> str:  # type: ignore[type-arg]
+    """A field flag's ``--help``: the field's help text (:func:`~tokenmill.prepare.config.field_help`, read
+    from the class, never its source file) in one style, and the default it shows."""
+    text = _sentence(field_help(group, item))
+    shown = _shown_default(item, flag)
+    return f"{text}  [default: {shown}]" if shown is not None else text
 
 
 def _shown_default(item: dataclasses.Field, flag: str) -> str | None:  # type: ignore[type-arg]
@@ -89,42 +66,6 @@ class _Option(click.Option):
     def __init__(self, *args: Any, section: str = RUN, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.section = section
-
-
-class _FieldOption(_Option):
-    """The flag of a config field: its help text and section come from the config class's source
-    (:func:`_field_docs`), read when first asked for (``--help``), not at every start."""
-
-    def __init__(self, *args: Any, field: tuple[type, str, str | None], shown: str | None, **kwargs: Any) -> None:
-        self._field, self._shown = field, shown
-        self._help: str | None = None
-        self._section: str | None = None
-        super().__init__(*args, **kwargs)
-
-    @property  # type: ignore[override]
-    def help(self) -> str:
-        if self._help is None:
-            cls, name, _ = self._field
-            text = _field_docs(cls)[0].get(name, "")
-            if self._shown is not None:
-                text += f"  [default: {self._shown}]"
-            self._help = pyinspect.cleandoc(text) if text else text  # as click.Option does with a given help
-        return self._help
-
-    @help.setter
-    def help(self, value: str | None) -> None:
-        self._help = value
-
-    @property  # type: ignore[override]
-    def section(self) -> str:
-        if self._section is None:
-            _, name, group = self._field
-            self._section = _field_docs(PrepareConfig)[1].get(group or name, RUN)
-        return self._section
-
-    @section.setter
-    def section(self, value: str) -> None:
-        self._section = None if value == _LAZY else value
 
 
 class _SectionedCommand(click.Command):
@@ -146,6 +87,7 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
     """(option, field name, nested group or None) for every config field, in the class's order; the
     fields of a nested group (normalize, filters) take the place and section of the group's field."""
     made: list[tuple[click.Option, str, str | None]] = []
+    sections = {name: title[:1].upper() + title[1:] for name, title in field_sections().items()}
 
     def add(cls: type, group: str | None) -> None:
         hinted = hints(cls)
@@ -156,12 +98,12 @@ def _options() -> list[tuple[click.Option, str, str | None]]:
             flag = flag_name(item.name, group)[2:]
             kind, is_flag = click_type(hinted[item.name])
             dest = item.name if not group else f"{group}__{item.name}"
-            lazy = {"field": (cls, item.name, group), "shown": _shown_default(item, flag), "section": _LAZY}
+            described = {"help": _help_text(group, item, flag), "section": sections[group or item.name]}
             if is_flag:
-                option = _FieldOption([f"--{flag}/--no-{flag}", dest], default=None, **lazy)
+                option = _Option([f"--{flag}/--no-{flag}", dest], default=None, **described)
             else:
                 metavar = "A,B,..." if is_sequence(hinted[item.name]) else None
-                option = _FieldOption([f"--{flag}", dest], type=kind, default=None, metavar=metavar, **lazy)
+                option = _Option([f"--{flag}", dest], type=kind, default=None, metavar=metavar, **described)
             made.append((option, item.name, group))
 
     add(PrepareConfig, None)

@@ -5,8 +5,9 @@ Names follow fairseq-preprocess (``source_lang``, ``trainpref``, ``nwordssrc`` .
 already know work; a YAML key is the flag name with ``_`` for ``-``. Unknown keys are errors.
 
 One source of truth: a field's type hint says what it takes (``Literal`` choices, ``Annotated``
-ranges; checked by :mod:`tokenmill.settings`, the same hint gives the flag's type), its docstring
-is the flag's help, and the ``# ---- name`` comment above a run of fields is their help section.
+ranges; checked by :mod:`tokenmill.settings`, the same hint gives the flag's type), its
+``metadata["help"]`` is the flag's help, and :data:`SECTIONS` names the help section a run of fields
+is listed in (the ``# ---- name`` comments mark the same runs for the reader).
 :meth:`PrepareConfig.validate` checks everything, input files included, before any work starts.
 """
 
@@ -75,181 +76,325 @@ class PrepareConfig:
     """Everything one ``prepare`` run needs. Paths are as given (relative to the working directory)."""
 
     # ---- inputs
-    destdir: Annotated[str, _NON_EMPTY] = "data-bin"
-    """Output directory (fairseq's --destdir)."""
-    source_lang: Annotated[str | None, LANG_CODE] = None
-    """Source language code: files are read as {prefix}.{source_lang} (fairseq's --source-lang)."""
-    target_lang: Annotated[str | None, LANG_CODE] = None
-    """Target language code; leave it out for monolingual data (fairseq's --only-source)."""
-    trainpref: list[str] = field(default_factory=list)
-    """Training prefixes (files with --input-format tsv or jsonl), comma-separated; concatenated in order."""
-    validpref: list[str] = field(default_factory=list)
-    """Validation prefixes or files, comma-separated."""
-    testpref: list[str] = field(default_factory=list)
-    """Test prefixes or files, comma-separated."""
-    input_format: InputFormat = "text"
-    """Input layout: text (one file per language), tsv (two columns) or jsonl (one object per line)."""
-    source_key: Annotated[str | None, _NON_EMPTY] = None
-    """JSONL key of the source side (default: the source language; "text" for monolingual JSONL, as
-    Megatron's --json-keys)."""
-    target_key: Annotated[str | None, _NON_EMPTY] = None
-    """JSONL key of the target side (default: the target language)."""
-    json_keys: list[str] = field(default_factory=list)
-    """Megatron's name for --source-key with monolingual JSONL; one key per run (Megatron writes one
-    dataset per key)."""
-    on_invalid_utf8: OnInvalidUtf8 = "error"
-    """Invalid UTF-8: error stops at file:line, replace puts U+FFFD, skip drops the pair (both counted)."""
-    align_suffix: Annotated[str | None, _SUFFIX] = None
-    """Read word alignments from {prefix}.{align_suffix}: one Pharaoh line ("0-0 1-2") per pair, positions
-    of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer none)."""
-    on_malformed: OnMalformed = "error"
-    """TSV/JSONL rows without both fields: error stops, skip drops them (counted)."""
-    documents: Documents = "line"
-    """Monolingual text: line is one document per line; blank-line makes blocks of lines separated by
-    blank lines into documents (a block's lines joined by a space)."""
-    append_eod: bool = False
-    """Monolingual: end every document with --eod-symbol instead of </s> (Megatron's --append-eod)."""
-    eod_symbol: str = "</s>"
-    """The end-of-document token of --append-eod (e.g. <|endoftext|>); added to the dictionary."""
+    destdir: Annotated[str, _NON_EMPTY] = field(
+        default="data-bin",
+        metadata={"help": "Output directory (fairseq's --destdir)."},
+    )
+    source_lang: Annotated[str | None, LANG_CODE] = field(
+        default=None,
+        metadata={"help": "Source language code: files are read as {prefix}.{source_lang} (fairseq's --source-lang)."},
+    )
+    target_lang: Annotated[str | None, LANG_CODE] = field(
+        default=None,
+        metadata={"help": "Target language code; leave it out for monolingual data (fairseq's --only-source)."},
+    )
+    trainpref: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Training prefixes (files with --input-format tsv or jsonl), comma-separated; concatenated "
+                          "in order."},
+    )
+    validpref: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Validation prefixes or files, comma-separated."},
+    )
+    testpref: list[str] = field(default_factory=list, metadata={"help": "Test prefixes or files, comma-separated."})
+    input_format: InputFormat = field(
+        default="text",
+        metadata={"help": "Input layout: text (one file per language), tsv (two columns) or jsonl (one object per "
+                          "line)."},
+    )
+    source_key: Annotated[str | None, _NON_EMPTY] = field(
+        default=None,
+        metadata={"help": 'JSONL key of the source side (default: the source language; "text" for monolingual JSONL, '
+                          "as Megatron's --json-keys)."},
+    )
+    target_key: Annotated[str | None, _NON_EMPTY] = field(
+        default=None,
+        metadata={"help": "JSONL key of the target side (default: the target language)."},
+    )
+    json_keys: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Megatron's name for --source-key with monolingual JSONL; one key per run (Megatron writes "
+                          "one dataset per key)."},
+    )
+    on_invalid_utf8: OnInvalidUtf8 = field(
+        default="error",
+        metadata={"help": "Invalid UTF-8: error stops at file:line, replace puts U+FFFD, skip drops the pair (both "
+                          "counted)."},
+    )
+    align_suffix: Annotated[str | None, _SUFFIX] = field(
+        default=None,
+        metadata={"help": 'Read word alignments from {prefix}.{align_suffix}: one Pharaoh line ("0-0 1-2") per pair, '
+                          "positions of whitespace tokens (fairseq-preprocess's --align-suffix; needs --tokenizer "
+                          "none)."},
+    )
+    on_malformed: OnMalformed = field(
+        default="error",
+        metadata={"help": "TSV/JSONL rows without both fields: error stops, skip drops them (counted)."},
+    )
+    documents: Documents = field(
+        default="line",
+        metadata={"help": "Monolingual text: line is one document per line; blank-line makes blocks of lines "
+                          "separated by blank lines into documents (a block's lines joined by a space)."},
+    )
+    append_eod: bool = field(
+        default=False,
+        metadata={"help": "Monolingual: end every document with --eod-symbol instead of </s> (Megatron's --append-"
+                          "eod)."},
+    )
+    eod_symbol: str = field(
+        default="</s>",
+        metadata={"help": "The end-of-document token of --append-eod (e.g. <|endoftext|>); added to the dictionary."},
+    )
 
     # ---- cleaning
-    normalize: Normalizer = field(default_factory=Normalizer)
-    """Unicode clean-up: nfkc, fullwidth, remove_control, collapse_whitespace."""
-    filters: FilterConfig = field(default_factory=FilterConfig)
-    """Pair filters applied to train (and, with --filter-heldout, to valid/test)."""
-    filter_heldout: bool = False
-    """Apply the filters to valid/test too (by default they are only normalized)."""
-    dedup: bool = True
-    """Drop exact duplicate training pairs (the first occurrence is kept)."""
-    leakage: Leakage = "pair"
-    """Drop training pairs that also appear in valid/test: the same pair, source, target, either side, or off."""
+    normalize: Normalizer = field(
+        default_factory=Normalizer,
+        metadata={"help": "Unicode clean-up: nfkc, fullwidth, remove_control, collapse_whitespace."},
+    )
+    filters: FilterConfig = field(
+        default_factory=FilterConfig,
+        metadata={"help": "Pair filters applied to train (and, with --filter-heldout, to valid/test)."},
+    )
+    filter_heldout: bool = field(
+        default=False,
+        metadata={"help": "Apply the filters to valid/test too (by default they are only normalized)."},
+    )
+    dedup: bool = field(
+        default=True,
+        metadata={"help": "Drop exact duplicate training pairs (the first occurrence is kept)."},
+    )
+    leakage: Leakage = field(
+        default="pair",
+        metadata={"help": "Drop training pairs that also appear in valid/test: the same pair, source, target, either "
+                          "side, or off."},
+    )
 
     # ---- tokenizer
-    tokenizer: Tokenizer = "sentencepiece"
-    """Subword tokenizer: sentencepiece, hf (Hugging Face tokenizers), tiktoken, t2t-subword, or none (the
-    input is already whitespace-tokenized)."""
-    tokenizer_model: str | None = None
-    """Use this model instead of training one: a SentencePiece .model, a Hugging Face tokenizer.json, a
-    .tiktoken ranks file or a T2T vocab.subwords file (Megatron's --tokenizer-model)."""
-    tokenizer_options: dict[str, Any] = field(default_factory=dict)
-    """Settings of the tokenizer backend when it loads a model, as key=value pairs (YAML: a mapping), e.g.
-    tiktoken pattern=..., eod_token=<|endoftext|>, preset=cl100k."""
-    spm_model: str | None = None
-    """Use this SentencePiece .model instead of training one (the same as --tokenizer-model)."""
-    hf_model_type: HFModelType = "byte-level-bpe"
-    """hf: the model trained when no --tokenizer-model is given (byte-level-bpe as GPT-2/Llama 3/Qwen)."""
-    min_frequency: Annotated[int, AtLeast0] = 2
-    """hf: a merge or piece must be seen this many times in the training sample."""
-    vocab_size: Annotated[int, Range(8, why="SentencePiece needs room for its special pieces")] = 8000
-    """SentencePiece vocabulary size (spm_train's --vocab_size)."""
-    model_type: ModelType = "unigram"
-    """SentencePiece model type (spm_train's --model_type)."""
-    character_coverage: Annotated[float, Range(0, 1, open_low=True)] = 0.9995
-    """Share of characters the model covers: 1.0 for small alphabets, 0.9995 for CJK."""
-    input_sentence_size: Annotated[int, AtLeast1] = 1_000_000
-    """Train on a reservoir sample of this many lines, drawn while streaming."""
-    user_defined_symbols: list[str] = field(default_factory=list)
-    """Pieces never split, e.g. language tags, comma-separated; also put in the dictionaries."""
-    byte_fallback: bool = False
-    """Unknown characters become UTF-8 byte pieces instead of <unk>."""
-    normalization_rule_name: NormalizationRule = "nmt_nfkc"
-    """SentencePiece's normalization (spm_train's --normalization_rule_name; nmt_nfkc_cf also case-folds)."""
-    split_digits: bool = False
-    """SentencePiece: every digit its own piece (spm_train's --split_digits)."""
-    max_sentence_length: Annotated[int, AtLeast1] = 4192
-    """SentencePiece: longer training lines are skipped, in bytes (spm_train's --max_sentence_length)."""
-    shuffle_input_sentence: bool = False
-    """SentencePiece: spm_train's switch, passed on and recorded in the model, but without effect here: the
-    trainer is given the whole --input-sentence-size sample tokenmill drew, so it never samples or shuffles."""
-    hard_vocab_limit: bool = False
-    """SentencePiece: fail when the text cannot give --vocab-size pieces (off: a smaller model and a warning)."""
-    control_symbols: list[str] = field(default_factory=list)
-    """SentencePiece: control symbols, comma-separated (spm_train's --control_symbols)."""
-    spm_extra_options: dict[str, Any] = field(default_factory=dict)
-    """Any other spm_train option, as key=value pairs (YAML: a mapping), e.g. max_sentencepiece_length=8."""
-    joint_spm: bool = True
-    """One SentencePiece model for both languages (--no-joint-spm: one per language)."""
-    approx_vocab_size: Annotated[int, AtLeast1] = 8192
-    """T2T subword: target vocabulary size (T2T's build_to_target_size)."""
-    file_byte_budget: Annotated[int, AtLeast1] = 10_000_000
-    """T2T subword: bytes of text sampled per file to count tokens."""
-    max_subtoken_length: Annotated[int | None, AtLeast1] = None
-    """T2T subword: longest subtoken considered (default: unlimited)."""
+    tokenizer: Tokenizer = field(
+        default="sentencepiece",
+        metadata={"help": "Subword tokenizer: sentencepiece, hf (Hugging Face tokenizers), tiktoken, t2t-subword, or "
+                          "none (the input is already whitespace-tokenized)."},
+    )
+    tokenizer_model: str | None = field(
+        default=None,
+        metadata={"help": "Use this model instead of training one: a SentencePiece .model, a Hugging Face "
+                          "tokenizer.json, a .tiktoken ranks file or a T2T vocab.subwords file (Megatron's "
+                          "--tokenizer-model)."},
+    )
+    tokenizer_options: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Settings of the tokenizer backend when it loads a model, as key=value pairs (YAML: a "
+                          "mapping), e.g. tiktoken pattern=..., eod_token=<|endoftext|>, preset=cl100k."},
+    )
+    spm_model: str | None = field(
+        default=None,
+        metadata={"help": "Use this SentencePiece .model instead of training one (the same as --tokenizer-model)."},
+    )
+    hf_model_type: HFModelType = field(
+        default="byte-level-bpe",
+        metadata={"help": "hf: the model trained when no --tokenizer-model is given (byte-level-bpe as GPT-2/Llama "
+                          "3/Qwen)."},
+    )
+    min_frequency: Annotated[int, AtLeast0] = field(
+        default=2,
+        metadata={"help": "hf: a merge or piece must be seen this many times in the training sample."},
+    )
+    vocab_size: Annotated[int, Range(8, why="SentencePiece needs room for its special pieces")] = field(
+        default=8000,
+        metadata={"help": "SentencePiece vocabulary size (spm_train's --vocab_size)."},
+    )
+    model_type: ModelType = field(
+        default="unigram",
+        metadata={"help": "SentencePiece model type (spm_train's --model_type)."},
+    )
+    character_coverage: Annotated[float, Range(0, 1, open_low=True)] = field(
+        default=0.9995,
+        metadata={"help": "Share of characters the model covers: 1.0 for small alphabets, 0.9995 for CJK."},
+    )
+    input_sentence_size: Annotated[int, AtLeast1] = field(
+        default=1_000_000,
+        metadata={"help": "Train the tokenizer on at most this many lines of the cleaned training text: a uniform "
+                          "sample, the lines whose seeded hashes of their line numbers are smallest (--seed picks "
+                          "it; the same lines for any task count or engine). Many directions: shared among the "
+                          "languages by --spm-temperature. T2T subword samples by --file-byte-budget instead."},
+    )
+    user_defined_symbols: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Pieces never split, e.g. language tags, comma-separated; also put in the dictionaries."},
+    )
+    byte_fallback: bool = field(
+        default=False,
+        metadata={"help": "Unknown characters become UTF-8 byte pieces instead of <unk>."},
+    )
+    normalization_rule_name: NormalizationRule = field(
+        default="nmt_nfkc",
+        metadata={"help": "SentencePiece's normalization (spm_train's --normalization_rule_name; nmt_nfkc_cf also "
+                          "case-folds)."},
+    )
+    split_digits: bool = field(
+        default=False,
+        metadata={"help": "SentencePiece: every digit its own piece (spm_train's --split_digits)."},
+    )
+    max_sentence_length: Annotated[int, AtLeast1] = field(
+        default=4192,
+        metadata={"help": "SentencePiece: longer training lines are skipped, in bytes (spm_train's "
+                          "--max_sentence_length)."},
+    )
+    shuffle_input_sentence: bool = field(
+        default=False,
+        metadata={"help": "SentencePiece: spm_train's switch, passed on and recorded in the model, but without effect"
+                          " here: the trainer is given the whole --input-sentence-size sample tokenmill drew, so it "
+                          "never samples or shuffles."},
+    )
+    hard_vocab_limit: bool = field(
+        default=False,
+        metadata={"help": "SentencePiece: fail when the text cannot give --vocab-size pieces (off: a smaller model "
+                          "and a warning)."},
+    )
+    control_symbols: list[str] = field(
+        default_factory=list,
+        metadata={"help": "SentencePiece: control symbols, comma-separated (spm_train's --control_symbols)."},
+    )
+    spm_extra_options: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Any other spm_train option, as key=value pairs (YAML: a mapping), e.g. "
+                          "max_sentencepiece_length=8."},
+    )
+    joint_spm: bool = field(
+        default=True,
+        metadata={"help": "One SentencePiece model for both languages (--no-joint-spm: one per language)."},
+    )
+    approx_vocab_size: Annotated[int, AtLeast1] = field(
+        default=8192,
+        metadata={"help": "T2T subword: target vocabulary size (T2T's build_to_target_size)."},
+    )
+    file_byte_budget: Annotated[int, AtLeast1] = field(
+        default=10_000_000,
+        metadata={"help": "T2T subword: bytes of text sampled per file to count tokens."},
+    )
+    max_subtoken_length: Annotated[int | None, AtLeast1] = field(
+        default=None,
+        metadata={"help": "T2T subword: longest subtoken considered (default: unlimited)."},
+    )
 
     # ---- dictionaries (fairseq-preprocess names)
-    joined_dictionary: bool = False
-    """One dictionary for both languages."""
-    srcdict: str | None = None
-    """Reuse this fairseq dict.txt for the source side."""
-    tgtdict: str | None = None
-    """Reuse this fairseq dict.txt for the target side."""
-    nwordssrc: Annotated[int, Range(-1, why="-1 keeps all")] = -1
-    """Keep at most this many source dictionary entries (-1: all)."""
-    nwordstgt: Annotated[int, Range(-1, why="-1 keeps all")] = -1
-    """Keep at most this many target dictionary entries (-1: all)."""
-    thresholdsrc: Annotated[int, AtLeast0] = 0
-    """Drop source words seen fewer times."""
-    thresholdtgt: Annotated[int, AtLeast0] = 0
-    """Drop target words seen fewer times."""
-    padding_factor: Annotated[int, AtLeast1] = 8
-    """Pad dictionaries to a multiple of this (fp16-friendly embeddings)."""
+    joined_dictionary: bool = field(default=False, metadata={"help": "One dictionary for both languages."})
+    srcdict: str | None = field(default=None, metadata={"help": "Reuse this fairseq dict.txt for the source side."})
+    tgtdict: str | None = field(default=None, metadata={"help": "Reuse this fairseq dict.txt for the target side."})
+    nwordssrc: Annotated[int, Range(-1, why="-1 keeps all")] = field(
+        default=-1,
+        metadata={"help": "Keep at most this many source dictionary entries (-1: all)."},
+    )
+    nwordstgt: Annotated[int, Range(-1, why="-1 keeps all")] = field(
+        default=-1,
+        metadata={"help": "Keep at most this many target dictionary entries (-1: all)."},
+    )
+    thresholdsrc: Annotated[int, AtLeast0] = field(default=0, metadata={"help": "Drop source words seen fewer times."})
+    thresholdtgt: Annotated[int, AtLeast0] = field(default=0, metadata={"help": "Drop target words seen fewer times."})
+    padding_factor: Annotated[int, AtLeast1] = field(
+        default=8,
+        metadata={"help": "Pad dictionaries to a multiple of this (fp16-friendly embeddings)."},
+    )
 
     # ---- output
-    layout: LayoutName = "fairseq"
-    """Store layout: fairseq (fairseq-train reads it) or megatron (megatron-core reads it)."""
-    shard_size: Annotated[int, Range(0, why="0 means no shards")] = 0
-    """Split train into shardNNN/ folders of at most this many pairs (0: no shards)."""
+    layout: LayoutName = field(
+        default="fairseq",
+        metadata={"help": "Store layout: fairseq (fairseq-train reads it) or megatron (megatron-core reads it)."},
+    )
+    shard_size: Annotated[int, Range(0, why="0 means no shards")] = field(
+        default=0,
+        metadata={"help": "Split train into shardNNN/ folders of at most this many pairs (0: no shards)."},
+    )
 
     # ---- megatron (tools/preprocess_data.py's flags)
-    input: list[str] = field(default_factory=list)
-    """Megatron's --input: JSONL files or globs, comma-separated (monolingual; --json-keys picks the text)."""
-    output_prefix: str | None = None
-    """Megatron's --output-prefix: writes {output_prefix}_{key}_document.bin/.idx in the Megatron layout,
-    ids of the tokenizer itself, nothing cleaned unless a cleaning flag asks for it."""
-    tokenizer_type: MegatronTokenizer | None = None
-    """Megatron's --tokenizer-type (HuggingFaceTokenizer, TikTokenizer, SentencePieceTokenizer, GPT2BPETokenizer)."""
-    vocab_file: str | None = None
-    """Megatron's --vocab-file: GPT2BPETokenizer's vocab.json."""
-    merge_file: str | None = None
-    """Megatron's --merge-file: GPT2BPETokenizer's merges.txt."""
+    input: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Megatron's --input: JSONL files or globs, comma-separated (monolingual; --json-keys picks "
+                          "the text)."},
+    )
+    output_prefix: str | None = field(
+        default=None,
+        metadata={"help": "Megatron's --output-prefix: writes {output_prefix}_{key}_document.bin/.idx in the Megatron"
+                          " layout, ids of the tokenizer itself, nothing cleaned unless a cleaning flag asks for it."},
+    )
+    tokenizer_type: MegatronTokenizer | None = field(
+        default=None,
+        metadata={"help": "Megatron's --tokenizer-type (HuggingFaceTokenizer, TikTokenizer, SentencePieceTokenizer, "
+                          "GPT2BPETokenizer)."},
+    )
+    vocab_file: str | None = field(
+        default=None,
+        metadata={"help": "Megatron's --vocab-file: GPT2BPETokenizer's vocab.json."},
+    )
+    merge_file: str | None = field(
+        default=None,
+        metadata={"help": "Megatron's --merge-file: GPT2BPETokenizer's merges.txt."},
+    )
 
     # ---- run
-    workers: Annotated[int, AtLeast1] = field(default_factory=lambda: os.cpu_count() or 1)
-    """Tokenizer threads (default: all cores)."""
-    seed: Annotated[int, AtLeast0] = 1
-    """Seed of the tokenizer's training sample."""
-    chunk_lines: Annotated[int, AtLeast1] = 65536
-    """Lines per batch handed to the tokenizer."""
+    workers: Annotated[int, AtLeast1] = field(
+        default_factory=lambda: os.cpu_count() or 1,
+        metadata={"help": "Tokenizer threads (default: all cores)."},
+    )
+    seed: Annotated[int, AtLeast0] = field(default=1, metadata={"help": "Seed of the tokenizer's training sample."})
+    chunk_lines: Annotated[int, AtLeast1] = field(
+        default=65536,
+        metadata={"help": "Lines per batch handed to the tokenizer."},
+    )
 
     # ---- beyond one machine
-    engine: EngineName = "local"
-    """Where the tasks run: local (this machine), ray (a Ray cluster; pip install tokenmill[ray]) or slurm
-    (writes an sbatch script of array jobs). The output is byte-identical for every engine."""
-    tasks: Annotated[int, AtLeast0] = 0
-    """Cut the training split into this many tasks by input order (0: one per GiB of input locally, one
-    per 256 MiB on ray/slurm). Each is re-run alone if it fails; the output does not depend on the count."""
-    ray_address: str | None = None
-    """--engine ray: the cluster to join (auto, or HOST:PORT of its head); default: start Ray here."""
-    storage_options: dict[str, Any] = field(default_factory=dict)
-    """fsspec options for URL inputs and --destdir URL (s3://..., gs://...; pip install tokenmill[s3]), e.g.
-    client_kwargs={endpoint_url: ...} in YAML; credentials also come from the environment as fsspec reads it."""
+    engine: EngineName = field(
+        default="local",
+        metadata={"help": "Where the tasks run: local (this machine), ray (a Ray cluster; pip install tokenmill[ray])"
+                          " or slurm (writes an sbatch script of array jobs). The output is byte-identical for every "
+                          "engine."},
+    )
+    tasks: Annotated[int, AtLeast0] = field(
+        default=0,
+        metadata={"help": "Cut the training split into this many tasks by input order (0: one per GiB of input "
+                          "locally, one per 256 MiB on ray/slurm). Each is re-run alone if it fails; the output does "
+                          "not depend on the count."},
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata={"help": "--engine ray: the cluster to join (auto, or HOST:PORT of its head); default: start Ray "
+                          "here."},
+    )
+    storage_options: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "fsspec options for URL inputs and --destdir URL (s3://..., gs://...; pip install "
+                          "tokenmill[s3]), e.g. client_kwargs={endpoint_url: ...} in YAML; credentials also come from"
+                          " the environment as fsspec reads it."},
+    )
 
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
-    directions: dict[str, Any] = field(default_factory=dict)
-    """Language directions prepared together with one SentencePiece model and one dictionary, e.g.
-    eng_Latn-tur_Latn,eng_Latn-zho_Hans: files at {trainpref}.{direction}.{lang} (and valid/test
-    alike); in YAML also a mapping direction -> {trainpref, validpref, testpref} of its own prefixes."""
-    num_shards: Annotated[int, AtLeast1] = 1
-    """Many directions: split each direction's train into this many shardNNN/ folders (fewer for
-    directions with fewer pairs); valid/test go to shard000."""
-    spm_temperature: Annotated[float, Range(0, open_low=True)] = 1.0
-    """Many directions: SentencePiece's training sample takes language l's lines in proportion to
-    n_l^(1/T), so small languages keep their characters (1: as they come; 5: NLLB-like)."""
-    lang_token_format: str = "__{lang}__"
-    """Many directions: language tokens added to the shared dictionary, one per language."""
-    retrain_tokenizer: bool = False
-    """Many directions: train SentencePiece again when directions were added (by default the model
-    trained on the first directions is kept and only the new directions are encoded)."""
+    directions: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Language directions prepared together with one SentencePiece model and one dictionary, "
+                          "e.g. eng_Latn-tur_Latn,eng_Latn-zho_Hans: files at {trainpref}.{direction}.{lang} (and "
+                          "valid/test alike); in YAML also a mapping direction -> {trainpref, validpref, testpref} of"
+                          " its own prefixes."},
+    )
+    num_shards: Annotated[int, AtLeast1] = field(
+        default=1,
+        metadata={"help": "Many directions: split each direction's train into this many shardNNN/ folders (fewer for "
+                          "directions with fewer pairs); valid/test go to shard000."},
+    )
+    spm_temperature: Annotated[float, Range(0, open_low=True)] = field(
+        default=1.0,
+        metadata={"help": "Many directions: SentencePiece's training sample takes language l's lines in proportion to"
+                          " n_l^(1/T), so small languages keep their characters (1: as they come; 5: NLLB-like)."},
+    )
+    lang_token_format: str = field(
+        default="__{lang}__",
+        metadata={"help": "Many directions: language tokens added to the shared dictionary, one per language."},
+    )
+    retrain_tokenizer: bool = field(
+        default=False,
+        metadata={"help": "Many directions: train SentencePiece again when directions were added (by default the "
+                          "model trained on the first directions is kept and only the new directions are encoded)."},
+    )
 
     _labels: ClassVar[dict[str, str]] = {}
     """How messages name a setting that came from a config file ("c.yaml: vocab_size"), by field name
@@ -473,6 +618,65 @@ class PrepareConfig:
 
 
 NESTED: dict[str, type] = {"normalize": Normalizer, "filters": FilterConfig}
+NESTED_HELP: dict[str, dict[str, str]] = {
+    "normalize": {
+        "nfkc": "Unicode NFKC; SentencePiece's nmt_nfkc rule does this too.",
+        "fullwidth": "Full-width ASCII forms and U+3000 to half-width (seed script's q2b).",
+        "remove_control": "Delete control chars and U+FEFF; whitespace-like controls -> space.",
+        "collapse_whitespace": "Whitespace runs -> one space, strip both ends.",
+    },
+    "filters": {
+        "drop_empty": "Drop pairs with an empty side.",
+        "min_chars": "Per side, characters (code points); 0 = no minimum.",
+        "max_chars": "Per side; default: no maximum.",
+        "min_tokens": "Per side, tokens: the tokenizer's pieces, counted after encoding (whitespace tokens with "
+                      "--tokenizer none); 0 = no minimum.",
+        "max_tokens": "Per side, tokens counted as --filter-min-tokens does; default: no maximum.",
+        "max_ratio": "Longer side / shorter side, e.g. 9 (Moses); default: off.",
+        "ratio_unit": "What max_ratio compares: tokens (counted as --filter-min-tokens does) or chars.",
+        "drop_identical": "Drop pairs whose source equals the target.",
+        "max_nonletter": "Max share of non-letters among non-space chars, e.g. 0.5.",
+        "src_script": 'Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana".',
+        "tgt_script": "Same for the target.",
+        "min_script_fraction": "Share of letters that must be in the expected script.",
+        "src_lang": 'Expected language of the source (py3langid code, e.g. "en").',
+        "tgt_lang": "Expected language of the target.",
+        "langid_candidates": "Restrict language-ID to these labels; default: all.",
+    },
+}
+"""``--help`` of the nested settings' flags (``--nfkc``, ``--filter-min-tokens``), by group and field: their
+classes live in :mod:`tokenmill.text`, which knows nothing of flags."""
+SECTIONS: dict[str, str] = {
+    "destdir": "inputs",
+    "normalize": "cleaning",
+    "tokenizer": "tokenizer",
+    "joined_dictionary": "dictionaries (fairseq-preprocess names)",
+    "layout": "output",
+    "input": "megatron (tools/preprocess_data.py's flags)",
+    "workers": "run",
+    "engine": "beyond one machine",
+    "directions": "many directions at once (Open-NLLB's data_bin/shardNNN layout)",
+}
+"""The sections of ``prepare --help`` (the ``# ---- name`` comments of :class:`PrepareConfig`), by the field
+that opens each: a field is in the section last opened at or above it, in field order."""
+
+
+def field_help(group: str | None, item: dataclasses.Field) -> str:  # type: ignore[type-arg]
+    """The help text of a config field: its own ``metadata["help"]``, or for a field of a nested group
+    (``normalize``, ``filters``) the group's entry in :data:`NESTED_HELP`; ``""`` when there is none."""
+    if group is not None:
+        return NESTED_HELP.get(group, {}).get(item.name, "")
+    return str(item.metadata.get("help", ""))
+
+
+def field_sections() -> dict[str, str]:
+    """Each :class:`PrepareConfig` field's section title (see :data:`SECTIONS`)."""
+    found: dict[str, str] = {}
+    title = ""
+    for item in fields(PrepareConfig):
+        title = SECTIONS.get(item.name, title)
+        found[item.name] = title
+    return found
 FLAG_PREFIX = {"normalize": "", "filters": "filter-"}
 """Flags of nested settings: normalizer fields keep their names (--nfkc), filters get --filter-."""
 _PREFIXES = ("trainpref", "validpref", "testpref")
