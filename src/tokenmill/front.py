@@ -19,27 +19,21 @@ from typing import Any
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig
-from tokenmill.batching.packed_collate import collate_packed
-from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
-from tokenmill.batching.sampled import SampledMix
-from tokenmill.data.blending import BlendedDataset
-from tokenmill.data.gpt_dataset import GPTDataset
+from tokenmill.batching.packed_pairs import PackConfig
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader import adapter
-from tokenmill.loader.iterator import BatchIterator, gpt_batches
-from tokenmill.loader.multilingual import multilingual_batches
+from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.make import Dataset, make_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
 from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset
-from tokenmill.store.layout import parse_megatron_name, parse_store_name, shard_dirs
+from tokenmill.store.layout import describe, parse_megatron_name, parse_store_name
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 from tokenmill.store.remote import RemoteOptions, is_url, open_remote
-
-Dataset = PairDataset | MultiPairDataset | IndexedDataset | GPTDataset | BlendedDataset
 
 
 def prepare(
@@ -87,21 +81,23 @@ def open(
         raise ConfigError(f"{path} is a local path: storage_options and remote apply to URLs (s3://, gs://, https://)")
     if isinstance(path, list) or (isinstance(path, str) and ":" in path and not Path(path).exists()):
         return MultiPairDataset.from_dir(path, split, **options)
-    root = Path(path)
-    if Path(f"{root}.idx").exists() or Path(f"{root}.bin").exists():
+    contents = describe(path)
+    root = contents.path
+    if contents.kind == "store":
         return IndexedDataset(root)
-    if not root.is_dir():
+    if contents.kind == "missing":
         raise ConfigError(f"{root}: no such directory or token store (give a prepared directory or a store prefix)")
-    manifest = read_manifest(root) if (root / MANIFEST_NAME).exists() else None
-    settings = manifest.settings if manifest is not None else {}
-    if settings.get("directions") or (not (root / MANIFEST_NAME).exists() and shard_dirs(root)):
+    if (root / MANIFEST_NAME).exists():
+        read_manifest(root)  # a manifest that does not read as one is refused here, as verify refuses it
+    if contents.kind == "multilingual":
         return MultiPairDataset.from_dir(root, split, **options)
-    if manifest is not None and not settings.get("target_lang"):
-        stores = sorted(manifest.stores)
-        chosen = [s for s in stores if parse_megatron_name(s) is not None or _monolingual_split(s) == split]
+    if contents.kind in ("monolingual", "megatron"):
+        chosen = [s for s in contents.stores if parse_megatron_name(s) is not None or _monolingual_split(s) == split]
         if len(chosen) == 1:
             return IndexedDataset(root / chosen[0])
-        raise ConfigError(f"{root} holds monolingual stores {stores}: open one of them by its prefix")
+        raise ConfigError(f"{root} holds monolingual stores {list(contents.stores)}: open one of them by its prefix")
+    if contents.kind in ("text", "empty"):
+        raise ConfigError(f"{contents.what()}; prepare it first (tokenmill prepare, or tokenmill.prepare(...))")
     return PairDataset.from_dir(root, split, **options)
 
 
@@ -153,59 +149,7 @@ def batches(
                               "tokenmill.open(path, langtok=...)")
     if langtok is not None and not isinstance(dataset, MultiPairDataset):
         raise ConfigError("langtok applies to many translation directions; this data is not a multilingual data_bin")
-    if isinstance(dataset, GPTDataset | BlendedDataset):
-        if sampling is not None or langtok is not None or pack is not None:
-            raise ConfigError("sampling, langtok and pack apply to translation pairs; GPT samples are packed already")
-        unknown = sorted(set(options) - {"consumed_samples", "infinite", "cache"})
-        if unknown:
-            raise ConfigError(f"GPT batches take consumed_samples= and infinite=, not {unknown}")
-        options.pop("cache", None)  # GPT plans are closed-form: nothing to cache (the GPTDataset caches its index)
-        if not isinstance(config, GPTBatchConfig):
-            raise ConfigError(
-                "GPT samples need a tokenmill.GPTBatchConfig(global_batch_size=..., micro_batch_size=...), "
-                f"got {type(config).__name__}"
-            )
-        return gpt_batches(dataset, config, rank=rank, world_size=world_size, **options)
-    if isinstance(config, GPTBatchConfig):
-        raise ConfigError(
-            "a GPTBatchConfig batches GPT samples: give a tokenmill.GPTDataset (or BlendedDataset) over the store"
-        )
-    if pack is not None:
-        return _packed_batches(dataset, config, pack, sampling, rank, world_size, options)
-    if isinstance(dataset, MultiPairDataset):
-        return multilingual_batches(dataset, config, sampling, rank=rank, world_size=world_size, **options)
-    if isinstance(dataset, IndexedDataset):
-        raise ConfigError(
-            f"{dataset.prefix} is one token store (language-model data): wrap it in "
-            "tokenmill.GPTDataset(store, tokenmill.GPTDatasetConfig(seq_length=...)) and batch that with a "
-            "tokenmill.GPTBatchConfig"
-        )
-    if sampling is not None:
-        raise ConfigError("sampling applies to many directions; this is one direction")
-    return BatchIterator(dataset, config, rank=rank, world_size=world_size, **options)
-
-
-def _packed_batches(
-    dataset: Dataset,
-    config: BatchConfig | None,
-    pack: PackConfig,
-    sampling: SamplingConfig | None,
-    rank: int,
-    world_size: int,
-    options: dict[str, Any],
-) -> BatchIterator:
-    """Packed rows of one direction or of a sampled mix of many (any selection with the packed cut)."""
-    if config is not None:
-        raise ConfigError("give config= or pack=, not both: packed batches take their budget from PackConfig")
-    if isinstance(dataset, IndexedDataset):
-        raise ConfigError(f"{dataset.prefix} is language-model data: pack it with tokenmill.GPTDataset")
-    if sampling is not None and not isinstance(dataset, MultiPairDataset):
-        raise ConfigError("sampling applies to many directions; this is one direction")
-    selection = SampledMix(dataset, sampling) if isinstance(dataset, MultiPairDataset) else None
-    planner = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size,  # type: ignore[arg-type]
-                                cache=options.pop("cache", True))
-    options.setdefault("collate", collate_packed)
-    return BatchIterator(dataset, rank=rank, world_size=world_size, planner=planner, **options)  # type: ignore[arg-type]
+    return make_batches(dataset, config, sampling=sampling, pack=pack, rank=rank, world_size=world_size, **options)
 
 
 def loader(

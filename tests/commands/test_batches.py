@@ -61,7 +61,8 @@ def test_bad_directory_is_a_clear_error(tmp_path):
     (tmp_path / "empty").mkdir()
     result = CliRunner().invoke(batches, [str(tmp_path / "empty")])
     assert result.exit_code != 0
-    assert "cannot tell the language pair" in str(result.exception)
+    assert "is an empty folder (no token stores)" in str(result.exception)
+    assert "run tokenmill prepare" in str(result.exception)
 
 
 def test_packed_report_compares_with_unpacked(tmp_path):

@@ -230,3 +230,48 @@ def test_reading_hints_never_raises(tmp_path):
     assert read_manifest_hints(tmp_path) == ManifestHints()
     (tmp_path / "manifest.json").write_text(json.dumps({"settings": {"source_lang": "en", "target_lang": "de"}}))
     assert read_manifest_hints(tmp_path).language_pair == ("en", "de")
+
+
+# ----------------------------------------------------------------------------- what a folder holds
+def _touch_store(folder: Path, name: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for suffix in (".bin", ".idx"):
+        (folder / f"{name}{suffix}").write_bytes(b"")
+
+
+def test_kind_of_store_lists():
+    from tokenmill.store.layout import kind_of
+
+    none = ManifestHints()
+    assert kind_of(["train.de-en.de", "train.de-en.en"], none) == "pairs"
+    assert kind_of(["train", "valid"], none) == "monolingual"
+    assert kind_of(["corpus_text_document"], none) == "megatron"
+    assert kind_of(["train"], ManifestHints(layout="megatron", present=True)) == "megatron"
+    assert kind_of([], none) == "empty"
+    assert kind_of(["shard000/train.a-b.a"], none, sharded=True) == "multilingual"  # no manifest: shards
+    assert kind_of(["shard000/train.a-b.a"], ManifestHints(present=True), sharded=True) == "pairs"
+    listed = ManifestHints(directions={"en-de": frozenset({"train"})}, present=True)
+    assert kind_of(["train.en-de.en"], listed) == "multilingual"
+
+
+def test_describe_folders(tmp_path):
+    from tokenmill.store.layout import describe
+
+    _touch_store(tmp_path / "pairs", "train.en-de.en")
+    _touch_store(tmp_path / "pairs", "train.en-de.de")
+    assert describe(tmp_path / "pairs").kind == "pairs"
+    assert describe(tmp_path / "pairs" / "train.en-de.en").kind == "store"
+    _touch_store(tmp_path / "lm", "corpus_text_document")
+    lm = describe(tmp_path / "lm")
+    assert lm.kind == "megatron" and "Megatron layout (corpus_text_document)" in lm.what()
+    _touch_store(tmp_path / "many" / "shard000", "train.a-b.a")
+    _touch_store(tmp_path / "many" / "shard001", "train.a-b.b")
+    many = describe(tmp_path / "many")
+    assert many.kind == "multilingual" and many.stores == ("shard000/train.a-b.a", "shard001/train.a-b.b")
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "train.en").write_text("hello\n")
+    raw = describe(tmp_path / "raw")
+    assert raw.kind == "text" and "train.en" in raw.what() and "tokenmill prepare" in raw.what()
+    (tmp_path / "empty").mkdir()
+    assert describe(tmp_path / "empty").kind == "empty"
+    assert describe(tmp_path / "nothing").kind == "missing"

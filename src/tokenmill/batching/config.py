@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
+from tokenmill.batching.modes import registered_modes
 from tokenmill.errors import ConfigError
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ class BatchConfig:
     """How samples are ordered and grouped into batches, and how batches are dealt to ranks."""
 
     mode: str = "lowpad"
-    """One of :data:`MODES`."""
+    """One of :data:`MODES`, or a mode registered with :func:`~tokenmill.batching.modes.register_cut`."""
     max_tokens: int | None = 4096
     """Budget per batch and side: rows x longest row (after ``pad_to_multiple``) <= max_tokens.
     In ``opennmt`` mode this is OpenNMT-tf's token ``batch_size``. None: no token budget."""
@@ -83,8 +84,9 @@ class BatchConfig:
     (:meth:`plan_identity`), so a cached plan or a saved state stays valid when it changes."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ConfigError(f"batching mode {self.mode!r} is unknown; choose one of {', '.join(MODES)}")
+        if self.mode not in MODES and self.mode not in registered_modes():
+            known = ", ".join(dict.fromkeys(MODES + registered_modes()))
+            raise ConfigError(f"batching mode {self.mode!r} is unknown; choose one of {known}")
         if self.max_tokens is None and self.max_sentences is None:
             raise ConfigError("batching needs max_tokens or max_sentences (or both); neither is set")
         for name in ("max_tokens", "max_sentences"):

@@ -23,6 +23,7 @@ from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, ordered
 from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
 from tokenmill.batching.epochs import remember as remember  # re-exported
+from tokenmill.batching.modes import cut_mode, register_cut
 from tokenmill.batching.order import STEP_SHUFFLE, generator
 from tokenmill.batching.ranks import BatchTable, equalize, measure, padded_tokens, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
@@ -114,13 +115,15 @@ class EpochPlan:
 CutFunction = Callable[[Sizes, BatchConfig, int], Cut]
 """A batching mode: (item lengths, settings, epoch) -> items in batch order and batch ends."""
 
-CUTS: dict[str, CutFunction] = {"lowpad": lowpad.cut, "fairseq": fairseq_mode.cut, "opennmt": opennmt_mode.cut}
-"""The token-budget cut of each ``BatchConfig.mode``; a new mode is a new module and one entry here."""
+register_cut("lowpad", lowpad.cut)
+register_cut("fairseq", fairseq_mode.cut, same_every_epoch=True)
+register_cut("opennmt", opennmt_mode.cut)
+"""The built-in modes; a new mode is a function registered by name (:mod:`tokenmill.batching.modes`)."""
 
 
 def epoch_key(config: BatchConfig, epoch: int) -> int:
     """The epoch a mode's batches depend on (0: the same batches every epoch)."""
-    return 0 if config.mode == "fairseq" else epoch
+    return 0 if cut_mode(config.mode).same_every_epoch else epoch
 
 
 def compute_sampled_batches(
@@ -147,7 +150,7 @@ def compute_batches(
     """Cut (with the mode's cut unless ``cut`` is given), equalize for ranks and measure an epoch's
     batches (the cacheable part of a plan)."""
     began = time.perf_counter()
-    cut = cut if cut is not None else CUTS[config.mode](sizes, config, epoch)
+    cut = cut if cut is not None else cut_mode(config.mode).cut(sizes, config, epoch)
     ends = cut.ends
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     src_in_order, tgt_in_order = cut.src_in_order, cut.tgt_in_order
@@ -207,7 +210,7 @@ class Planner(EpochPlanner):
 
     ``selection`` says which items each epoch trains on (:mod:`tokenmill.batching.select`: every
     kept item, or a sampled mix of directions); plain ``Sizes`` (with ``data_fingerprint``) mean
-    every kept item of one dataset. ``config.mode`` picks the cut (:data:`CUTS`); the batches are
+    every kept item of one dataset. ``config.mode`` picks the cut (:mod:`tokenmill.batching.modes`); the batches are
     dealt to ranks in equal counts and cached per epoch (:mod:`tokenmill.cache`); the rest is
     :class:`~tokenmill.batching.epochs.EpochPlanner`'s (elastic resume included).
     """

@@ -18,22 +18,34 @@ from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPl
 from tokenmill.commands.params import number
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
+from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
-from tokenmill.loader.iterator import BatchIterator
-from tokenmill.loader.multilingual import multilingual_batches
+from tokenmill.loader.make import make_batches
 from tokenmill.settings import Range
-from tokenmill.store.manifest import read_manifest_hints
+from tokenmill.store.layout import FolderContents, describe
+from tokenmill.store.manifest import refuse_non_manifest
 
 POSITIVE = number(int, Range(1))
 NON_NEGATIVE = number(int, Range(0))
 ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
-def is_multilingual(directory: str) -> bool:
-    """Whether ``directory`` was written by ``prepare --directions`` (its manifest lists directions)."""
-    return read_manifest_hints(directory).multilingual
+def _pairs_or_refuse(directory: str) -> FolderContents:
+    """What ``directory`` holds; refused, saying what it is and what to do, when it holds no translation pairs
+    (language-model data, raw text, nothing) or its ``manifest.json`` is no manifest at all (as ``open`` does)."""
+    contents = describe(directory)
+    if contents.kind in ("monolingual", "megatron"):
+        raise ConfigError(
+            f"{contents.what()}: tokenmill batches plans translation pairs; batch language-model data in Python "
+            "with tokenmill.batches(tokenmill.GPTDataset(tokenmill.open(PREFIX), tokenmill.GPTDatasetConfig("
+            "seq_length=...)), tokenmill.GPTBatchConfig(global_batch_size=..., micro_batch_size=...))"
+        )
+    if contents.kind in ("text", "empty"):
+        raise ConfigError(f"{contents.what()}; run tokenmill prepare on it first and give its --destdir here")
+    refuse_non_manifest(contents.path)
+    return contents
 
 
 def _weights(text: str | None) -> dict[str, float] | None:
@@ -157,8 +169,10 @@ def batches(
     shard each direction reads, its size, weight, expected and drawn samples, and epochs over its data.
     """
     began = time.perf_counter()
+    contents = _pairs_or_refuse(directory)
     options = PairOptions(max_source_positions=max_source_positions, max_target_positions=max_target_positions)
-    multilingual = directions is not None or (src_lang is None and tgt_lang is None and is_multilingual(directory))
+    many = contents.kind == "multilingual"
+    multilingual = directions is not None or (src_lang is None and tgt_lang is None and many)
     config = BatchConfig(
         mode=mode,
         max_tokens=max_tokens,
@@ -184,19 +198,20 @@ def batches(
         )
         template = langtok_template or manifest_lang_token_format(Path(directory)) or LangTokConfig.template
         langtok = LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok, template)
-        iterator = multilingual_batches(
-            directory, config, sampling if split == "train" else None, langtok, split=split, options=options,
-            directions=directions.split(",") if directions else None, world_size=world_size, collate=None,
+        dataset = MultiPairDataset.from_dir(
+            directory, split, directions.split(",") if directions else None, langtok=langtok, options=options
+        )
+        iterator = make_batches(
+            dataset, config, sampling=sampling if split == "train" else None, world_size=world_size, collate=None,
             cache=cache,
         )
-        dataset = iterator.dataset
         mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
         mix_table = iterator.planner.describe_epoch(epoch)  # type: ignore[attr-defined]
     else:
         dataset = PairDataset.from_dir(
             directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
         )
-        iterator = BatchIterator(dataset, config, world_size=world_size, cache=cache, collate=None)
+        iterator = make_batches(dataset, config, world_size=world_size, cache=cache, collate=None)
     plan = iterator.plan(epoch)
     stats = plan.stats
     unpacked_padding = None

@@ -23,8 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenmill.errors import ConfigError, FormatError, TokenmillError
-from tokenmill.store.layout import SHARED_DICT, dict_name, pair_prefix, parse_direction, shard_dirs, stores_in
-from tokenmill.store.manifest import read_manifest_hints
+from tokenmill.store.layout import (
+    SHARED_DICT,
+    dict_name,
+    pair_prefix,
+    parse_direction,
+    read_manifest_hints,
+    shard_dirs,
+    stores_in,
+)
 
 DataPaths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 """One data directory (with or without ``shardNNN/`` folders), fairseq's ``a:b:c``, or a list of folders."""

@@ -45,15 +45,16 @@ from tokenmill.store import IndexedDataset
 from tokenmill.store.layout import (
     AlignName,
     align_name,
+    describe,
     dict_name,
     pair_prefix,
+    read_manifest_hints,
     shard_dir,
     shard_dirs,
     split_part,
     store_name,
     stores_in,
 )
-from tokenmill.store.manifest import read_manifest_hints
 from tokenmill.vocab.dictionary import Dictionary
 
 
@@ -692,10 +693,13 @@ def _languages(root: Path, folder: Path, split: str, src: str | None, tgt: str |
     m_src, m_tgt = read_manifest_hints(root).language_pair or (None, None)
     if m_src and m_tgt and src in (None, m_src) and tgt in (None, m_tgt):
         return m_src, m_tgt
-    if Path(f"{folder / store_name(split, None, None, None)}.idx").exists() and not (src and tgt):
+    contents = describe(folder)
+    if contents.kind in ("monolingual", "megatron", "text", "empty") and not (src and tgt):
+        what = (f"{folder} holds monolingual data ({split}.bin/.idx, no target language)"
+                if Path(f"{folder / store_name(split, None, None, None)}.idx").exists() else contents.what())
         raise ConfigError(
-            f"{folder} holds monolingual data ({split}.bin/.idx, no target language): translation pairs need "
-            "parallel data (prepare with --target-lang); language-model data is read by tokenmill.data.gpt_dataset"
+            f"{what}: translation pairs need parallel data (prepare with --target-lang); language-model data is "
+            "read by tokenmill.data.gpt_dataset"
         )
     found = {(s.src, s.tgt) for s in stores_in(folder, split) if s.src is not None and s.tgt is not None}
     found = {(a, b) for a, b in found if (src in (None, a) and tgt in (None, b))}

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from tokenmill.batching.abilities import CountsSamples, Elastic, MadeForWorld, NamesSettings
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTPlanner, GPTSource, collate_gpt
@@ -98,7 +99,7 @@ class BatchIterator:
         self.update_freq = update_freq
         self.infinite = infinite
         self.cache = array_cache(cache)
-        planned_for = getattr(planner, "world_size", world_size)
+        planned_for = planner.world_size if isinstance(planner, MadeForWorld) else world_size
         if planned_for != world_size:
             raise ConfigError(
                 f"the planner was made for world_size={planned_for} but the iterator is for world_size={world_size}; "
@@ -120,8 +121,8 @@ class BatchIterator:
     def plan(self, epoch: int | None = None) -> PlanLike:
         """The plan of ``epoch`` (default: the current one; after an elastic resume, the rest of it)."""
         epoch = self.epoch if epoch is None else epoch
-        if self.segments and epoch == self.segments_epoch:
-            return self.planner.plan_after(epoch, self.segments)  # type: ignore[attr-defined]
+        if self.segments and epoch == self.segments_epoch and isinstance(self.planner, Elastic):
+            return self.planner.plan_after(epoch, self.segments)
         return self.planner.plan(epoch)
 
     def num_steps(self, epoch: int | None = None) -> int:
@@ -216,7 +217,7 @@ class BatchIterator:
             epoch, step = epoch + 1, 0
         segments = self.segments if epoch == self.segments_epoch else []
         extra = {}
-        if hasattr(self.planner, "consumed_samples"):  # GPT: Megatron's global position, for the record
+        if isinstance(self.planner, CountsSamples):  # GPT: Megatron's global position, for the record
             extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
         return {
             "format": STATE_FORMAT,
@@ -235,7 +236,7 @@ class BatchIterator:
     def settings(self) -> dict[str, Any]:
         """Every setting the batches depend on, by name (the planner's cut and selection when it names
         them, else the iterator's config): a resume compares them field by field."""
-        named = getattr(self.planner, "plan_settings", None)
+        named = self.planner.plan_settings if isinstance(self.planner, NamesSettings) else None
         if named:
             return dict(named)
         return dict(getattr(self.config, "plan_identity", self.config.to_dict)())
@@ -268,12 +269,12 @@ class BatchIterator:
         if changed:
             problems.append("batching settings changed (" + "; ".join(changed) + ")")
         saved_world = int(state.get("world_size") or 0)
-        elastic = hasattr(self.planner, "plan_after") and hasattr(self.planner, "for_world")
+        elastic = isinstance(self.planner, Elastic)
         if saved_world != self.world_size and not elastic:
             problems.append(
                 f"world_size changed: {saved_world} -> {self.world_size} (this planner cannot re-plan an epoch)"
             )
-        planned = self.planner.for_world(saved_world) if elastic and saved_world >= 1 else self.planner  # type: ignore[attr-defined]
+        planned = self.planner.for_world(saved_world) if elastic and saved_world >= 1 else self.planner
         if not problems and state.get("fingerprint") != planned.fingerprint:
             problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
         if problems:

@@ -22,8 +22,8 @@ from tokenmill._core.optional import require
 from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.cache import CacheLike
-from tokenmill.data.pairs import PairDataset
 from tokenmill.loader.iterator import BatchIterator, Collate
+from tokenmill.loader.make import Dataset, make_batches
 
 torch = require("torch", extra="torch", needed_by="tokenmill.loader (PyTorch batches)")
 require("torch.utils.data", extra="torch", needed_by="tokenmill.loader (PyTorch batches)")
@@ -160,7 +160,7 @@ class StatefulLoader:
 
 
 def make_loader(
-    dataset: PairDataset,
+    dataset: Dataset,
     config: BatchConfig | None = None,
     *,
     rank: int | None = None,
@@ -174,12 +174,13 @@ def make_loader(
     prefetch_factor: int | None = None,
     multiprocessing_context: Any = None,
 ) -> StatefulLoader:
-    """Batches of ``dataset`` for this process's rank as tensors through a DataLoader.
+    """Batches of ``dataset`` (any dataset :func:`~tokenmill.loader.make.make_batches` takes) for this
+    process's rank as tensors through a DataLoader.
 
     Rank and world size default to torch.distributed's (0 and 1 when it is not initialized).
     """
     rank, world_size = rank_and_world(rank, world_size)
-    batches = BatchIterator(
+    batches = make_batches(
         dataset,
         config,
         rank=rank,

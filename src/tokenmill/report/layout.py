@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from tokenmill.store.layout import parse_store_name
+from tokenmill.store.layout import DataKind, kind_of, parse_store_name, read_manifest_hints
 from tokenmill.store.manifest import Manifest, read_manifest
 
 Kind = Literal["pairs", "multilingual", "monolingual"]
+_REPORTED: dict[DataKind, Kind] = {"pairs": "pairs", "multilingual": "multilingual", "monolingual": "monolingual",
+                                   "megatron": "monolingual", "empty": "pairs"}
+"""The report's kind of each :data:`~tokenmill.store.layout.DataKind` (language-model data in either layout is
+one section; a manifest listing no stores is shown as pairs, as before)."""
 SPLIT_ORDER = ("train", "valid", "test")
 
 
@@ -79,7 +83,6 @@ def open_data_dir(directory: str | Path) -> DataDir:
     manifest = read_manifest(root)
     parts: dict[tuple[str | None, str], Part] = {}
     folders: set[str] = set()
-    monolingual = False
     for prefix in sorted(manifest.stores):
         path = PurePosixPath(prefix)
         folder = str(path.parent) if str(path.parent) != "." else ""
@@ -91,7 +94,6 @@ def open_data_dir(directory: str | Path) -> DataDir:
             part = parts.setdefault(key, Part(name.split, name.direction, [name.src, name.tgt]))
             lang = name.lang or ""
         else:
-            monolingual = True
             key = (None, name.split)
             lang = _monolingual_lang(manifest)
             part = parts.setdefault(key, Part(name.split, None, [lang]))
@@ -101,16 +103,12 @@ def open_data_dir(directory: str | Path) -> DataDir:
         if folder:
             folders.add(folder)
     directions = sorted({p.direction for p in parts.values() if p.direction})
+    kind = _REPORTED[kind_of(manifest.stores, read_manifest_hints(root))]
     summary_directions = manifest.summary.get("directions")
-    if isinstance(summary_directions, dict) and summary_directions:
-        kind: Kind = "multilingual"
+    if kind == "multilingual" and isinstance(summary_directions, dict):
         directions = [d for d in summary_directions if d in directions] + [
             d for d in directions if d not in summary_directions
         ]
-    elif monolingual and not directions:
-        kind = "monolingual"
-    else:
-        kind = "pairs"
     ordered = sorted(
         parts.values(),
         key=lambda p: (directions.index(p.direction) if p.direction in directions else -1, split_rank(p.split)),

@@ -21,14 +21,18 @@ sides. Direction names given by users (``eng_Latn-deu_Latn``) are stricter: lett
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
+from typing import Any, Literal
 
 from tokenmill.errors import ConfigError
 
 """The folders prepare writes (:func:`shard_dir` below 1000); readers use :func:`shard_dirs`."""
+MANIFEST_NAME = "manifest.json"
 SHARED_DICT = "dict.txt"
 STORE_SUFFIXES = (".bin", ".idx")
 """A store is ``{prefix}.bin`` (tokens) and ``{prefix}.idx`` (index)."""
@@ -273,25 +277,187 @@ def stores_in(folder: str | os.PathLike[str], split: str | None = None) -> list[
     return sorted(found, key=lambda s: s.name)
 
 
+# ----------------------------------------------------------------------------- what a folder holds
+@dataclass(frozen=True)
+class ManifestHints:
+    """What readers take from a directory's ``manifest.json`` to find their data, read leniently.
+
+    Readers open data found by its file names (:mod:`tokenmill.store.layout`); the manifest, when there
+    is a readable one, only fills in what names cannot say. It may be partial (written by hand, by an
+    older tokenmill, or absent): :func:`read_manifest_hints` never raises, and each fact is None (or
+    empty) when the manifest does not give it in the expected shape.
+    """
+
+    language_pair: tuple[str, str] | None = None
+    """``(source_lang, target_lang)``: from the top level, else ``settings``, else ``summary`` (the first
+    place naming both)."""
+    directions: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Listed direction names -> the splits each has: a ``{name: {"splits": {split: ...}}}`` entry counts
+    for the splits it names, any other entry (or a bare list of names) for ``train`` only. From the first of
+    the top level, ``summary``, ``settings`` holding a ``directions`` mapping or list."""
+    multilingual: bool = False
+    """Whether ``summary.directions`` is a mapping: what ``prepare --directions`` writes."""
+    lang_token_format: str | None = None
+    """``vocab.lang_token_format`` (a template holding ``{lang}``), as ``prepare --directions`` records it."""
+    layout: str | None = None
+    """``settings.layout``: the store layout prepare wrote (``fairseq`` or ``megatron``)."""
+    present: bool = False
+    """Whether there is a manifest that reads as a JSON object."""
+
+    def directions_for(self, split: str) -> list[str] | None:
+        """The directions listed for ``split`` (valid ``src-tgt`` names, in the manifest's order), None when none."""
+        names = [name for name, splits in self.directions.items() if split in splits and is_direction(name)]
+        return names or None
+
+    @classmethod
+    def from_json(cls, obj: Any) -> ManifestHints:
+        """The hints in a decoded manifest (anything that is not a JSON object gives none)."""
+        if not isinstance(obj, dict):
+            return cls()
+        pair = None
+        for scope in (obj, obj.get("settings"), obj.get("summary")):
+            if isinstance(scope, dict):
+                src, tgt = scope.get("source_lang"), scope.get("target_lang")
+                if isinstance(src, str) and isinstance(tgt, str):
+                    pair = (src, tgt)
+                    break
+        directions: dict[str, frozenset[str]] = {}
+        for scope in (obj, obj.get("summary"), obj.get("settings")):
+            listed = scope.get("directions") if isinstance(scope, dict) else None
+            if isinstance(listed, dict):
+                for name, entry in listed.items():
+                    splits = entry.get("splits") if isinstance(entry, dict) else None
+                    directions[name] = frozenset(splits) if isinstance(splits, dict) else frozenset({"train"})
+                break
+            if isinstance(listed, list):
+                directions = {name: frozenset({"train"}) for name in listed if isinstance(name, str)}
+                break
+        summary, vocab, settings = obj.get("summary"), obj.get("vocab"), obj.get("settings")
+        template = vocab.get("lang_token_format") if isinstance(vocab, dict) else None
+        layout = settings.get("layout") if isinstance(settings, dict) else None
+        return cls(
+            language_pair=pair,
+            directions=directions,
+            multilingual=isinstance(summary, dict) and isinstance(summary.get("directions"), dict),
+            lang_token_format=template if isinstance(template, str) and "{lang}" in template else None,
+            layout=layout if isinstance(layout, str) else None,
+            present=True,
+        )
+
+
+def read_manifest_hints(directory: str | os.PathLike[str] | None) -> ManifestHints:
+    """:class:`ManifestHints` of ``directory/manifest.json``; empty ones when there is no directory, no
+    manifest, or one that cannot be read (:func:`read_manifest` is the strict reader, for ``verify``)."""
+    if directory is None:
+        return ManifestHints()
+    try:
+        obj = json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ManifestHints()
+    return ManifestHints.from_json(obj)
+
+
+DataKind = Literal["pairs", "multilingual", "monolingual", "megatron", "empty"]
+"""What a set of stores is: translation pairs of one direction, many directions (``prepare --directions``,
+Open-NLLB's ``data_bin``), language-model data in fairseq's layout (``{split}``) or Megatron's
+(``{prefix}_{key}_document``, or ``prepare --layout megatron``), or no stores at all."""
+
+FolderKind = Literal["store", "pairs", "multilingual", "monolingual", "megatron", "text", "empty", "missing"]
+"""What a path is: one store by its prefix, a prepared folder of a :data:`DataKind`, a folder of files that
+are not stores (raw text: run ``tokenmill prepare`` first), an empty folder, or nothing."""
+
+
+def kind_of(stores: Iterable[str], hints: ManifestHints, *, sharded: bool = False) -> DataKind:
+    """The one answer to "what kind of data is this?" for a list of store prefixes (relative names, shard
+    folders included: ``shard000/train.de-en.de``) and the manifest's hints; ``sharded``: the folder has
+    ``shardNNN/`` folders. Many directions when the manifest lists them (or, with no manifest, when
+    there are shard folders); else pairs when a store is a side of a pair; else language-model data."""
+    if hints.multilingual or hints.directions or (sharded and not hints.present):
+        return "multilingual"
+    names = [name for name in (parse_store_name(store) for store in stores) if name is not None]
+    if any(name.paired for name in names):
+        return "pairs"
+    if not names:
+        return "empty"
+    megatron = hints.layout == "megatron" or any(parse_megatron_name(store) for store in stores)
+    return "megatron" if megatron else "monolingual"
+
+
+@dataclass(frozen=True)
+class FolderContents:
+    """What :func:`describe` found at a path."""
+
+    path: Path
+    kind: FolderKind
+    stores: tuple[str, ...] = ()
+    """Store prefixes relative to :attr:`path` (shard folders included), sorted."""
+    hints: ManifestHints = ManifestHints()
+    others: tuple[str, ...] = ()
+    """A few of the files that are not stores (for a folder of raw text), sorted."""
+
+    def what(self) -> str:
+        """The folder in words, for messages ("holds language-model data in the Megatron layout (...)")."""
+        shown = ", ".join(self.stores[:3]) + (", ..." if len(self.stores) > 3 else "")
+        return {
+            "store": f"{self.path} is one token store",
+            "pairs": f"{self.path} holds translation pairs ({shown})",
+            "multilingual": f"{self.path} holds many translation directions",
+            "monolingual": f"{self.path} holds language-model data in fairseq's layout ({shown})",
+            "megatron": f"{self.path} holds language-model data in the Megatron layout ({shown})",
+            "text": f"{self.path} holds no token stores, only other files ({', '.join(self.others)}): "
+                    "raw text is read by tokenmill prepare, which writes the stores",
+            "empty": f"{self.path} is an empty folder (no token stores)",
+            "missing": f"{self.path}: no such directory or token store",
+        }[self.kind]
+
+
+def describe(path: str | os.PathLike[str]) -> FolderContents:
+    """What ``path`` holds, by its file names and ``manifest.json`` (read leniently): a store prefix, a folder
+    of one of the :data:`DataKind` s, a folder of other files, or nothing. Every reader, command and the
+    report asks this (with :func:`kind_of` for a store list read from a manifest) rather than guessing."""
+    root = Path(path)
+    if any(Path(f"{root}{suffix}").exists() for suffix in STORE_SUFFIXES):
+        return FolderContents(root, "store")
+    if not root.is_dir():
+        return FolderContents(root, "missing")
+    shards = shard_dirs(root)
+    stores = [store.name for store in stores_in(root)]
+    stores += [f"{shard.name}/{store.name}" for shard in shards for store in stores_in(shard)]
+    hints = read_manifest_hints(root)
+    kind = kind_of(stores, hints, sharded=bool(shards))
+    if kind == "empty" and not (hints.multilingual or hints.directions):
+        others = sorted(entry.name for entry in os.scandir(root) if entry.is_file() and entry.name != MANIFEST_NAME)
+        return FolderContents(root, "text" if others else "empty", hints=hints, others=tuple(others[:3]))
+    return FolderContents(root, kind, tuple(sorted(stores)), hints)
+
+
 __all__ = [
     "INDEX_SUFFIX",
+    "MANIFEST_NAME",
     "SHARED_DICT",
     "STORE_SUFFIXES",
     "AlignName",
+    "DataKind",
+    "FolderContents",
+    "FolderKind",
+    "ManifestHints",
     "MegatronName",
     "StoreName",
     "align_name",
+    "describe",
     "dict_name",
     "dropped_path",
     "in_split",
     "is_direction",
     "is_shard_name",
+    "kind_of",
     "megatron_name",
     "pair_prefix",
     "parse_align_name",
     "parse_direction",
     "parse_megatron_name",
     "parse_store_name",
+    "read_manifest_hints",
     "shard_dir",
     "shard_dirs",
     "shard_index",

@@ -21,10 +21,11 @@ from tokenmill._version import __version__
 from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.fsutil import TMP_MARKER, write_json
 from tokenmill.store.index_file import check_store
-from tokenmill.store.layout import is_direction
+from tokenmill.store.layout import MANIFEST_NAME
+from tokenmill.store.layout import ManifestHints as ManifestHints  # re-exported: where readers found it first
+from tokenmill.store.layout import read_manifest_hints as read_manifest_hints
 from tokenmill.store.meaning import check_meaning, check_special_ids, vocabulary_symbols
 
-MANIFEST_NAME = "manifest.json"
 REPORT_NAME = "report.html"
 """``tokenmill report``'s page, written into the directory it describes (not data: not listed)."""
 FORMAT_VERSION = 1
@@ -185,6 +186,22 @@ def write_manifest(directory: str | os.PathLike[str], **kwargs: Any) -> Manifest
     return manifest
 
 
+def refuse_non_manifest(directory: str | os.PathLike[str]) -> None:
+    """Raise what :func:`read_manifest` raises when ``directory/manifest.json`` is there but is no manifest at
+    all (not JSON, or JSON that is not an object such as ``[1,2,3]``). Readers that take a partial manifest
+    leniently (:func:`read_manifest_hints`: ``batches``, ``inspect``) refuse these as ``open``, ``verify``
+    and ``report`` do, instead of reading the directory as if it had none."""
+    path = Path(directory) / MANIFEST_NAME
+    if not path.is_file():
+        return
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise FormatError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(obj, dict):
+        raise FormatError(f"{path}: not a tokenmill manifest (no \"format\": \"tokenmill\")")
+
+
 def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
     """Load and check the shape of ``directory/manifest.json``."""
     path = Path(directory) / MANIFEST_NAME
@@ -195,78 +212,6 @@ def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise FormatError(f"{path}: not valid JSON ({error})") from None
     return Manifest.from_json(obj, path)
-
-
-@dataclass(frozen=True)
-class ManifestHints:
-    """What readers take from a directory's ``manifest.json`` to find their data, read leniently.
-
-    Readers open data found by its file names (:mod:`tokenmill.store.layout`); the manifest, when there
-    is a readable one, only fills in what names cannot say. It may be partial (written by hand, by an
-    older tokenmill, or absent): :func:`read_manifest_hints` never raises, and each fact is None (or
-    empty) when the manifest does not give it in the expected shape.
-    """
-
-    language_pair: tuple[str, str] | None = None
-    """``(source_lang, target_lang)``: from the top level, else ``settings``, else ``summary`` (the first
-    place naming both)."""
-    directions: dict[str, frozenset[str]] = field(default_factory=dict)
-    """Listed direction names -> the splits each has: a ``{name: {"splits": {split: ...}}}`` entry counts
-    for the splits it names, any other entry (or a bare list of names) for ``train`` only. From the first of
-    the top level, ``summary``, ``settings`` holding a ``directions`` mapping or list."""
-    multilingual: bool = False
-    """Whether ``summary.directions`` is a mapping: what ``prepare --directions`` writes."""
-    lang_token_format: str | None = None
-    """``vocab.lang_token_format`` (a template holding ``{lang}``), as ``prepare --directions`` records it."""
-
-    def directions_for(self, split: str) -> list[str] | None:
-        """The directions listed for ``split`` (valid ``src-tgt`` names, in the manifest's order), None when none."""
-        names = [name for name, splits in self.directions.items() if split in splits and is_direction(name)]
-        return names or None
-
-    @classmethod
-    def from_json(cls, obj: Any) -> ManifestHints:
-        """The hints in a decoded manifest (anything that is not a JSON object gives none)."""
-        if not isinstance(obj, dict):
-            return cls()
-        pair = None
-        for scope in (obj, obj.get("settings"), obj.get("summary")):
-            if isinstance(scope, dict):
-                src, tgt = scope.get("source_lang"), scope.get("target_lang")
-                if isinstance(src, str) and isinstance(tgt, str):
-                    pair = (src, tgt)
-                    break
-        directions: dict[str, frozenset[str]] = {}
-        for scope in (obj, obj.get("summary"), obj.get("settings")):
-            listed = scope.get("directions") if isinstance(scope, dict) else None
-            if isinstance(listed, dict):
-                for name, entry in listed.items():
-                    splits = entry.get("splits") if isinstance(entry, dict) else None
-                    directions[name] = frozenset(splits) if isinstance(splits, dict) else frozenset({"train"})
-                break
-            if isinstance(listed, list):
-                directions = {name: frozenset({"train"}) for name in listed if isinstance(name, str)}
-                break
-        summary, vocab = obj.get("summary"), obj.get("vocab")
-        template = vocab.get("lang_token_format") if isinstance(vocab, dict) else None
-        return cls(
-            language_pair=pair,
-            directions=directions,
-            multilingual=isinstance(summary, dict) and isinstance(summary.get("directions"), dict),
-            lang_token_format=template if isinstance(template, str) and "{lang}" in template else None,
-        )
-
-
-def read_manifest_hints(directory: str | os.PathLike[str] | None) -> ManifestHints:
-    """:class:`ManifestHints` of ``directory/manifest.json``; empty ones when there is no directory, no
-    manifest, or one that cannot be read (:func:`read_manifest` is the strict reader, for ``verify``)."""
-    if directory is None:
-        return ManifestHints()
-    try:
-        obj = json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return ManifestHints()
-    return ManifestHints.from_json(obj)
 
 
 def verify_directory(directory: str | os.PathLike[str]) -> list[str]:

@@ -1,0 +1,48 @@
+"""What a planner can do beyond planning an epoch, declared as protocols instead of probed by name.
+
+The batch iterator (:class:`~tokenmill.loader.iterator.BatchIterator`) asks a planner, with
+``isinstance(planner, Elastic)`` and the like, whether it can re-plan an epoch for another world size,
+whether it counts Megatron's consumed samples, which settings name its plans, and which world size it was
+made for. A planner that has the methods has the ability (``runtime_checkable``): nothing to inherit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Elastic(Protocol):
+    """Re-plans the rest of an epoch begun at other world sizes (elastic resume)."""
+
+    def for_world(self, world_size: int) -> Any:
+        """The same planner for ``world_size`` ranks."""
+
+    def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> Any:
+        """The plan of what ``segments`` ((world size, steps) each) left of ``epoch``."""
+
+
+@runtime_checkable
+class CountsSamples(Protocol):
+    """Knows Megatron's global ``consumed_samples`` at a position (GPT samples)."""
+
+    def consumed_samples(self, epoch: int, segments: Sequence[tuple[int, int]], step: int) -> int:
+        """``consumed_samples`` at (epoch, step) after ``segments``."""
+
+
+@runtime_checkable
+class NamesSettings(Protocol):
+    """Names the settings its plans depend on (what a resumed state is compared with, field by field)."""
+
+    plan_settings: Mapping[str, Any]
+
+
+@runtime_checkable
+class MadeForWorld(Protocol):
+    """Was made for a number of ranks (an iterator over it must be for the same number)."""
+
+    world_size: int
+
+
+__all__ = ["CountsSamples", "Elastic", "MadeForWorld", "NamesSettings"]
