@@ -3,7 +3,8 @@
 Whatever is wrong with the input — tokenmill's own :class:`tokenmill.errors.TokenmillError`, a
 usage error click finds (unknown option, bad choice, missing argument), a file that cannot be
 read or written — is printed as exactly one ``error: ...`` line on stderr with exit status 2,
-never a traceback. Usage errors end with where to look: ``(see 'tokenmill prepare --help')``.
+never a traceback (``TOKENMILL_DEBUG=1`` prints the traceback too, for a bug report). Usage errors end
+with where to look: ``(see 'tokenmill prepare --help')``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import errno
 import importlib
 import os
 import sys
+import traceback
 from typing import Any
 
 import click
@@ -20,6 +22,8 @@ from tokenmill._version import __version__
 from tokenmill.errors import TokenmillError
 
 EXIT_BAD_INPUT = 2
+DEBUG_VARIABLE = "TOKENMILL_DEBUG"
+"""Set to 1 to see the full traceback above an ``error:`` line."""
 
 COMMANDS = {
     "batches": ("tokenmill.commands.batches", "batches"),
@@ -75,7 +79,10 @@ def _click_message(error: click.ClickException) -> str:
 
 
 def report(message: str) -> None:
-    """Print one ``error:`` line on stderr."""
+    """Print one ``error:`` line on stderr; with ``TOKENMILL_DEBUG=1`` the full traceback first (for bug
+    reports: where in tokenmill the error arose)."""
+    if os.environ.get(DEBUG_VARIABLE, "") not in ("", "0"):
+        traceback.print_exc()
     click.echo(f"error: {_one_line(message)}", err=True)
 
 

@@ -14,7 +14,9 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError, opening
 from tokenmill.store import IndexedDataset
-from tokenmill.store.layout import SHARED_DICT, StoreName, dict_name, is_shard_name, parse_store_name
+from tokenmill.store.layout import MANIFEST_NAME, SHARED_DICT, StoreName, dict_name, is_shard_name, parse_store_name
+from tokenmill.store.manifest import CHECKSUM_ALGORITHM, file_checksum, read_manifest, refuse_non_manifest
+from tokenmill.store.meaning import FAIRSEQ
 from tokenmill.store.reader import split_prefix
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.tokenizer import Tokenizer, load_saved, manifest_path, stable_name
@@ -32,7 +34,47 @@ def _parse_range(text: str, size: int) -> range:
         raise click.BadParameter(f"{text!r} is not START:STOP (e.g. 100:110)", param_hint="--range")
     start = int(match.group(1)) if match.group(1) else 0
     stop = int(match.group(2)) if match.group(2) else size
-    return range(*slice(start, stop).indices(size))
+    chosen = range(*slice(start, stop).indices(size))
+    if not chosen and size:
+        raise click.BadParameter(
+            f"{text.strip()} selects no items of the {size} in the store: give START:STOP with START before STOP "
+            f"(negative counts from the end), e.g. 0:{min(size, 5)}", param_hint="--range"
+        )
+    return chosen
+
+
+def _data_root(prefix: str) -> Path:
+    """The prepared directory a store belongs to: its folder, or the folder above a ``shardNNN/``."""
+    folder = Path(prefix).parent
+    return folder.parent if is_shard_name(folder) else folder
+
+
+def _check_dictionary(prefix: str, path: Path | str, dictionary: Dictionary) -> None:
+    """The dictionary must be the one the directory's manifest records for the store, as ``verify`` checks
+    (its size; its checksum when it is the recorded file): another run's dictionary decodes garbage."""
+    root = _data_root(prefix)
+    refuse_non_manifest(root)
+    try:
+        manifest = read_manifest(root)
+    except TokenmillError:  # no manifest, or a partial one written by hand: nothing recorded to check against
+        return
+    meaning = manifest.stores.get(Path(prefix).relative_to(root).as_posix(), {})
+    vocab = meaning.get("vocab")
+    if meaning.get("vocab_kind") != FAIRSEQ or not isinstance(vocab, str):
+        return
+    fix = f"give the dictionary it was encoded with (--dict), or re-run tokenmill prepare; tokenmill verify {root} " \
+          "checks every store"
+    if len(dictionary) != meaning.get("vocab_size"):
+        raise TokenmillError(
+            f"{path}: {len(dictionary)} entries, but {prefix} was encoded with a vocabulary of "
+            f"{meaning.get('vocab_size')} ({vocab} in {root / MANIFEST_NAME}; a dictionary from another run?): {fix}"
+        )
+    recorded = manifest.files.get(vocab, {}).get(CHECKSUM_ALGORITHM)
+    if Path(path).resolve() == (root / vocab).resolve() and recorded and file_checksum(path) != recorded:
+        raise TokenmillError(
+            f"{path} is not the dictionary {root / MANIFEST_NAME} records for {prefix} (its checksum differs; a "
+            f"dictionary from another run?): {fix}"
+        )
 
 
 def _beside(prefix: str, names: list[str]) -> Path | None:
@@ -228,6 +270,7 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
         raise click.UsageError("give --index or --range, not both")
     stem = split_prefix(prefix)
     if Path(prefix).is_dir() and not Path(f"{stem}.idx").exists() and not Path(f"{stem}.bin").exists():
+        refuse_non_manifest(prefix)  # as open, verify and report refuse it
         given = [flag for flag, value in (("--index", index), ("--range", span), ("--dict", dict_path),
                                           ("--spm", spm_path), ("--t2t-vocab", t2t_path)) if value is not None]
         if given:
@@ -244,6 +287,8 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
         chosen = list(_parse_range(span, len(dataset))) if span is not None else list(range(min(5, len(dataset))))
     found_dict = dict_path or _auto_dictionary(dataset.prefix)
     dictionary = _load_dictionary(found_dict, "--dict" if dict_path else "") if found_dict else None
+    if dictionary is not None and found_dict is not None:
+        _check_dictionary(dataset.prefix, found_dict, dictionary)
     found_model = spm_path or _auto_model(dataset.prefix)
     spm = _load_model(found_model, "--spm" if spm_path else "") if found_model else None
     found_t2t = t2t_path or (None if dictionary or spm else _auto_t2t_vocab(dataset.prefix))

@@ -12,14 +12,13 @@ from source files, so ``--help`` works from a zipped or bytecode-only install.
 from __future__ import annotations
 
 import dataclasses
-import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tokenmill.commands.messages import capture_warnings, release, warning_lines
 from tokenmill.commands.params import click_type
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, field_help, field_sections, flag_name
@@ -128,8 +127,6 @@ def _run(
         else:
             overrides[name] = value
     config: PrepareConfig = build_config(settings, overrides=overrides, config_file=config_path)
-    if not quiet:
-        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     if show_status:
         click.echo(status(config))
         return
@@ -150,7 +147,12 @@ def _run(
                    f"progress: tokenmill prepare -c {script.parent / 'config.yaml'} --status")
         return
     started = time.perf_counter()
-    summary = prepare(config, force=force, progress=None if not quiet else False, phase=phase)
+    kept = capture_warnings(quiet)
+    try:
+        summary = prepare(config, force=force, progress=None if not quiet else False, phase=phase)
+    finally:
+        release(kept)
+    late = warning_lines(kept, summary.warnings)
     if phase not in (None, "merge"):
         if not quiet:
             click.echo(f"phase {phase} done; tasks: {status(config)}")
@@ -161,9 +163,11 @@ def _run(
 
         click.echo(json.dumps({**summary.to_dict(), "ran": summary.ran, "seconds": round(elapsed, 3)}))
     elif not quiet:
-        click.echo(summary.report())
+        click.echo("\n".join([summary.report(), *late]))
         click.echo(f"done in {elapsed:.1f}s: {len(summary.ran)} stages ran, {len(summary.skipped)} up to date; "
                    f"output in {config.destdir}")
+    else:  # quiet: no logs or progress, but the counts and every warning
+        click.echo("\n".join([summary.table(), *(f"warning: {m}" for m in summary.warnings), *late]))
     if report:
         try:
             page, _ = write_report(summary.destdir)  # the local folder (a URL destdir is worked on locally)
@@ -186,7 +190,8 @@ prepare_command = _SectionedCommand(
                 section="Inputs"),
         *(option for option, _, _ in _OPTIONS),
         _Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
-        _Option(["-q", "--quiet"], is_flag=True, help="No progress bars or logs; errors still print."),
+        _Option(["-q", "--quiet"], is_flag=True,
+                help="No progress bars or logs: only the summary's counts and warnings (errors still print)."),
         _Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),
         _Option(["--report/--no-report"], default=True, show_default=True,
                 help="Write report.html into the output directory at the end (see tokenmill report)."),
