@@ -1,10 +1,11 @@
-"""Start-up cost of the package and the command line: median wall time of fresh processes.
+"""Start-up cost of the package and the command line: median wall and CPU time of fresh processes.
 
     python benchmarks/bench_startup.py [--rounds 5] [--src src]
 
 Prints, for ``tokenmill --version``, ``tokenmill --help``, ``import tokenmill``,
 ``import tokenmill.store.reader`` and a bare ``python -c pass`` (the interpreter's own floor), the median
-of ``--rounds`` runs, and how many tokenmill modules ``import tokenmill.store.reader`` loads
+wall and CPU (user + system) time of ``--rounds`` runs (on a shared, loaded machine compare the CPU
+times), and how many tokenmill modules ``import tokenmill.store.reader`` loads
 (``python -X importtime``). Run it from a checkout; ``--src`` puts that source tree first on the path.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,15 +28,19 @@ CASES = {
 }
 
 
-def median_seconds(args: list[str], rounds: int, env: dict[str, str]) -> float:
-    """The median wall time of ``rounds`` fresh ``python args`` processes (output discarded)."""
-    times = []
+def median_seconds(args: list[str], rounds: int, env: dict[str, str]) -> tuple[float, float]:
+    """(median wall time, median CPU time: user + system) of ``rounds`` fresh ``python args`` processes (output
+    discarded). The CPU time hardly moves with the machine's load; the wall time does."""
+    walls, cpus = [], []
     for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run([sys.executable, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def tokenmill_modules(module: str, env: dict[str, str]) -> int:
@@ -51,9 +57,12 @@ def main() -> None:
     parser.add_argument("--src", default="src", help="source tree put first on PYTHONPATH")
     options = parser.parse_args()
     env = {**os.environ, "PYTHONPATH": os.path.abspath(options.src)}
-    print(f"tokenmill modules loaded by import tokenmill.store.reader: {tokenmill_modules('tokenmill.store.reader', env)}")
+    count = tokenmill_modules("tokenmill.store.reader", env)
+    print(f"tokenmill modules loaded by import tokenmill.store.reader: {count}")
+    print(f"{'':32s} {'wall':>8s} {'cpu':>8s}   (medians of {options.rounds})")
     for name, args in CASES.items():
-        print(f"{name:32s} {median_seconds(args, options.rounds, env):.3f} s (median of {options.rounds})")
+        wall, cpu = median_seconds(args, options.rounds, env)
+        print(f"{name:32s} {wall:7.3f}s {cpu:7.3f}s")
 
 
 if __name__ == "__main__":

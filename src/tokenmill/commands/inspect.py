@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 import numpy as np
+import sentencepiece
 
 from tokenmill.errors import TokenmillError, opening
 from tokenmill.store import IndexedDataset
@@ -19,6 +20,7 @@ from tokenmill.store.manifest import CHECKSUM_ALGORITHM, file_checksum, read_man
 from tokenmill.store.meaning import FAIRSEQ
 from tokenmill.store.reader import split_prefix
 from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 from tokenmill.vocab.tokenizer import Tokenizer, load_saved, manifest_path, stable_name
 
 _SPM_MODEL = "spm.model"
@@ -119,8 +121,6 @@ def _auto_t2t_vocab(prefix: str) -> Path | None:
 
 
 def _load_t2t_vocab(path: Path | str, label: str) -> Any:
-    from tokenmill.vocab.t2t_subword import SubwordTextEncoder
-
     fix = "give the T2T vocab file the store was encoded with, with --t2t-vocab"
     with opening(path, "a T2T subword vocab file", fix, label=label):
         if Path(path).is_dir():
@@ -136,8 +136,6 @@ def _load_dictionary(path: Path | str, label: str) -> Dictionary:
 
 
 def _load_model(path: Path | str, label: str) -> Any:
-    import sentencepiece
-
     with opening(path, "a SentencePiece model", _SPM_FIX, label=label):
         if Path(path).is_dir():
             raise IsADirectoryError(path)

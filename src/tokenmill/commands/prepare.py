@@ -12,6 +12,7 @@ from source files, so ``--help`` works from a zipped or bytecode-only install.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -159,8 +160,6 @@ def _run(
         return
     elapsed = time.perf_counter() - started
     if as_json:
-        import json
-
         click.echo(json.dumps({**summary.to_dict(), "ran": summary.ran, "seconds": round(elapsed, 3)}))
     elif not quiet:
         click.echo("\n".join([summary.report(), *late]))

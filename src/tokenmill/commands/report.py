@@ -11,6 +11,7 @@ import click
 from tokenmill.batching.config import MODES
 from tokenmill.commands.params import number
 from tokenmill.errors import ConfigError, opening
+from tokenmill.fsutil import atomic_write
 from tokenmill.report import ReportOptions, default_output, gather, gather_for_page, render_html, to_json
 from tokenmill.report.options import DEFAULT_TEMPERATURES
 from tokenmill.settings import Range
@@ -21,8 +22,6 @@ ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
 def _write(path: Path, text: str) -> None:
-    from tokenmill.fsutil import atomic_write
-
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as handle:
         handle.write(text)
