@@ -87,3 +87,15 @@ def test_loader_gives_tensors(tmp_path):
     batch = next(iter(loader))
     assert isinstance(batch["net_input"]["src_tokens"], torch.Tensor)
     assert loader.state_dict()["step"] == 1
+
+
+def test_open_says_what_a_folder_without_stores_is(tmp_path):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "train.en").write_text("hello\n")
+    with pytest.raises(tokenmill.ConfigError, match=r"raw.* holds no token stores, only other files \(train.en\)"):
+        tokenmill.open(tmp_path / "raw")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(tokenmill.ConfigError, match="is an empty folder"):
+        tokenmill.open(tmp_path / "empty")
+    with pytest.raises(tokenmill.ConfigError, match="no such directory or token store"):
+        tokenmill.open(tmp_path / "nothing")

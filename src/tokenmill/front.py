@@ -97,7 +97,8 @@ def open(
             return IndexedDataset(root / chosen[0])
         raise ConfigError(f"{root} holds monolingual stores {list(contents.stores)}: open one of them by its prefix")
     if contents.kind in ("text", "empty"):
-        raise ConfigError(f"{contents.what()}; prepare it first (tokenmill prepare, or tokenmill.prepare(...))")
+        raise ConfigError(f"{contents.what()}: nothing to open (give the directory tokenmill.prepare wrote, or a "
+                          "store prefix)")
     return PairDataset.from_dir(root, split, **options)
 
 

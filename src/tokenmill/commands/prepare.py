@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from tokenmill.commands.messages import capture_warnings, release, warning_lines
+from tokenmill.commands.messages import KeptWarnings, capture_warnings, release, warning_lines
 from tokenmill.commands.params import click_type
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, field_help, field_sections, flag_name
@@ -117,6 +117,17 @@ def _run(
     config_path: str | None, force: bool, quiet: bool, as_json: bool, report: bool, phase: str | None,
     task: int | None, show_status: bool, **given: Any,
 ) -> None:
+    config = _config(config_path, given)
+    kept = capture_warnings(quiet)  # logs and warnings on stderr (warnings kept for the summary's end)
+    try:
+        _execute(config, kept, force=force, quiet=quiet, as_json=as_json, report=report, phase=phase, task=task,
+                 show_status=show_status)
+    finally:
+        release(kept)
+
+
+def _config(config_path: str | None, given: dict[str, Any]) -> PrepareConfig:
+    """The run's settings: the YAML file's, overridden by the flags given."""
     settings: dict[str, Any] = load_yaml(config_path) if config_path else {}
     overrides: dict[str, Any] = {}
     for _, name, group in _OPTIONS:
@@ -127,7 +138,15 @@ def _run(
             overrides.setdefault(group, {})[name] = value
         else:
             overrides[name] = value
-    config: PrepareConfig = build_config(settings, overrides=overrides, config_file=config_path)
+    return build_config(settings, overrides=overrides, config_file=config_path)
+
+
+def _execute(
+    config: PrepareConfig, kept: KeptWarnings, *, force: bool, quiet: bool, as_json: bool, report: bool,
+    phase: str | None, task: int | None, show_status: bool,
+) -> None:
+    """Show the status, run one task, write the Slurm script, or run (a phase of) prepare and print its
+    summary: the counts, stage times and warnings (with ``quiet``, the counts and warnings only)."""
     if show_status:
         click.echo(status(config))
         return
@@ -148,11 +167,7 @@ def _run(
                    f"progress: tokenmill prepare -c {script.parent / 'config.yaml'} --status")
         return
     started = time.perf_counter()
-    kept = capture_warnings(quiet)
-    try:
-        summary = prepare(config, force=force, progress=None if not quiet else False, phase=phase)
-    finally:
-        release(kept)
+    summary = prepare(config, force=force, progress=None if not quiet else False, phase=phase)
     late = warning_lines(kept, summary.warnings)
     if phase not in (None, "merge"):
         if not quiet:
