@@ -13,6 +13,11 @@ read them back with the parsers (:func:`parse_store_name`, :func:`parse_align_na
 :func:`parse_megatron_name`, :func:`shard_index`, :func:`parse_direction`) and find them on disk with
 :func:`shard_dirs` and :func:`stores_in`. Every name a builder writes parses back to what built it.
 
+"What kind of data is this?" has one answer here: :func:`describe` (a path: one store, translation pairs,
+many directions, language-model data in fairseq's or Megatron's layout, raw text, nothing) and
+:func:`kind_of` (a list of store names, such as a manifest's, with the manifest's :class:`ManifestHints`).
+The front door, ``tokenmill batches``, the pair reader and the report ask them.
+
 The grammar, as fairseq reads it: a split is one or more dot-free pieces joined by dots (``train``,
 ``valid1``); a language code holds no ``.``; in ``{src}-{tgt}`` the codes are split at the one ``-``,
 or, when a code holds ``-`` itself (``zh-Hans``), at the ``-`` that leaves ``lang`` as one of the two
@@ -32,11 +37,12 @@ from typing import Any, Literal
 from tokenmill.errors import ConfigError
 
 """The folders prepare writes (:func:`shard_dir` below 1000); readers use :func:`shard_dirs`."""
-MANIFEST_NAME = "manifest.json"
 SHARED_DICT = "dict.txt"
 STORE_SUFFIXES = (".bin", ".idx")
 """A store is ``{prefix}.bin`` (tokens) and ``{prefix}.idx`` (index)."""
 INDEX_SUFFIX = ".idx"
+MANIFEST_NAME = "manifest.json"
+"""What a prepared directory's files hold (:mod:`tokenmill.store.manifest` writes and checks it)."""
 
 _SHARD = re.compile(r"shard(\d+)")
 _SPLIT = r"[^.]+(?:\.[^.]+)*"
