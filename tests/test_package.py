@@ -128,3 +128,9 @@ def test_functions_keep_their_names_after_the_subpackages_load():
                    "print(tokenmill.prepare.__module__, tokenmill.loader.__module__, PrepareConfig.__name__)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["tokenmill.front", "tokenmill.front", "PrepareConfig"]
+
+
+def test_a_build_takes_the_leaf_modules_version():
+    pyprojecttoml = pytest.importorskip("setuptools.config.pyprojecttoml")
+    config = pyprojecttoml.read_configuration(ROOT / "pyproject.toml", expand=True)
+    assert config["project"]["version"] == __version__
