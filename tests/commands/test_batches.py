@@ -123,3 +123,12 @@ def test_many_directions_pack_the_sampled_mix(data_bin):
         "target_longer_than_row", 0) + packed["dropped"].get("both_longer_than_row", 0) == drawn
     assert packed["packed"]["pairs_per_row"] > 1 and len(set(packed["num_batches_per_rank"])) == 1
     assert packed["unpacked_padding_fraction"] == unpacked["padding_fraction"]
+
+
+def test_table_says_a_cached_plan_was_mapped_not_computed(tmp_path):
+    data = make_pair_dir(tmp_path / "data", 300, seed=5)
+    args = [str(data), "--cache-dir", str(tmp_path / "cache")]
+    first, again = run(*args), run(*args)
+    assert "computed in" in first and "from the cache" not in first
+    plan_line = next(line for line in again.splitlines() if line.strip().startswith("plan "))
+    assert "mapped from the cache (computing it took" in plan_line

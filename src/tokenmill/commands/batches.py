@@ -289,7 +289,8 @@ def batches(
             _row("padding unpacked", f"{unpacked_padding:.2%} (mode {mode}, same split and budget)"),
         ]
     lines += [
-        _row("plan", f"{stats.seconds:.2f} s" + (" (from cache)" if stats.cached else "")),
+        _row("plan", f"mapped from the cache (computing it took {stats.seconds:.2f} s)" if stats.cached
+             else f"computed in {stats.seconds:.2f} s"),
         _row("total", f"{elapsed:.2f} s"),
     ]
     click.echo("\n".join(lines))
