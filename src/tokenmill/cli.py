@@ -22,6 +22,7 @@ from tokenmill._version import __version__
 from tokenmill.errors import TokenmillError
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 DEBUG_VARIABLE = "TOKENMILL_DEBUG"
 """Set to 1 to see the full traceback above an ``error:`` line."""
 
@@ -122,9 +123,9 @@ class _Group(click.Group):
         except TokenmillError as error:
             report(str(error))
             sys.exit(EXIT_BAD_INPUT)
-        except click.Abort:
+        except click.Abort as error:  # Ctrl-C exits 130 (128 + SIGINT), as a shell reports an interrupted command
             click.echo("Aborted!", err=True)
-            sys.exit(1)
+            sys.exit(EXIT_INTERRUPTED if isinstance(error.__context__, KeyboardInterrupt) else 1)
         except OSError as error:
             if error.errno == errno.EPIPE:  # output piped into `head`: stop quietly
                 devnull = os.open(os.devnull, os.O_WRONLY)

@@ -177,3 +177,14 @@ def test_quiet_keeps_the_counts_and_the_warnings(fake_run):
         "warning: direction a-b: 43.37% of b tokens are <unk>",
         "warning: the sample was drawn in one pass",
     ]
+
+
+def test_ctrl_c_exits_130(tmp_path, monkeypatch):
+    import tokenmill.commands.verify as command
+
+    def interrupted(directory):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "read_manifest", interrupted)
+    result = CliRunner().invoke(cli, ["verify", str(tmp_path)])
+    assert result.exit_code == 130 and "Aborted!" in result.output
