@@ -193,7 +193,7 @@ def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
         raise TokenmillError(f"{path} does not exist: {directory} was not written by tokenmill (or not finished)")
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise FormatError(f"{path}: not valid JSON ({error})") from None
     return Manifest.from_json(obj, path)
 
@@ -265,7 +265,7 @@ def read_manifest_hints(directory: str | os.PathLike[str] | None) -> ManifestHin
         return ManifestHints()
     try:
         obj = json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return ManifestHints()
     return ManifestHints.from_json(obj)
 

@@ -34,6 +34,8 @@ class SentencePieceTokenizer(TokenizerBase):
                 detail = "SentencePiece cannot parse it as a serialized model"
             raise bad_model(self.path, self.name, "SentencePiece model", detail) from None
         self._size = self.processor.get_piece_size()
+        if self._size <= 0:  # an empty file parses as a model of nothing, which fails at the first encode
+            raise bad_model(self.path, self.name, "SentencePiece model", "it holds no pieces")
 
     @classmethod
     def _train(cls, lines: list[str], settings: SentencePieceOptions, out_path: Path) -> None:

@@ -65,6 +65,10 @@ class T2TSubwordTokenizer(TokenizerBase):
         head = [s.removesuffix("_") for s in self.encoder.all_subtoken_strings[: len(RESERVED)]]
         if head != list(RESERVED):  # T2T puts them first (escaped: '<pad>_', '<EOS>_') in every vocabulary
             raise bad_model(self.path, self.name, what, "it does not start with '<pad>_', '<EOS>_'")
+        unspelt = sorted(self.encoder.alphabet - set(self.encoder.all_subtoken_strings))
+        if unspelt:  # T2T lists every character of its alphabet on its own: without one, encoding fails
+            raise bad_model(self.path, self.name, what, f"character {unspelt[0]!r} is not a subtoken of its own "
+                            f"({len(unspelt)} such): T2T's vocabularies list every character they use")
         self._id_of: dict[str, int] | None = None
 
     @classmethod

@@ -1,0 +1,59 @@
+"""Token stores and prepared directories survive any damage: a mutated ``.idx``/``.bin``/``dict``/manifest
+gives one tokenmill error naming the file, or opens and serves exactly what its bytes say (and fails
+``verify`` when those are not the ids prepare wrote). Reads run in a child interpreter
+(``tests/survive``), under a fixed hypothesis budget and seed."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.survive.harness import budget, mutated, survived
+from tests.survive.mutations import byte_edits, idx_edits, json_edits, line_edits
+
+PAIR_FILES = ["train.en-de.en.idx", "train.en-de.de.bin", "dict.en.txt", "manifest.json"]
+
+
+def edits_for(path) -> st.SearchStrategy:
+    data = path.read_bytes()
+    if path.suffix == ".idx":
+        return idx_edits(data) | byte_edits(len(data))
+    if path.suffix == ".json":
+        return json_edits(data)
+    if path.suffix == ".txt":
+        return line_edits(data)
+    return byte_edits(len(data))
+
+
+@budget(60)
+@given(st.data())
+def test_a_damaged_store_is_refused_or_read_as_its_bytes_say(survive_seeds, sandbox, data):
+    layout = data.draw(st.sampled_from(["fairseq", "megatron"]), label="layout")
+    directory, prefix = ((survive_seeds.pair, "train.en-de.en") if layout == "fairseq" else
+                         (survive_seeds.lm, "train"))
+    suffix = data.draw(st.sampled_from([".idx", ".bin"]), label="file")
+    edit = data.draw(edits_for(directory / (prefix + suffix)), label="edit")
+    with mutated(directory, prefix + suffix, edit) as copy:
+        survived(sandbox.call("store", prefix=str(copy / prefix)), [prefix])
+        if layout == "megatron":
+            survived(sandbox.call("gpt", prefix=str(copy / prefix)), [prefix])
+
+
+@budget(60)
+@given(st.data())
+def test_a_damaged_directory_opens_honestly_or_not_at_all(survive_seeds, sandbox, data):
+    seed = survive_seeds.pair
+    relative = data.draw(st.sampled_from(PAIR_FILES), label="file")
+    edit = data.draw(edits_for(seed / relative), label="edit")
+    digest = sandbox.call("seed_digest", directory=str(seed))["digest"]
+    names = [relative, relative.removesuffix(".idx").removesuffix(".bin"), seed.name]
+    changed = edit.apply((seed / relative).read_bytes()) != (seed / relative).read_bytes()
+    with mutated(seed, relative, edit) as copy:
+        survived(sandbox.call("open", directory=str(copy), seed_digest=digest,
+                              data_changed=relative != "manifest.json"), names)
+        survived(sandbox.call("verify", directory=str(copy)), names)
+        for args in (["verify", str(copy)], ["inspect", str(copy / "train.en-de.en"), "--range", "0:3"],
+                     ["batches", str(copy), "--max-tokens", "64"]):
+            answer = survived(sandbox.call("cli", args=args), names)
+            if answer["status"] == "ok" and args[0] == "verify" and changed and relative != "manifest.json":
+                assert answer["code"] != 0, f"verify passed a directory whose {relative} changed ({edit})"
