@@ -109,7 +109,7 @@ class Dictionary:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             line = raw.count(b"\n", 0, error.start) + 1
-            raise FormatError(f"{path}:{line}: not UTF-8 text; a dictionary is UTF-8 '<token> <count>' lines") from None
+            raise FormatError(f"{path} is not a fairseq dictionary (not UTF-8 text, line {line})") from None
         if "\r" in text:  # universal newlines, as fairseq's text-mode reading sees the file
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if dictionary._add_fairseq_fast(text):
