@@ -5,11 +5,16 @@ gives one tokenmill error naming the file, or opens and serves exactly what its 
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.survive.harness import budget, mutated, survived
 from tests.survive.mutations import byte_edits, idx_edits, json_edits, line_edits
+from tokenmill.errors import FormatError
+from tokenmill.store.manifest import ManifestHints, read_manifest, read_manifest_hints, verify_directory
 
 PAIR_FILES = ["train.en-de.en.idx", "train.en-de.de.bin", "dict.en.txt", "manifest.json"]
 
@@ -57,3 +62,15 @@ def test_a_damaged_directory_opens_honestly_or_not_at_all(survive_seeds, sandbox
             answer = survived(sandbox.call("cli", args=args), names)
             if answer["status"] == "ok" and args[0] == "verify" and changed and relative != "manifest.json":
                 assert answer["code"] != 0, f"verify passed a directory whose {relative} changed ({edit})"
+
+
+# ------------------------------------------------------------------ the defects these found, one test each
+def test_a_manifest_nested_too_deep_is_a_format_error(survive_seeds, tmp_path):
+    """deep-json of manifest.json: json.loads raised RecursionError out of read_manifest (and the hints)."""
+    directory = tmp_path / "pair"
+    shutil.copytree(survive_seeds.pair, directory)
+    (directory / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(FormatError, match=r"manifest\.json: not valid JSON"):
+        read_manifest(directory)
+    assert read_manifest_hints(directory) == ManifestHints()
+    assert any("not valid JSON" in problem for problem in verify_directory(directory))

@@ -76,11 +76,12 @@ def build_seeds(root: Path) -> Seeds:
     HFTokenizer.train(texts, {"kind": "byte-level-bpe", "vocab_size": 300, "min_frequency": 2}, tokenizer_json)
     tiktoken = write_ranks(ranks_from_byte_level_bpe(tokenizer_json), root / "small" / "small.tiktoken")
     subwords = root / "small" / "vocab.subwords"
-    SubwordTextEncoder(["<pad>_", "<EOS>_", *sorted(set(SAMPLE_TEXT + "_\\0123456789;")), "the_", "cat_", "at"]
+    SubwordTextEncoder(["<pad>_", "<EOS>_", *sorted(set(SAMPLE_TEXT + "_\\u0123456789;")), "the_", "cat_", "at"]
                        ).save(subwords)
     config = root / "config.yaml"
-    text = (Path(__file__).resolve().parents[2] / "examples" / "config.yaml").read_text(encoding="utf-8")
-    config.write_text(text.replace("examples/sample/", f"{raw}/"), encoding="utf-8")
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    text = (examples / "config.yaml").read_text(encoding="utf-8")
+    config.write_text(text.replace("examples/sample/", f"{examples / 'sample'}/"), encoding="utf-8")
     iterator = state_iterator(pair)
     next(iter(iterator))
     state = root / "state.json"

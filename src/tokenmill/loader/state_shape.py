@@ -14,9 +14,9 @@ from tokenmill.errors import TokenmillError
 
 
 def _count(state: dict[str, Any], key: str, *, least: int = 0, required: bool = True) -> None:
-    value = state.get(key)
-    if value is None and not required:
+    if key not in state and not required:
         return
+    value = state.get(key)
     if type(value) is not int or value < least:
         raise TokenmillError(
             f"iterator state field {key!r} is {value!r:.80}, not an integer >= {least}; the saved state is damaged "

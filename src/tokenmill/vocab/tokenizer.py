@@ -379,6 +379,8 @@ def load_saved(directory: str | os.PathLike[str], tag: str | None = None) -> Tok
             raise ValueError(f"backend {backend!r} and model {model!r} must name a backend and a file beside it")
         if not isinstance(settings, dict | None):
             raise ValueError(f"settings {settings!r:.80} are not a mapping")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     except FileNotFoundError:
         raise ConfigError(f"{manifest} does not exist: {directory} holds no saved tokenizer") from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
