@@ -5,12 +5,14 @@ gives one tokenmill error naming the file, or opens and serves exactly what its 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tokenmill
 from tests.survive.harness import budget, mutated, survived
 from tests.survive.mutations import byte_edits, idx_edits, json_edits, line_edits
 from tokenmill.errors import FormatError
@@ -74,3 +76,16 @@ def test_a_manifest_nested_too_deep_is_a_format_error(survive_seeds, tmp_path):
         read_manifest(directory)
     assert read_manifest_hints(directory) == ManifestHints()
     assert any("not valid JSON" in problem for problem in verify_directory(directory))
+
+
+@pytest.mark.parametrize("change", [{"settings": True}, {"summary": [1]}, {"files": {"dict.en.txt": [1]}},
+                                    {"stores": {"train.en-de.en": "x"}}])
+def test_a_manifest_part_of_the_wrong_type_is_a_format_error(survive_seeds, tmp_path, change):
+    """set['settings']=True in manifest.json: tokenmill.open raised AttributeError ('bool' has no 'get')."""
+    directory = tmp_path / "pair"
+    shutil.copytree(survive_seeds.pair, directory)
+    manifest = directory / "manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), **change}))
+    with pytest.raises(FormatError, match=r"manifest\.json: manifest (field|entry) .* is not a JSON object"):
+        tokenmill.open(directory)
+    assert any("is not a JSON object" in problem for problem in verify_directory(directory))

@@ -124,6 +124,13 @@ class Manifest:
         files, stores = obj.get("files"), obj.get("stores")
         if not isinstance(files, dict) or not isinstance(stores, dict):
             raise FormatError(f"{source}: manifest lacks its \"files\"/\"stores\" tables")
+        for table in ("files", "stores"):
+            wrong = next((name for name, entry in obj[table].items() if not isinstance(entry, dict)), None)
+            if wrong is not None:
+                raise FormatError(f"{source}: manifest entry {table}[{wrong!r}] is not a JSON object")
+        for part in ("settings", "vocab", "summary", "run"):
+            if not isinstance(obj.get(part) or {}, dict):
+                raise FormatError(f"{source}: manifest field {part!r} is not a JSON object")
         return cls(
             files=files,
             stores=stores,
