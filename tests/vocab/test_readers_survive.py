@@ -32,6 +32,8 @@ def test_a_damaged_sentencepiece_model_is_refused_or_encodes_in_range(survive_se
     edit = data.draw(byte_edits(seed.stat().st_size), label="edit")
     with mutated(seed, None, edit) as copy:
         survived(sandbox.call("tokenizer", backend="sentencepiece", path=str(copy)), [copy.name])
+        survived(sandbox.call("cli", args=["inspect", str(survive_seeds.lm / "train"), "--spm", str(copy),
+                                           "--range", "0:3"]), [copy.name])
 
 
 @budget(30)
@@ -60,6 +62,8 @@ def test_a_damaged_t2t_vocab_is_refused_or_round_trips(survive_seeds, sandbox, d
     edit = data.draw(line_edits(seed.read_bytes()), label="edit")
     with mutated(seed, None, edit) as copy:
         survived(sandbox.call("tokenizer", backend="t2t-subword", path=str(copy)), [copy.name])
+        survived(sandbox.call("cli", args=["inspect", str(survive_seeds.lm / "train"), "--t2t-vocab", str(copy),
+                                           "--range", "0:3"]), [copy.name])
 
 
 @budget(30)
@@ -69,6 +73,8 @@ def test_a_damaged_dictionary_is_refused_or_read_line_for_line(survive_seeds, sa
     edit = data.draw(line_edits(seed.read_bytes()), label="edit")
     with mutated(seed, None, edit) as copy:
         survived(sandbox.call("dictionary", path=str(copy)), [copy.name])
+        survived(sandbox.call("cli", args=["inspect", str(survive_seeds.pair / "train.en-de.en"), "--dict", str(copy),
+                                           "--range", "0:3"]), [copy.name])
 
 
 @budget(30)
