@@ -14,7 +14,9 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import struct
+import time
 from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
@@ -249,7 +251,17 @@ def resume(pair: str, state: Any) -> dict[str, Any]:
     return {"violations": []}
 
 
+def misbehave(how: str) -> dict[str, Any]:
+    """What the sandbox must catch, for its own test: a native crash, a hang, a huge allocation."""
+    if how == "crash":
+        os.abort()
+    if how == "hang":
+        time.sleep(3600)
+    return {"violations": [], "size": len(np.ones(1 << 29, np.uint8))}
+
+
 READERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "misbehave": misbehave,
     "store": read_store, "gpt": read_gpt, "open": open_directory, "seed_digest": seed_digest, "verify": verify,
     "cli": cli, "tokenizer": tokenizer, "saved_tokenizer": saved_tokenizer, "dictionary": dictionary,
     "bpe_ranks": bpe_ranks, "config": config, "resume": resume,

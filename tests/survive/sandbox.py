@@ -18,6 +18,7 @@ import resource
 import selectors
 import subprocess
 import sys
+import tempfile
 import traceback
 import tracemalloc
 from pathlib import Path
@@ -26,6 +27,8 @@ from typing import Any
 ADDRESS_SPACE = 6 << 30
 """The child's address-space limit: a declared size allocated before it is checked fails here, not in swap."""
 ROOT = Path(__file__).resolve().parents[2]
+STARTUP = 120.0
+"""Seconds the child may take to import its readers (the per-read timeout starts after that)."""
 
 
 class Sandbox:
@@ -34,13 +37,35 @@ class Sandbox:
     def __init__(self, timeout: float = 20.0) -> None:
         self.timeout = timeout
         self.process: subprocess.Popen[bytes] | None = None
+        self.stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty child must never block on a full pipe
 
     def _start(self) -> subprocess.Popen[bytes]:
         path = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])
         env = dict(os.environ, PYTHONPATH=path, PYTHONFAULTHANDLER="1", TOKENIZERS_PARALLELISM="false",
                    RAYON_NUM_THREADS="1")
-        return subprocess.Popen([sys.executable, "-m", "tests.survive.sandbox"], cwd=ROOT, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = subprocess.Popen([sys.executable, "-m", "tests.survive.sandbox"], cwd=ROOT, env=env,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        if (ready := self._answer(process, STARTUP)) != {"ready": True}:  # imports take seconds when loaded
+            process.kill()
+            raise RuntimeError(f"the sandbox child did not start: {ready}")
+        return process
+
+    def _answer(self, process: subprocess.Popen[bytes], timeout: float) -> dict[str, Any]:
+        """The child's next answer line; ``{"status": "hang"}`` when it sends none within ``timeout`` seconds,
+        ``{"status": "crash"}`` when its output ends (it died)."""
+        assert process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                return {"status": "hang", "timeout": timeout}
+        line = process.stdout.readline()
+        if not line:
+            return {"status": "crash", "code": process.wait(), "stderr": self._tail()}
+        return json.loads(line)
+
+    def _tail(self) -> str:
+        self.stderr.seek(max(self.stderr.seek(0, os.SEEK_END) - 3000, 0))
+        return self.stderr.read().decode(errors="replace")
 
     def call(self, reader: str, **args: Any) -> dict[str, Any]:
         """Run ``reader(**args)`` in the child; its answer (see the module)."""
@@ -53,21 +78,13 @@ class Sandbox:
             process.stdin.flush()
         except BrokenPipeError:
             pass
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            ready = selector.select(self.timeout)
-        if not ready:
+        answer = self._answer(process, self.timeout)
+        if answer.get("status") in ("hang", "crash"):
             self.close()
-            return {"status": "hang", "timeout": self.timeout}
-        line = process.stdout.readline()
-        if not line:
-            code = process.wait()
-            stderr = process.stderr.read().decode(errors="replace")[-3000:] if process.stderr else ""
-            self.process = None
-            return {"status": "crash", "code": code, "stderr": stderr}
-        return json.loads(line)
+        return answer
 
     def close(self) -> None:
+        """Stop the child (the next call starts a fresh one)."""
         if self.process is not None:
             self.process.kill()
             self.process.wait()
@@ -81,6 +98,8 @@ def _serve() -> None:
 
     out = sys.stdout
     sys.stdout = sys.stderr  # whatever a reader prints must not garble the answers
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
     for line in sys.stdin:
         request = json.loads(line)
         tracemalloc.start()

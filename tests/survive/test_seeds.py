@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from tests.survive.harness import survived
+from tests.survive.sandbox import Sandbox
+
 
 def test_every_seed_reads_cleanly(survive_seeds, sandbox):
     s = survive_seeds
@@ -27,3 +32,14 @@ def test_every_seed_reads_cleanly(survive_seeds, sandbox):
         assert answer["status"] == "ok" and not answer["violations"], (reader, answer)
     assert sandbox.call("verify", directory=str(s.pair))["problems"] == 0
     assert sandbox.call("cli", args=["verify", str(s.pair)])["code"] in (0, None)
+
+
+def test_the_sandbox_sees_crashes_hangs_and_huge_allocations():
+    sandbox = Sandbox(timeout=5)
+    try:
+        assert sandbox.call("misbehave", how="crash")["status"] == "crash"
+        assert sandbox.call("misbehave", how="hang")["status"] == "hang"
+        with pytest.raises(AssertionError, match="peak allocation"):
+            survived(sandbox.call("misbehave", how="allocate"), [])
+    finally:
+        sandbox.close()
