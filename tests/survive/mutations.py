@@ -93,8 +93,36 @@ def _put(offset: int, form: str, value: int) -> Edit:
     return Edit(f"idx[{offset}]:{form}={value}", apply)
 
 
+def _recount(items: int | None, docs: int | None) -> Edit:
+    """The index rewritten whole, self-consistent in size, for another item (or document) count: the arrays cut
+    short or padded (zero sizes, the last pointer repeated; document indices ending at the new count)."""
+    def apply(data: bytes) -> bytes:
+        count = struct.unpack_from("<Q", data, 18)[0]
+        megatron = len(data) != 26 + 12 * count
+        header = 34 if megatron else 26
+        sizes = list(struct.unpack_from(f"<{count}i", data, header))
+        pointers = list(struct.unpack_from(f"<{count}q", data, header + 4 * count))
+        n = count if items is None else items
+        last = pointers[-1] if pointers else 0
+        sizes, pointers = (sizes + [0] * n)[:n], (pointers + [last] * n)[:n]
+        head = bytearray(data[:header])
+        struct.pack_into("<Q", head, 18, n)
+        body = struct.pack(f"<{n}i{n}q", *sizes, *pointers)
+        if not megatron:
+            return bytes(head) + body
+        old_docs = struct.unpack_from("<Q", data, 26)[0]
+        doc_idx = list(struct.unpack_from(f"<{old_docs}q", data, header + 12 * count))
+        d = old_docs if docs is None else docs
+        doc_idx = (doc_idx + [n] * d)[:d]
+        struct.pack_into("<Q", head, 26, d)
+        return bytes(head) + body + struct.pack(f"<{d}q", *doc_idx)
+
+    return Edit(f"recount(items={items}, documents={docs})", apply)
+
+
 def idx_edits(data: bytes) -> st.SearchStrategy[Edit]:
-    """One header field or array entry of a (valid) ``.idx`` set to a boundary value."""
+    """One header field or array entry of a (valid) ``.idx`` set to a boundary value, or the whole index
+    rewritten for another count (a consistent size, so only the counts and the ``.bin`` can tell)."""
     count = struct.unpack_from("<Q", data, 18)[0]
     megatron = len(data) != 26 + 12 * count
     header = 34 if megatron else 26
@@ -107,7 +135,9 @@ def idx_edits(data: bytes) -> st.SearchStrategy[Edit]:
     if docs:
         places |= st.integers(0, docs - 1).map(lambda i: (header + 12 * count + 8 * i, "<q"))
     values = st.sampled_from(BOUNDARY_INTS) | st.integers(-4 * count - 8, 4 * count + 8)
-    return st.builds(lambda place, value: _put(*place, value), places, values)
+    recounts = st.builds(_recount, st.integers(0, count + 3) | st.none(),
+                         (st.integers(0, docs + 3) | st.none()) if megatron else st.none())
+    return st.builds(lambda place, value: _put(*place, value), places, values) | recounts
 
 
 # ----------------------------------------------------------------------------- JSON / YAML values
