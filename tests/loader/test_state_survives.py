@@ -15,7 +15,7 @@ from tests.survive.seeds import state_iterator
 from tokenmill.errors import TokenmillError
 
 
-@budget(50)
+@budget(40)
 @given(st.data())
 def test_a_damaged_resume_state_is_refused_or_resumes(survive_seeds, sandbox, data):
     state = json.loads(survive_seeds.state.read_text())

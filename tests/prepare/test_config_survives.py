@@ -15,7 +15,7 @@ from tokenmill.errors import ConfigError
 from tokenmill.prepare import load_yaml
 
 
-@budget(60)
+@budget(40)
 @given(st.data())
 def test_a_damaged_config_is_refused_or_read(survive_seeds, sandbox, data):
     seed = survive_seeds.config
