@@ -19,6 +19,7 @@ from tokenmill.errors import FormatError
 from tokenmill.store.manifest import ManifestHints, read_manifest, read_manifest_hints, verify_directory
 
 PAIR_FILES = ["train.en-de.en.idx", "train.en-de.de.bin", "dict.en.txt", "manifest.json"]
+LM_FILES = ["train.idx", "train.bin", "dict.txt", "manifest.json"]
 SEED_DIGESTS: dict[str, str] = {}
 """What the unmutated seed directory serves, computed once."""
 
@@ -48,11 +49,13 @@ def test_a_damaged_store_is_refused_or_read_as_its_bytes_say(survive_seeds, sand
             survived(sandbox.call("gpt", prefix=str(copy / prefix)), [prefix])
 
 
-@budget(30)
+@budget(36)
 @given(st.data())
 def test_a_damaged_directory_opens_honestly_or_not_at_all(survive_seeds, sandbox, data):
-    seed = survive_seeds.pair
-    relative = data.draw(st.sampled_from(PAIR_FILES), label="file")
+    kind = data.draw(st.sampled_from(["pair", "pair", "lm"]), label="directory")
+    seed, files, store = ((survive_seeds.pair, PAIR_FILES, "train.en-de.en") if kind == "pair" else
+                          (survive_seeds.lm, LM_FILES, "train"))
+    relative = data.draw(st.sampled_from(files), label="file")
     edit = data.draw(edits_for(seed / relative), label="edit")
     if str(seed) not in SEED_DIGESTS:
         SEED_DIGESTS[str(seed)] = sandbox.call("seed_digest", directory=str(seed))["digest"]
@@ -63,7 +66,7 @@ def test_a_damaged_directory_opens_honestly_or_not_at_all(survive_seeds, sandbox
         survived(sandbox.call("open", directory=str(copy), seed_digest=digest,
                               data_changed=relative != "manifest.json"), names)
         survived(sandbox.call("verify", directory=str(copy)), names)
-        for args in (["verify", str(copy)], ["inspect", str(copy / "train.en-de.en"), "--range", "0:3"],
+        for args in (["verify", str(copy)], ["inspect", str(copy / store), "--range", "0:3"],
                      ["batches", str(copy), "--max-tokens", "64"]):
             answer = survived(sandbox.call("cli", args=args), names)
             if answer["status"] == "ok" and args[0] == "verify" and changed and relative != "manifest.json":
