@@ -42,7 +42,8 @@ class Sandbox:
     def _start(self) -> subprocess.Popen[bytes]:
         path = os.pathsep.join([str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")])
         env = dict(os.environ, PYTHONPATH=path, PYTHONFAULTHANDLER="1", TOKENIZERS_PARALLELISM="false",
-                   RAYON_NUM_THREADS="1")
+                   RAYON_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MALLOC_ARENA_MAX="2")
+        # one thread each: per-thread buffers and arenas of a many-core machine would eat the address-space limit
         process = subprocess.Popen([sys.executable, "-m", "tests.survive.sandbox"], cwd=ROOT, env=env,
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         if (ready := self._answer(process, STARTUP)) != {"ready": True}:  # imports take seconds when loaded
