@@ -25,3 +25,20 @@ def test_a_huge_declared_vocabulary_or_id_allocates_nothing_of_its_size(tmp_path
     assert peak < 16 << 20
     assert numbers["vocab_size"] == 10**12 and numbers["unused"] == 10**12 - 5
     assert [(t["id"], t["count"]) for t in numbers["top_tokens"]] == [(5, 2), (6, 1), (7, 1), (2**31 - 1, 1)]
+
+
+def test_sampled_counts_are_the_counts_of_the_sampled_items(tmp_path):
+    """With a budget below the store's tokens, the counts are those of the items the seeded sample draws."""
+    prefix = tmp_path / "train.en"
+    items = [np.array([4 + i % 7, 4 + i % 3, 2]) for i in range(200)]
+    with IndexedWriter(prefix, vocab_size=20) as writer:
+        for item in items:
+            writer.add_item(item)
+    store = IndexedDataset(prefix)
+    numbers, _ = side_numbers([store], None, 20, set(), 90, np.random.default_rng(5))
+    drawn = np.sort(np.random.default_rng(5).choice(200, size=30, replace=False))
+    ids, counts = np.unique(np.concatenate([items[i] for i in drawn]), return_counts=True)
+    expected = sorted(zip(ids.tolist(), counts.tolist(), strict=True), key=lambda pair: (-pair[1], pair[0]))
+    assert [(t["id"], t["count"]) for t in numbers["top_tokens"]] == expected[: len(numbers["top_tokens"])]
+    assert numbers["sampled_tokens"] == 90 and not numbers["sample_exact"]
+    assert numbers["unused"] == 20 - len(ids)

@@ -97,8 +97,8 @@ def token_counts(
         else:
             share = budget * store.num_tokens / total
             wanted = max(1, min(len(store), round(share * len(store) / store.num_tokens)))
-            ids = np.sort(rng.choice(len(store), size=wanted, replace=False))
-            tokens, _ = store.gather(ids)
+            items = np.sort(rng.choice(len(store), size=wanted, replace=False))
+            tokens, _ = store.gather(items)
         seen, found = np.unique(tokens, return_counts=True)
         ids, where = np.unique(np.concatenate([ids, seen.astype(np.int64)]), return_inverse=True)
         counts = np.bincount(where, weights=np.concatenate([counts, found]), minlength=len(ids)).astype(np.int64)
