@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import tracemalloc
 
 import numpy as np
 
+from tokenmill.report import ReportOptions, gather
 from tokenmill.report.corpus import side_numbers
 from tokenmill.store import IndexedDataset, IndexedWriter
 
@@ -42,3 +45,15 @@ def test_sampled_counts_are_the_counts_of_the_sampled_items(tmp_path):
     assert [(t["id"], t["count"]) for t in numbers["top_tokens"]] == expected[: len(numbers["top_tokens"])]
     assert numbers["sampled_tokens"] == 90 and not numbers["sample_exact"]
     assert numbers["unused"] == 20 - len(ids)
+
+
+def test_a_count_of_the_wrong_type_in_the_manifest_is_shown_not_fatal(survive_seeds, tmp_path):
+    """set['stores'][...]['items']='x' in manifest.json: `tokenmill report` died with int()'s ValueError."""
+    directory = tmp_path / "pair"
+    shutil.copytree(survive_seeds.pair, directory)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    manifest["stores"]["train.en-de.en"]["items"] = "x"
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    numbers = gather(directory, ReportOptions(max_tokens=256, world_size=1, seq_length=64))
+    checks = [check for part in numbers["parts"] for check in part["checks"]]
+    assert "en: stores hold 60 items / 420 tokens, manifest lists 'x' / 420" in checks

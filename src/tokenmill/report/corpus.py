@@ -175,6 +175,14 @@ def side_numbers(
     }, sizes
 
 
+def _listed_total(values: list[Any]) -> int | str:
+    """The sum of counts a manifest lists, or the values as written when one is not an integer (a damaged
+    manifest: the report shows the mismatch instead of failing on it)."""
+    if all(type(value) is int for value in values):
+        return sum(values)
+    return " + ".join(map(repr, values))
+
+
 def summary_langs(data: DataDir, part: Part) -> dict[str, Any]:
     """The per-language counts ``prepare`` recorded for this part (empty when there are none)."""
     summary = data.manifest.summary
@@ -208,8 +216,8 @@ def part_numbers(
         numbers, sizes = side_numbers(stores, symbols, vocab_size, skip, budget, rng)
         numbers["stores"] = prefixes
         numbers["eos"] = eos
-        listed_items = sum(int(data.store(p).get("items", 0)) for p in prefixes)
-        listed_tokens = sum(int(data.store(p).get("tokens", 0)) for p in prefixes)
+        listed_items = _listed_total([data.store(p).get("items", 0) for p in prefixes])
+        listed_tokens = _listed_total([data.store(p).get("tokens", 0) for p in prefixes])
         if (listed_items, listed_tokens) != (numbers["items"], numbers["tokens"]):
             checks.append(f"{lang}: stores hold {numbers['items']} items / {numbers['tokens']} tokens, manifest "
                           f"lists {listed_items} / {listed_tokens}")
@@ -217,9 +225,9 @@ def part_numbers(
         if isinstance(info, dict):
             numbers["recorded"] = {k: info[k] for k in ("sentences", "tokens", "unk", "unk_percent", "shards")
                                    if k in info}
-            if info.get("sentences") is not None and int(info["sentences"]) != numbers["items"]:
+            if info.get("sentences") is not None and info["sentences"] != numbers["items"]:
                 checks.append(f"{lang}: {numbers['items']} items stored, summary says {info['sentences']} sentences")
-            if info.get("tokens") is not None and int(info["tokens"]) != numbers["tokens"]:
+            if info.get("tokens") is not None and info["tokens"] != numbers["tokens"]:
                 checks.append(f"{lang}: {numbers['tokens']} tokens stored, summary says {info['tokens']}")
         sides[lang] = numbers
         lengths[lang] = sizes
