@@ -26,3 +26,22 @@ def multi_data_bin(tmp_path_factory):
 def multi_dataset(multi_data_bin) -> MultiPairDataset:
     """Every direction of :func:`multi_data_bin`, tagged as prepare recorded."""
     return MultiPairDataset.from_dir(multi_data_bin)
+
+
+@pytest.fixture(scope="session")
+def survive_seeds(tmp_path_factory):
+    """Valid files of every kind tokenmill reads, for the readers-survive tests to mutate (never written).
+    Imported here, not at the top: the seeds need the optional tokenizer libraries."""
+    from tests.survive.seeds import build_seeds
+
+    return build_seeds(tmp_path_factory.mktemp("survive-seeds"))
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """A child interpreter the readers-survive tests read mutated files in (crashes and hangs stay there)."""
+    from tests.survive.sandbox import Sandbox
+
+    child = Sandbox()
+    yield child
+    child.close()

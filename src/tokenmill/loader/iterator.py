@@ -24,6 +24,7 @@ from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
 from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.loader.state_shape import check_state_shape
 
 STATE_FORMAT = "tokenmill.batches"
 STATE_VERSION = 1
@@ -253,6 +254,7 @@ class BatchIterator:
             raise TokenmillError(
                 f"iterator state version {state.get('version')!r} is not supported (this is {STATE_VERSION})"
             )
+        check_state_shape(state)
         problems = []
         if state.get("data") != self.dataset.fingerprint():
             problems.append(

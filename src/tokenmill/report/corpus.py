@@ -79,13 +79,14 @@ def joint_histogram(src: np.ndarray, tgt: np.ndarray, bins: int = JOINT_BINS) ->
 
 
 def token_counts(
-    stores: list[IndexedDataset], vocab_size: int, budget: int, rng: np.random.Generator
-) -> tuple[np.ndarray, int, bool]:
+    stores: list[IndexedDataset], budget: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, int, bool]:
     """Token frequencies of a seeded sample of whole items, about ``budget`` tokens over all the
-    stores (in proportion to their tokens). Returns (counts per id, tokens counted, exact) where
-    ``exact`` means every token was counted."""
+    stores (in proportion to their tokens). Returns (the ids seen, ascending; their counts; tokens
+    counted; exact) where ``exact`` means every token was counted. Sparse: memory follows the ids
+    seen, never a vocabulary size the manifest declares or the largest id a damaged store holds."""
     total = sum(s.num_tokens for s in stores)
-    counts = np.zeros(max(vocab_size, 1), dtype=np.int64)
+    ids, counts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     counted = 0
     exact = total <= budget
     for store in stores:
@@ -96,14 +97,13 @@ def token_counts(
         else:
             share = budget * store.num_tokens / total
             wanted = max(1, min(len(store), round(share * len(store) / store.num_tokens)))
-            ids = np.sort(rng.choice(len(store), size=wanted, replace=False))
-            tokens, _ = store.gather(ids)
-        found = np.bincount(tokens, minlength=len(counts))
-        if len(found) > len(counts):  # ids beyond the vocabulary (verify reports those)
-            counts = np.concatenate([counts, np.zeros(len(found) - len(counts), dtype=np.int64)])
-        counts[: len(found)] += found
+            items = np.sort(rng.choice(len(store), size=wanted, replace=False))
+            tokens, _ = store.gather(items)
+        seen, found = np.unique(tokens, return_counts=True)
+        ids, where = np.unique(np.concatenate([ids, seen.astype(np.int64)]), return_inverse=True)
+        counts = np.bincount(where, weights=np.concatenate([counts, found]), minlength=len(ids)).astype(np.int64)
         counted += len(tokens)
-    return counts, counted, exact
+    return ids, counts, counted, exact
 
 
 def display_symbol(symbol: str) -> str:
@@ -148,19 +148,19 @@ def side_numbers(
 ) -> tuple[dict[str, Any], np.ndarray]:
     """One language of one part: counts, lengths, histogram, top tokens and unused vocabulary."""
     sizes = np.concatenate([s.sizes for s in stores]) if stores else np.zeros(0, np.int32)
-    counts, counted, exact = token_counts(stores, vocab_size, budget, rng)
-    order = np.argsort(-counts, kind="stable")
+    ids, counts, counted, exact = token_counts(stores, budget, rng)
+    order = np.argsort(-counts, kind="stable")  # ids ascend: ties in id order
     top = []
-    for token_id in order[: TOP_TOKENS + len(skip_ids)].tolist():
-        if token_id in skip_ids or counts[token_id] == 0:
+    for token_id, count in zip(ids[order].tolist(), counts[order].tolist(), strict=True):
+        if token_id in skip_ids:
             continue
-        symbol = symbols[token_id] if symbols is not None and token_id < len(symbols) else str(token_id)
+        symbol = symbols[token_id] if symbols is not None and 0 <= token_id < len(symbols) else str(token_id)
         top.append({"id": token_id, "symbol": symbol, "text": display_symbol(symbol),
-                    "count": int(counts[token_id]), "share": float(counts[token_id] / max(counted, 1))})
+                    "count": count, "share": float(count / max(counted, 1))})
         if len(top) == TOP_TOKENS:
             break
-    size = vocab_size or len(counts)
-    unused = int(np.count_nonzero(counts[:size] == 0))
+    size = vocab_size or max(int(ids[-1]) + 1 if len(ids) else 0, 1)
+    unused = size - int(np.count_nonzero((ids >= 0) & (ids < size)))
     return {
         "items": len(sizes),
         "tokens": int(sizes.sum(dtype=np.int64)),
@@ -173,6 +173,14 @@ def side_numbers(
         "unused": unused,
         "unused_share": unused / size if size else 0.0,
     }, sizes
+
+
+def _listed_total(values: list[Any]) -> int | str:
+    """The sum of counts a manifest lists, or the values as written when one is not an integer (a damaged
+    manifest: the report shows the mismatch instead of failing on it)."""
+    if all(type(value) is int for value in values):
+        return sum(values)
+    return " + ".join(map(repr, values))
 
 
 def summary_langs(data: DataDir, part: Part) -> dict[str, Any]:
@@ -201,14 +209,15 @@ def part_numbers(
         stores = [IndexedDataset(data.root / p, check_pointers=False) for p in prefixes]
         record = data.store(prefixes[0]) if prefixes else {}
         symbols = vocabularies.symbols(record)
-        vocab_size = int(record.get("vocab_size") or (len(symbols) if symbols else 0))
+        declared = record.get("vocab_size")  # the manifest's word, whatever its type (verify checks it)
+        vocab_size = declared if type(declared) is int and declared > 0 else (len(symbols) if symbols else 0)
         eos = record.get("eos", special.get("eos"))
         skip = {int(eos)} if isinstance(eos, int) else set()
         numbers, sizes = side_numbers(stores, symbols, vocab_size, skip, budget, rng)
         numbers["stores"] = prefixes
         numbers["eos"] = eos
-        listed_items = sum(int(data.store(p).get("items", 0)) for p in prefixes)
-        listed_tokens = sum(int(data.store(p).get("tokens", 0)) for p in prefixes)
+        listed_items = _listed_total([data.store(p).get("items", 0) for p in prefixes])
+        listed_tokens = _listed_total([data.store(p).get("tokens", 0) for p in prefixes])
         if (listed_items, listed_tokens) != (numbers["items"], numbers["tokens"]):
             checks.append(f"{lang}: stores hold {numbers['items']} items / {numbers['tokens']} tokens, manifest "
                           f"lists {listed_items} / {listed_tokens}")
@@ -216,9 +225,9 @@ def part_numbers(
         if isinstance(info, dict):
             numbers["recorded"] = {k: info[k] for k in ("sentences", "tokens", "unk", "unk_percent", "shards")
                                    if k in info}
-            if info.get("sentences") is not None and int(info["sentences"]) != numbers["items"]:
+            if info.get("sentences") is not None and info["sentences"] != numbers["items"]:
                 checks.append(f"{lang}: {numbers['items']} items stored, summary says {info['sentences']} sentences")
-            if info.get("tokens") is not None and int(info["tokens"]) != numbers["tokens"]:
+            if info.get("tokens") is not None and info["tokens"] != numbers["tokens"]:
                 checks.append(f"{lang}: {numbers['tokens']} tokens stored, summary says {info['tokens']}")
         sides[lang] = numbers
         lengths[lang] = sizes

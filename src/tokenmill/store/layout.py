@@ -358,7 +358,7 @@ def read_manifest_hints(directory: str | os.PathLike[str] | None) -> ManifestHin
         return ManifestHints()
     try:
         obj = json.loads((Path(directory) / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return ManifestHints()
     return ManifestHints.from_json(obj)
 

@@ -105,7 +105,11 @@ class Dictionary:
         dictionary = cls()
         if _READ.copy_into(key, dictionary):
             return dictionary
-        text = raw.decode("utf-8")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            line = raw.count(b"\n", 0, error.start) + 1
+            raise FormatError(f"{path} is not a fairseq dictionary (not UTF-8 text, line {line})") from None
         if "\r" in text:  # universal newlines, as fairseq's text-mode reading sees the file
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if dictionary._add_fairseq_fast(text):

@@ -94,7 +94,7 @@ class HFTokenizer(TokenizerBase):
         try:
             text = self.path.read_bytes().decode("utf-8")
             spec = json.loads(text)
-        except (UnicodeDecodeError, ValueError) as error:
+        except (UnicodeDecodeError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise bad_model(self.path, self.name, what, f"not JSON: {error}") from None
         if not isinstance(spec, dict) or not isinstance(spec.get("model"), dict):
             raise bad_model(self.path, self.name, what, "JSON without a 'model' section")

@@ -34,6 +34,12 @@ class SentencePieceTokenizer(TokenizerBase):
                 detail = "SentencePiece cannot parse it as a serialized model"
             raise bad_model(self.path, self.name, "SentencePiece model", detail) from None
         self._size = self.processor.get_piece_size()
+        if self._size <= 0:  # an empty file parses as a model of nothing, which fails at the first encode
+            raise bad_model(self.path, self.name, "SentencePiece model", "it holds no pieces")
+        try:  # the library takes pieces of any bytes, then fails turning one into text: check them all once
+            self.processor.id_to_piece(list(range(self._size)))
+        except UnicodeDecodeError:
+            raise bad_model(self.path, self.name, "SentencePiece model", "a piece is not UTF-8 text") from None
 
     @classmethod
     def _train(cls, lines: list[str], settings: SentencePieceOptions, out_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.vocab.t2t.escape import ESCAPE_CHARS
 from tokenmill.vocab.t2t.sampling import sample_files, sample_stream
 from tokenmill.vocab.t2t.tokenizer import count_tokens
 from tokenmill.vocab.t2t_subword import EOS_ID, PAD_ID, SubwordTextEncoder
@@ -65,6 +66,10 @@ class T2TSubwordTokenizer(TokenizerBase):
         head = [s.removesuffix("_") for s in self.encoder.all_subtoken_strings[: len(RESERVED)]]
         if head != list(RESERVED):  # T2T puts them first (escaped: '<pad>_', '<EOS>_') in every vocabulary
             raise bad_model(self.path, self.name, what, "it does not start with '<pad>_', '<EOS>_'")
+        unspelt = sorted(ESCAPE_CHARS - set(self.encoder.all_subtoken_strings))
+        if unspelt:  # every T2T vocabulary lists them: without one, no character outside it can be escaped
+            raise bad_model(self.path, self.name, what, f"escape character {unspelt[0]!r} is not a subtoken of its "
+                            "own, as in every vocabulary T2T builds")
         self._id_of: dict[str, int] | None = None
 
     @classmethod
@@ -94,7 +99,10 @@ class T2TSubwordTokenizer(TokenizerBase):
     def encode_batch(self, lines: Sequence[str], num_threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         if not lines:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        return self.encoder.encode_batch(list(lines), append_eos=False, dtype=np.int64)
+        try:
+            return self.encoder.encode_batch(list(lines), append_eos=False, dtype=np.int64)
+        except TokenmillError as error:  # a character its vocabulary lists in subtokens but not on its own
+            raise ConfigError(f"{self.path}: {error}") from None
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.encoder.decode(ids)

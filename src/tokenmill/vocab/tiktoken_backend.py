@@ -65,6 +65,8 @@ _CANDIDATES = {
     "eod": (ENDOFTEXT, "<|end_of_text|>", "</s>"),
 }
 _MIN_SHARE = 256  # fewer lines a thread are not worth a thread
+MAX_RANK = 2**31 - 2
+"""The largest rank a ranks file may give: ids are stored as int32, and a special token follows the ranks."""
 
 
 @dataclasses.dataclass
@@ -117,8 +119,9 @@ def read_ranks(path: os.PathLike[str]) -> dict[bytes, int]:
         except (ValueError, binascii.Error) as error:
             detail = f"line {number} is not '<base64 token> <rank>': {line[:40]!r}, {error}"
             raise bad_model(path, "tiktoken", what, detail) from None
-        if token in ranks or rank in seen_ranks or rank < 0:
-            raise bad_model(path, "tiktoken", what, f"line {number}: token or rank {rank} given twice or negative")
+        if token in ranks or rank in seen_ranks or not 0 <= rank <= MAX_RANK:
+            raise bad_model(path, "tiktoken", what, f"line {number}: token or rank {rank} given twice, negative "
+                            f"or above {MAX_RANK} (token ids are stored as int32)")
         ranks[token] = rank
         seen_ranks.add(rank)
     if not ranks:
@@ -159,7 +162,7 @@ class TiktokenTokenizer(TokenizerBase):
         except ValueError as error:
             raise ConfigError(f"tiktoken cannot use pattern {resolved.pattern!r}: {error}") from None
         self._specials = self._special_ids(specials, resolved.eod_token)
-        self._token_of: list[str | None] | None = None
+        self._token_of: dict[int, str] | None = None
 
     @staticmethod
     def _resolve(settings: TiktokenSettings, n_ranks: int) -> TiktokenSettings:
@@ -216,9 +219,11 @@ class TiktokenTokenizer(TokenizerBase):
     def decode(self, ids: Iterable[int]) -> str:
         return self.encoding.decode([int(i) for i in ids])
 
-    def _tokens(self) -> list[str | None]:
+    def _tokens(self) -> dict[int, str]:
+        """Id -> token string, for the ids in use (a mapping, not a list as long as the largest rank: ranks
+        may leave gaps, and the file's largest rank is no measure of its size)."""
         if self._token_of is None:
-            tokens: list[str | None] = [None] * self.vocab_size
+            tokens: dict[int, str] = {}
             for token, rank in self.ranks.items():
                 tokens[rank] = "".join(_ALPHABET[b] for b in token)
             for text, token_id in (self.settings.special_tokens or {}).items():
@@ -227,7 +232,7 @@ class TiktokenTokenizer(TokenizerBase):
         return self._token_of
 
     def id_to_token(self, token_id: int) -> str:
-        token = self._tokens()[self._check_id(token_id)]
+        token = self._tokens().get(self._check_id(token_id))
         if token is None:
             raise IndexError(f"id {token_id} is unused in {self.path}")
         return token

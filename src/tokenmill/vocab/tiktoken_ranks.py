@@ -68,7 +68,7 @@ def _read_spec(path: str | os.PathLike[str]) -> dict[str, Any]:
         spec = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise ConfigError(f"{path}: not a tokenizer.json ({error})") from None
     if not isinstance(spec, dict):
         raise ConfigError(f"{path}: not a tokenizer.json (a JSON object is expected)")

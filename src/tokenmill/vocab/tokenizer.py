@@ -375,8 +375,14 @@ def load_saved(directory: str | os.PathLike[str], tag: str | None = None) -> Tok
     try:
         info = json.loads(manifest.read_text(encoding="utf-8"))
         backend, model, settings = info["backend"], info["model"], info.get("settings")
+        if not isinstance(backend, str) or not isinstance(model, str) or Path(model).name != model or not model:
+            raise ValueError(f"backend {backend!r} and model {model!r} must name a backend and a file beside it")
+        if not isinstance(settings, dict | None):
+            raise ValueError(f"settings {settings!r:.80} are not a mapping")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     except FileNotFoundError:
         raise ConfigError(f"{manifest} does not exist: {directory} holds no saved tokenizer") from None
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:
         raise ConfigError(f"{manifest} is not a tokenizer manifest ({error}); save the tokenizer again") from None
     return load_tokenizer(backend, Path(directory) / model, settings)
