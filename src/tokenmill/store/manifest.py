@@ -126,6 +126,13 @@ class Manifest:
         files, stores = obj.get("files"), obj.get("stores")
         if not isinstance(files, dict) or not isinstance(stores, dict):
             raise FormatError(f"{source}: manifest lacks its \"files\"/\"stores\" tables")
+        for table in ("files", "stores"):
+            wrong = next((name for name, entry in obj[table].items() if not isinstance(entry, dict)), None)
+            if wrong is not None:
+                raise FormatError(f"{source}: manifest entry {table}[{wrong!r}] is not a JSON object")
+        for part in ("settings", "vocab", "summary", "run"):
+            if not isinstance(obj.get(part) or {}, dict):
+                raise FormatError(f"{source}: manifest field {part!r} is not a JSON object")
         return cls(
             files=files,
             stores=stores,
@@ -196,7 +203,7 @@ def refuse_non_manifest(directory: str | os.PathLike[str]) -> None:
         return
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise FormatError(f"{path}: not valid JSON ({error})") from None
     if not isinstance(obj, dict):
         raise FormatError(f"{path}: not a tokenmill manifest (no \"format\": \"tokenmill\")")
@@ -209,7 +216,7 @@ def read_manifest(directory: str | os.PathLike[str]) -> Manifest:
         raise TokenmillError(f"{path} does not exist: {directory} was not written by tokenmill (or not finished)")
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: nested too deep
         raise FormatError(f"{path}: not valid JSON ({error})") from None
     return Manifest.from_json(obj, path)
 
