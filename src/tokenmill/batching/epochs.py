@@ -214,7 +214,8 @@ class EpochPlanner:
         by_id = np.argsort(sample.ids, kind="stable")  # memory of the sample, not of the largest id
         where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
         tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
-        return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt)
+        repeated = None if sample.sizes.copies is None else np.asarray(ids, dtype=np.int64)  # spread them again
+        return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt, copies=repeated)
 
 
 __all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember"]

@@ -1,0 +1,94 @@
+"""Copies of one sample spread over batches (a sampled mix that upsamples a small direction).
+
+With temperature upsampling an epoch holds several copies of one pair. Copies have identical
+lengths, so a cut that sorts by length would put them side by side, in one batch. When an epoch
+has copies (``Sizes.copies`` gives each item's sample id), every token-budget cut does two things:
+
+1. **Group by row cost.** Before the cut, the items are stably sorted by their row cost (the padded
+   longest side, what the ``max_tokens`` budget counts), keeping the mode's own order inside each
+   cost. All the items of one cost then lie in a run of batches: the batches "of its length".
+2. **Deal each cost's items over its batches.** After the cut, the items of each cost are dealt
+   again to the same places (slots) of those batches: the slots are visited round by round (the
+   first slot of every batch of that cost, then the second of every batch, ...), and the items are
+   laid into them sample by sample: first the samples with no more copies than the cost has
+   batches, most copies first, then those with more (which must share a batch anyway). The copies
+   of one sample thus take consecutive slots of one round, each in another batch; they share a
+   batch only where the sample has more copies than the cost has batches, or where the batches of
+   the cost hold so few of its items (a batch at the edge of a cost's run) that no dealing could
+   keep them apart.
+
+Every batch keeps its rows and its longest row cost, so ``max_tokens`` and every other budget still
+hold; only the per-side maxima inside one cost can move (measured in
+``benchmarks/bench_copies.py``). Everything is a pure function of the inputs: no randomness is added.
+An epoch without copies (``Sizes.copies`` None) is cut exactly as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def has_copies(ids: np.ndarray) -> bool:
+    """Whether some id occurs more than once."""
+    ids = np.asarray(ids)
+    if len(ids) < 2:
+        return False
+    ordered = np.sort(ids)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def by_cost(costs: np.ndarray) -> np.ndarray:
+    """Positions sorted by row cost, ties keeping their order (step 1 of the module docstring)."""
+    return np.argsort(costs, kind="stable")
+
+
+def take(positions: np.ndarray, *arrays: np.ndarray | None) -> tuple:
+    """Each of ``arrays`` (None stays None) reordered by ``positions``."""
+    return tuple(None if a is None else a[positions] for a in arrays)
+
+
+def _batch_of(ends: np.ndarray, n: int) -> np.ndarray:
+    """Batch number of each position, for batches ending at ``ends`` (the last end is ``n``)."""
+    return np.repeat(np.arange(len(ends), dtype=np.int64), np.diff(np.concatenate([[0], ends])).astype(np.int64))[:n]
+
+
+def deal(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """The permutation of positions that deals each class's items over its batches (step 2).
+
+    ``samples[i]`` is the sample id of the item at position ``i`` of the cut's order (copies share
+    it), ``ends`` the batch ends, ``classes[i]`` its class (row cost). Returns ``perm`` with
+    ``new_order = order[perm]``: each class keeps its slots, its items are re-laid into them.
+    """
+    n = len(samples)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    classes = np.asarray(classes).astype(np.int64, copy=False)
+    batch = _batch_of(np.asarray(ends, dtype=np.int64), n)
+    slots = np.lexsort((batch, classes))  # by class, then batch, then position
+    key_class, key_batch = classes[slots], batch[slots]
+    changes = (key_class[1:] != key_class[:-1]) | (key_batch[1:] != key_batch[:-1])
+    starts = np.flatnonzero(np.concatenate([[True], changes]))
+    runs = np.diff(np.concatenate([starts, [n]]))
+    rounds = np.arange(n, dtype=np.int64) - np.repeat(starts, runs)
+    slots = slots[np.lexsort((key_batch, rounds, key_class))]  # by class, round, batch
+    _, inverse, counts = np.unique(samples, return_inverse=True, return_counts=True)
+    copies = counts[inverse]
+    names, runs_per_class = np.unique(key_class[starts], return_counts=True)  # batches holding each class
+    batches = runs_per_class[np.searchsorted(names, classes)]
+    # samples that fit their class's batches first (most copies first), those that must share last
+    items = np.lexsort((inverse, -copies, copies > batches, classes))
+    perm = np.empty(n, dtype=np.int64)
+    perm[slots] = items
+    return perm
+
+
+def repeats_per_batch(samples_in_order: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Extra copies each batch holds (items minus distinct samples), for reports and benchmarks."""
+    n = len(samples_in_order)
+    batch = _batch_of(np.asarray(ends, dtype=np.int64), n)
+    pairs = np.unique(np.stack([batch, np.asarray(samples_in_order, dtype=np.int64)]), axis=1)
+    distinct = np.bincount(pairs[0], minlength=len(ends))
+    return np.diff(np.concatenate([[0], ends])).astype(np.int64) - distinct
+
+
+__all__ = ["by_cost", "deal", "has_copies", "repeats_per_batch", "take"]
