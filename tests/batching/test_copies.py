@@ -3,7 +3,8 @@
 The mix of ``tests/data/multi_corpus.py`` at T = 5 draws the 12-pair direction many times over; the
 old cuts put the copies of one pair side by side. Checked here: the batches hold exactly the drawn
 items, every budget holds, no batch holds two copies of a pair unless the pair has more copies than
-there are batches of its row cost, and an epoch without copies is cut as before.
+there are batches of its length class (row cost and longer side), and an epoch without copies is cut
+as before.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.copies import deal, has_copies, repeats_per_batch
+from tokenmill.batching.copies import deal, has_copies, length_classes, repeats_per_batch
 from tokenmill.batching.costs import Sizes, row_costs
 from tokenmill.batching.plan import compute_sampled_batches
 from tokenmill.batching.sampled import SampledMix, SampledPlanner
@@ -67,8 +68,11 @@ def test_copies_of_one_pair_go_to_different_batches(multi_dataset, config):
     sample = SampledMix(multi_dataset, SAMPLING).sample(1)
     assert sample.sizes.copies is not None and has_copies(sample.ids)  # the small direction is upsampled
     together = EpochSample(sample.ids, Sizes(sample.sizes.src, sample.sizes.tgt), sample.dropped)
-    cost = row_costs(np.asarray(sample.sizes.src), np.asarray(sample.sizes.tgt), config.pad_to_multiple)
-    cost_of = dict(zip(sample.ids.tolist(), cost.tolist(), strict=False))
+    src, tgt = np.asarray(sample.sizes.src), np.asarray(sample.sizes.tgt)
+    cost = row_costs(src, tgt, config.pad_to_multiple)
+    if config.mode == "opennmt":  # OpenNMT-tf's length buckets (width 1: the row cost) and the longer side
+        cost = np.maximum(cost - 1, 0)
+    cost_of = dict(zip(sample.ids.tolist(), length_classes(cost, src, tgt).tolist(), strict=False))
     before = batches_of(together, config)
     order, stops, max_src, max_tgt = batches_of(sample, config)
     assert sorted(order.tolist()) == sorted(sample.ids.tolist())  # every drawn item, nothing more
@@ -78,8 +82,10 @@ def test_copies_of_one_pair_go_to_different_batches(multi_dataset, config):
     assert np.all(rows * width <= config.max_tokens)  # the budget holds
     repeats_before = int(repeats_per_batch(before[0], before[1]).sum())
     repeats_after = int(repeats_per_batch(order, stops).sum())
-    assert repeats_after < repeats_before
-    assert violations(before[0], before[1], cost_of)[1] > 0  # the old cut had copies side by side...
+    if config.mode != "opennmt":  # OpenNMT-tf's random stream rarely met copies here (bench_copies.py: it does)
+        assert repeats_after < repeats_before
+        assert violations(before[0], before[1], cost_of)[1] > 0  # the old cut had copies side by side...
+    assert repeats_after <= repeats_before
     assert violations(order, stops, cost_of)[1] == 0  # ...the new one only where its batches leave no choice
 
 

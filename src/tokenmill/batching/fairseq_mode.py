@@ -37,10 +37,11 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int = 1) -> Cut:
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
     if sizes.copies is not None:  # copies of one sample: group by row cost first (batching.copies)
-        costs, order, src, tgt = copies.take(copies.by_cost(costs), costs, order, src, tgt)
+        classes = copies.length_classes(costs, src, tgt)
+        costs, order, src, tgt, classes = copies.take(copies.by_class(classes), costs, order, src, tgt, classes)
     ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)
     if sizes.copies is not None:
-        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, costs), order, src, tgt)
+        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
     multiple = config.required_batch_size_multiple
     if config.drop_last and multiple > 1 and len(ends):
         last_rows = int(ends[-1] - (ends[-2] if len(ends) > 1 else 0))

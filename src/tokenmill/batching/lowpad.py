@@ -38,9 +38,10 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
     if sizes.copies is not None:  # copies of one sample: group by row cost first (batching.copies)
-        costs, order, src, tgt = copies.take(copies.by_cost(costs), costs, order, src, tgt)
+        classes = copies.length_classes(costs, src, tgt)
+        costs, order, src, tgt, classes = copies.take(copies.by_class(classes), costs, order, src, tgt, classes)
     ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
                        config.required_batch_size_multiple, config.batch_penalty)
     if sizes.copies is not None:
-        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, costs), order, src, tgt)
+        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)

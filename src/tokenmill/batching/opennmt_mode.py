@@ -113,5 +113,7 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
     )
     positions, ends = group_by_window(buckets, windows)
     if sizes.copies is not None:  # copies of one sample: dealt over the batches of their bucket
-        positions = positions[copies.deal(sizes.copies[stream[positions]], ends, buckets[positions])]
+        src, tgt = ordered(sizes, stream[positions])
+        classes = copies.length_classes(buckets[positions], src, tgt)
+        positions = positions[copies.deal(sizes.copies[stream[positions]], ends, classes)]
     return Cut(order=stream[positions], ends=ends, dropped=dropped)
