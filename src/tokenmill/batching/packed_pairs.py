@@ -350,6 +350,10 @@ class PackedPairPlanner(EpochPlanner):
         return PackedPairPlanner(self.dataset, self.config, selection=self.selection, world_size=world_size,
                                  cache=self.cache, keep_epochs=self.keep_epochs)
 
+    def _with_selection(self, selection: Selection) -> PackedPairPlanner:
+        return PackedPairPlanner(self.dataset, self.config, selection=selection, world_size=self.world_size,
+                                 cache=self.cache, keep_epochs=self.keep_epochs)
+
     def _assemble(
         self, arrays: dict[str, Any], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
     ) -> PackedEpochPlan:

@@ -254,6 +254,10 @@ class Planner(EpochPlanner):
         return Planner(self.selection, self.config, world_size=world_size, cache=self.cache,
                        keep_epochs=self.keep_epochs)
 
+    def _with_selection(self, selection: Selection) -> Planner:
+        return Planner(selection, self.config, world_size=self.world_size, cache=self.cache,
+                       keep_epochs=self.keep_epochs)
+
     def _assemble(
         self, arrays: dict[str, np.ndarray], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
     ) -> EpochPlan:

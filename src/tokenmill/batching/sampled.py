@@ -39,6 +39,7 @@ from tokenmill.batching.select import EpochSample
 from tokenmill.cache import CacheLike, fingerprint
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig, SamplingPlan
+from tokenmill.errors import ConfigError
 
 COPIES_RULE = "spread"
 """How copies of one sample in an epoch are batched (part of a sampled mix's settings)."""
@@ -104,6 +105,34 @@ class SampledMix:
         copies of one sample are spread over batches (:mod:`tokenmill.batching.copies`); states saved
         before that rule lack the key, so their resume is refused naming it instead of changing order."""
         return {"sampling": None if self.sampling is None else self.sampling.to_dict(), "copies": COPIES_RULE}
+
+    @property
+    def sources(self) -> list[str]:
+        """Names of the sources a consumption ledger counts by: the directions."""
+        return list(self.dataset.directions)
+
+    def source_of(self, ids: np.ndarray) -> np.ndarray:
+        """Source (direction) number of each global pair id."""
+        return np.asarray(self.dataset.direction_of(np.asarray(ids, dtype=np.int64)), dtype=np.int64)
+
+    def tokens_of(self, ids: np.ndarray) -> np.ndarray:
+        """Tokens (both sides) of each global pair id, from the data."""
+        ids = np.asarray(ids, dtype=np.int64)
+        tokens = np.zeros(len(ids), dtype=np.int64)
+        for sizes in (self.dataset.src_sizes, self.dataset.tgt_sizes):
+            if sizes is not None:
+                tokens += np.asarray(sizes[ids], dtype=np.int64)
+        return tokens
+
+    def with_settings(self, settings: dict[str, Any]) -> SampledMix:
+        """The same data under another mix: ``settings`` as :meth:`settings` gives them (a state's record).
+
+        Directions a new mix adds or retires are the dataset's directions with weight 0 in one of the two
+        mixes (``SamplingConfig.weights``)."""
+        if settings.get("copies", COPIES_RULE) != COPIES_RULE:
+            raise ConfigError(f"copies rule {settings.get('copies')!r} is not this version's ({COPIES_RULE!r})")
+        sampling = settings.get("sampling")
+        return SampledMix(self.dataset, None if sampling is None else SamplingConfig.from_dict(sampling))
 
     # ---------------------------------------------------------------- the epoch's mix
     def position(self, epoch: int) -> tuple[int, int]:

@@ -103,6 +103,15 @@ class SamplingConfig:
             "seed": self.seed,
         }
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SamplingConfig:
+        """The settings :meth:`to_dict` wrote (e.g. the mix a resume state recorded); unknown keys are an error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown sampling settings {unknown}; known: {sorted(known)}")
+        return cls(**dict(values))
+
     @property
     def mode(self) -> str:
         """Which rule sets the counts: ``concat`` (upsample_primary), ``weights`` or ``temperature``."""
