@@ -192,3 +192,32 @@ def test_ledger_from_the_state_equals_what_was_served(multi_dataset):
     resumed.load_state_dict(later)
     total = ledger_counts(multi_dataset, epoch1 + served2)
     assert {n: (r["total_samples"], r["total_tokens"]) for n, r in resumed.ledger()["sources"].items()} == total
+
+
+def test_cli_prints_the_ledger_of_a_state_and_needs_the_flag_for_another_mix(multi_data_bin, multi_dataset, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from tokenmill.cli import cli
+
+    sampling = SamplingConfig(temperature=5.0, seed=1)  # what `tokenmill batches --temperature 5 --seed 1` makes
+    planner = SampledPlanner(multi_dataset, BatchConfig(max_tokens=240, seed=1), sampling, world_size=2, cache=False)
+    its = [BatchIterator(multi_dataset, planner=planner, collate=None, rank=r, world_size=2, infinite=True)
+           for r in range(2)]
+    served = run(its, 3)
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(its[0].state_dict()), encoding="utf-8")
+    args = ["batches", str(multi_data_bin), "--max-tokens", "240", "--world-size", "2", "--no-cache",
+            "--directions", ",".join(multi_dataset.directions), "--state", str(state), "--json"]
+    result = CliRunner().invoke(cli, [*args, "--temperature", "5"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)["ledger"]["sources"]
+    expected = ledger_counts(multi_dataset, served)
+    assert {n: (r["epoch_samples"], r["epoch_tokens"]) for n, r in rows.items()} == expected
+    refused = CliRunner().invoke(cli, [*args, "--temperature", "2"])
+    assert refused.exit_code == 2 and "--allow-mix-change" in refused.output
+    changed = CliRunner().invoke(cli, [*args, "--temperature", "2", "--allow-mix-change"])
+    assert changed.exit_code == 0, changed.output
+    rows = json.loads(changed.output)["ledger"]["sources"]
+    assert {n: (r["epoch_samples"], r["epoch_tokens"]) for n, r in rows.items()} == expected  # served stays served
