@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching.order import radix_argsort
+
 
 def has_copies(ids: np.ndarray) -> bool:
     """Whether some id occurs more than once."""
@@ -50,7 +52,7 @@ def length_classes(costs: np.ndarray, src: np.ndarray, tgt: np.ndarray | None) -
 
 def by_class(classes: np.ndarray) -> np.ndarray:
     """Positions sorted by length class, ties keeping their order (step 1 of the module docstring)."""
-    return np.argsort(classes, kind="stable")
+    return radix_argsort(np.asarray(classes))
 
 
 def take(positions: np.ndarray, *arrays: np.ndarray | None) -> tuple:
@@ -66,30 +68,40 @@ def _batch_of(ends: np.ndarray, n: int) -> np.ndarray:
 def deal(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray) -> np.ndarray:
     """The permutation of positions that deals each class's items over its batches (step 2).
 
-    ``samples[i]`` is the sample id of the item at position ``i`` of the cut's order (copies share
-    it), ``ends`` the batch ends, ``classes[i]`` its length class. Returns ``perm`` with
-    ``new_order = order[perm]``: each class keeps its slots, its items are re-laid into them.
+    ``samples[i]`` is the sample id (>= 0) of the item at position ``i`` of the cut's order (copies
+    share it), ``ends`` the batch ends, ``classes[i]`` its length class (>= 0). Returns ``perm`` with
+    ``new_order = order[perm]``: each class keeps its slots, its items are re-laid into them. Every
+    sort is a 16-bit radix sort (O(n)).
     """
     n = len(samples)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    samples = np.unique(samples, return_inverse=True)[1] if int(np.max(samples)) >= 2**32 else samples
     classes = np.asarray(classes).astype(np.int64, copy=False)
+    present = np.bincount(classes) > 0
+    classes = (np.cumsum(present) - 1)[classes]  # dense 0..k-1
     batch = _batch_of(np.asarray(ends, dtype=np.int64), n)
-    slots = np.lexsort((batch, classes))  # by class, then batch, then position
-    key_class, key_batch = classes[slots], batch[slots]
-    changes = (key_class[1:] != key_class[:-1]) | (key_batch[1:] != key_batch[:-1])
-    starts = np.flatnonzero(np.concatenate([[True], changes]))
-    runs = np.diff(np.concatenate([starts, [n]]))
-    rounds = np.arange(n, dtype=np.int64) - np.repeat(starts, runs)
-    slots = slots[np.lexsort((key_batch, rounds, key_class))]  # by class, round, batch
-    _, inverse, counts = np.unique(samples, return_inverse=True, return_counts=True)
-    copies = counts[inverse]
-    names, runs_per_class = np.unique(key_class[starts], return_counts=True)  # batches holding each class
-    batches = runs_per_class[np.searchsorted(names, classes)]
+    slots = radix_argsort(classes)  # by class, then batch (positions are in batch order), then position
+    key = classes[slots] * len(ends) + batch[slots]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    rounds = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.concatenate([starts, [n]])))
+    slots = slots[_lsd((classes[slots], rounds))]  # by class, round, then batch (kept from before)
+    copies = np.bincount(samples)[samples]
+    room = np.bincount(classes[slots[starts]])  # batches holding each class
+    must_share = copies > room[classes]
     # samples that fit their class's batches first (most copies first), those that must share last
-    items = np.lexsort((inverse, -copies, copies > batches, classes))
+    items = _lsd((classes * 2 + must_share, int(copies.max()) - copies, samples))
     perm = np.empty(n, dtype=np.int64)
     perm[slots] = items
+    return perm
+
+
+def _lsd(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Stable argsort by several non-negative integer keys below 2**32 (first = most significant):
+    one radix sort per key, least significant first."""
+    perm = radix_argsort(keys[-1])
+    for column in keys[-2::-1]:
+        perm = perm[radix_argsort(column[perm])]
     return perm
 
 

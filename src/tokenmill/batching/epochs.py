@@ -50,12 +50,14 @@ def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
     return plan
 
 
-def left_of_ranges(order: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """``order`` without the positions inside the ranges ``[starts[i], stops[i])`` (vectorized)."""
+def left_of_ranges(order: np.ndarray, starts: np.ndarray, stops: np.ndarray, *, inside: bool = False) -> np.ndarray:
+    """``order`` without the positions inside the ranges ``[starts[i], stops[i])`` (vectorized);
+    ``inside``: only those positions instead."""
     marks = np.zeros(len(order) + 1, dtype=np.int64)  # +1 at a served range's start, -1 at its stop
     np.add.at(marks, starts, 1)
     np.add.at(marks, stops, -1)
-    return np.asarray(order)[np.cumsum(marks[:-1]) == 0]
+    covered = np.cumsum(marks[:-1]) != 0
+    return np.asarray(order)[covered if inside else ~covered]
 
 
 def merge_dropped(*counts: dict[str, Any]) -> dict[str, int]:
@@ -229,7 +231,7 @@ class EpochPlanner:
                 plan = target._remainder(plan, steps, epoch, next_world, key)
             else:
                 key = fingerprint({"key": key, "to": self.base_key})
-                plan = target._redrawn(epoch, served_by(ran), next_world, key)
+                plan = target._redrawn(epoch, list(ran), next_world, key)
             plans.append(plan)
         remember(self._after, epoch, (asked, plans))
         return plans
@@ -238,9 +240,10 @@ class EpochPlanner:
         """The plan of what ``plan`` had not served after ``steps`` steps, for ``world_size`` ranks."""
         return self._rest(lambda: plan.left_after(steps), epoch, world_size, key)
 
-    def _redrawn(self, epoch: int, served: np.ndarray, world_size: int, key: str) -> Any:
-        """The plan of this planner's draw of ``epoch`` less ``served`` (a mix change), for ``world_size`` ranks."""
-        return self._rest(lambda: multiset_minus(self.selection.sample(epoch).item_ids(), served), epoch,
+    def _redrawn(self, epoch: int, ran: list[tuple[Any, int]], world_size: int, key: str) -> Any:
+        """The plan of this planner's draw of ``epoch`` less what the parts ``ran`` served (a mix change),
+        for ``world_size`` ranks (what was served is only worked out when the plan is not cached)."""
+        return self._rest(lambda: multiset_minus(self.selection.sample(epoch).item_ids(), served_by(ran)), epoch,
                           world_size, key)
 
     def _rest(self, left: Any, epoch: int, world_size: int, key: str) -> Any:
@@ -274,7 +277,8 @@ class EpochPlanner:
 
 def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
     """Dataset ids the parts ``ran`` ((plan, steps) each) served, copies included."""
-    pieces = [multiset_minus(plan.left_after(0), plan.left_after(steps)) for plan, steps in ran if steps]
+    pieces = [plan.served_after(steps) if hasattr(plan, "served_after")
+              else multiset_minus(plan.left_after(0), plan.left_after(steps)) for plan, steps in ran if steps]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
 
 

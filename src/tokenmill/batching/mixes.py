@@ -30,22 +30,26 @@ def multiset_minus(items: np.ndarray, served: np.ndarray) -> np.ndarray:
     """``items`` without one occurrence per occurrence in ``served`` (vectorized), in ``items``' order.
 
     Of several copies of one id the first ones in ``items`` are taken out; ids of ``served`` that
-    ``items`` lacks (or lacks enough of) are ignored.
+    ``items`` lacks (or lacks enough of) are ignored. Ids are non-negative (dataset ids): counts are
+    kept per id, and only items whose id is partly taken out are sorted.
     """
     items = np.asarray(items, dtype=np.int64)
+    served = np.asarray(served, dtype=np.int64)
     if not len(served) or not len(items):
         return items
-    names, inverse = np.unique(items, return_inverse=True)
-    served = np.asarray(served, dtype=np.int64)
-    where = np.searchsorted(names, served)
-    found = where < len(names)
-    found[found] = names[where[found]] == served[found]
-    remove = np.bincount(where[found], minlength=len(names))
-    grouped = np.argsort(inverse, kind="stable")
-    first = np.searchsorted(inverse[grouped], np.arange(len(names)))
-    occurrence = np.empty(len(items), dtype=np.int64)
-    occurrence[grouped] = np.arange(len(items), dtype=np.int64) - first[inverse[grouped]]
-    return items[occurrence >= remove[inverse]]
+    top = int(max(items.max(), served.max())) + 1
+    remove = np.bincount(served, minlength=top)[items]
+    keep = remove == 0
+    partly = np.flatnonzero(~keep & (np.bincount(items, minlength=top)[items] > remove))
+    if len(partly):  # ids with more copies than were served: keep the copies after the first ``remove``
+        ids = items[partly]
+        grouped = np.argsort(ids, kind="stable")
+        run_start = np.flatnonzero(np.concatenate([[True], ids[grouped][1:] != ids[grouped][:-1]]))
+        runs = np.diff(np.concatenate([run_start, [len(ids)]]))
+        occurrence = np.empty(len(ids), dtype=np.int64)
+        occurrence[grouped] = np.arange(len(ids), dtype=np.int64) - np.repeat(run_start, runs)
+        keep[partly] = occurrence >= remove[partly]
+    return items[keep]
 
 
 def segment(value: Sequence[Any]) -> Segment:

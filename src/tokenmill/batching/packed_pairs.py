@@ -185,6 +185,13 @@ class PackedEpochPlan(EpochPlan):
         row_starts = np.concatenate([[0], self.row_ends]).astype(np.int64)
         return left_of_ranges(self.order, row_starts[self.table.starts[served]], row_starts[self.table.stops[served]])
 
+    def served_after(self, steps: int) -> np.ndarray:
+        """Pair ids the first ``steps`` steps (all ranks) served, in plan order."""
+        served = self.schedule[:steps].ravel()
+        row_starts = np.concatenate([[0], self.row_ends]).astype(np.int64)
+        return left_of_ranges(self.order, row_starts[self.table.starts[served]], row_starts[self.table.stops[served]],
+                              inside=True)
+
 
 def _drop_long(
     ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, where: str, dropped: dict[str, int]

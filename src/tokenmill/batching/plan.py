@@ -110,6 +110,11 @@ class EpochPlan:
         served = self.schedule[:steps].ravel()
         return left_of_ranges(self.order, self.table.starts[served], self.table.stops[served])
 
+    def served_after(self, steps: int) -> np.ndarray:
+        """Sample ids the first ``steps`` steps (all ranks) served, in plan order."""
+        served = self.schedule[:steps].ravel()
+        return left_of_ranges(self.order, self.table.starts[served], self.table.stops[served], inside=True)
+
 
 CutFunction = Callable[[Sizes, BatchConfig, int], Cut]
 """A batching mode: (item lengths, settings, epoch) -> items in batch order and batch ends."""
