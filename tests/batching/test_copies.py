@@ -112,3 +112,28 @@ def test_deal_keeps_each_class_in_its_slots_and_separates_copies():
     assert np.array_equal(classes[perm], classes)  # every position keeps its class
     assert repeats_per_batch(samples, ends).tolist() == [2, 1, 0, 1]
     assert repeats_per_batch(samples[perm], ends).tolist() == [0, 0, 0, 1]  # 9 has 2 copies, its cost 1 batch
+
+
+def test_packed_rows_spread_copies_and_keep_every_row_length(multi_dataset):
+    from tokenmill.batching.packed_pairs import PackConfig, compute_packed
+
+    sample = SampledMix(multi_dataset, SAMPLING).sample(1)
+    together = EpochSample(sample.ids, Sizes(sample.sizes.src, sample.sizes.tgt), sample.dropped)
+    config = PackConfig(max_length=64, rows_per_batch=3)
+    before, _ = compute_packed(together, config, 1, 2)
+    after, _ = compute_packed(sample, config, 1, 2)
+    assert sorted(after["order"].tolist()) == sorted(sample.ids.tolist())
+    for name in ("row_ends", "row_src", "row_tgt", "starts", "stops"):
+        assert np.array_equal(before[name], after[name])  # rows and batches keep their shape
+    src_of = dict(zip(sample.ids.tolist(), np.asarray(sample.sizes.src).tolist(), strict=False))
+    tgt_of = dict(zip(sample.ids.tolist(), np.asarray(sample.sizes.tgt).tolist(), strict=False))
+    row_starts = np.concatenate([[0], after["row_ends"][:-1]])
+    for arrays in (before, after):  # every row holds the same tokens per side as before
+        src = np.add.reduceat([src_of[i] for i in arrays["order"].tolist()], row_starts)
+        assert np.array_equal(src, before["row_src"])
+    pair_stops = np.concatenate([[0], after["row_ends"]])[after["stops"]]
+    cell_of = {i: src_of[i] * 1000 + tgt_of[i] for i in src_of}
+    repeats_before = int(repeats_per_batch(before["order"], pair_stops).sum())
+    assert int(repeats_per_batch(after["order"], pair_stops).sum()) < repeats_before
+    assert violations(before["order"], pair_stops, cell_of)[1] > 0
+    assert violations(after["order"], pair_stops, cell_of)[1] == 0

@@ -76,13 +76,22 @@ def deal(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray) -> np.ndarr
     n = len(samples)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    return deal_by_batch(samples, _batch_of(np.asarray(ends, dtype=np.int64), n), classes, ordered=True)
+
+
+def deal_by_batch(samples: np.ndarray, batch: np.ndarray, classes: np.ndarray, *, ordered: bool = False) -> np.ndarray:
+    """:func:`deal` with the batch number (>= 0) of each position given (``ordered``: non-decreasing)."""
+    n = len(samples)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     samples = np.unique(samples, return_inverse=True)[1] if int(np.max(samples)) >= 2**32 else samples
     classes = np.asarray(classes).astype(np.int64, copy=False)
     present = np.bincount(classes) > 0
     classes = (np.cumsum(present) - 1)[classes]  # dense 0..k-1
-    batch = _batch_of(np.asarray(ends, dtype=np.int64), n)
-    slots = radix_argsort(classes)  # by class, then batch (positions are in batch order), then position
-    key = classes[slots] * len(ends) + batch[slots]
+    batch = np.asarray(batch, dtype=np.int64)
+    # by class, then batch, then position
+    slots = radix_argsort(classes) if ordered else _lsd((classes, batch))
+    key = classes[slots] * (int(batch.max()) + 1) + batch[slots]
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
     rounds = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.concatenate([starts, [n]])))
     slots = slots[_lsd((classes[slots], rounds))]  # by class, round, then batch (kept from before)
@@ -114,4 +123,4 @@ def repeats_per_batch(samples_in_order: np.ndarray, ends: np.ndarray) -> np.ndar
     return np.diff(np.concatenate([[0], ends])).astype(np.int64) - distinct
 
 
-__all__ = ["by_class", "deal", "has_copies", "length_classes", "repeats_per_batch", "take"]
+__all__ = ["by_class", "deal", "deal_by_batch", "has_copies", "length_classes", "repeats_per_batch", "take"]
