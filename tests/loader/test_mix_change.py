@@ -11,14 +11,17 @@ changes. The ledger computed from a state equals what the batches served.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.sampled import SampledMix, SampledPlanner
+from tokenmill.cli import cli
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.loader import BatchIterator
@@ -195,12 +198,6 @@ def test_ledger_from_the_state_equals_what_was_served(multi_dataset):
 
 
 def test_cli_prints_the_ledger_of_a_state_and_needs_the_flag_for_another_mix(multi_data_bin, multi_dataset, tmp_path):
-    import json
-
-    from click.testing import CliRunner
-
-    from tokenmill.cli import cli
-
     sampling = SamplingConfig(temperature=5.0, seed=1)  # what `tokenmill batches --temperature 5 --seed 1` makes
     planner = SampledPlanner(multi_dataset, BatchConfig(max_tokens=240, seed=1), sampling, world_size=2, cache=False)
     its = [BatchIterator(multi_dataset, planner=planner, collate=None, rank=r, world_size=2, infinite=True)
