@@ -218,3 +218,15 @@ def test_cli_prints_the_ledger_of_a_state_and_needs_the_flag_for_another_mix(mul
     assert changed.exit_code == 0, changed.output
     rows = json.loads(changed.output)["ledger"]["sources"]
     assert {n: (r["epoch_samples"], r["epoch_tokens"]) for n, r in rows.items()} == expected  # served stays served
+
+
+def test_a_state_saved_before_copies_were_spread_is_refused_naming_the_rule(multi_dataset):
+    old = iterators(multi_dataset, OLD, 1)
+    run(old, 2)
+    state = old[0].state_dict()
+    del state["config"]["selection"]["copies"]  # what a state of the previous version recorded
+    state["fingerprint"] = "0" * len(state["fingerprint"])
+    with pytest.raises(TokenmillError, match=r"selection\.copies: None -> 'spread'"):
+        iterators(multi_dataset, OLD, 1)[0].load_state_dict(state)
+    with pytest.raises(TokenmillError, match="copies rule None"):  # its plan cannot be made again to re-plan from
+        iterators(multi_dataset, RETIRE, 1)[0].load_state_dict(state, allow_mix_change=True)

@@ -129,8 +129,11 @@ class SampledMix:
 
         Directions a new mix adds or retires are the dataset's directions with weight 0 in one of the two
         mixes (``SamplingConfig.weights``)."""
-        if settings.get("copies", COPIES_RULE) != COPIES_RULE:
-            raise ConfigError(f"copies rule {settings.get('copies')!r} is not this version's ({COPIES_RULE!r})")
+        if settings.get("copies") != COPIES_RULE:  # e.g. a state saved before copies were spread
+            raise ConfigError(
+                f"the mix was batched with copies rule {settings.get('copies')!r}, not this version's "
+                f"{COPIES_RULE!r}: its plan cannot be made again; start the data iterator afresh"
+            )
         sampling = settings.get("sampling")
         return SampledMix(self.dataset, None if sampling is None else SamplingConfig.from_dict(sampling))
 
