@@ -45,4 +45,18 @@ class MadeForWorld(Protocol):
     world_size: int
 
 
-__all__ = ["CountsSamples", "Elastic", "MadeForWorld", "NamesSettings"]
+@runtime_checkable
+class ChangesMix(Protocol):
+    """Serves a mix of sources that a resumed state may change (:mod:`tokenmill.batching.mixes`)."""
+
+    @property
+    def mix(self) -> dict[str, Any]:
+        """The selection's settings by name."""
+        ...
+
+    def for_mix(self, mix: dict[str, Any] | None) -> Any:
+        """The same planner serving ``mix``."""
+        ...
+
+
+__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "NamesSettings"]

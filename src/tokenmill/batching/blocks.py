@@ -100,7 +100,8 @@ def compute_blocked(
                 f"block {number + 1} of {len(blocks)} holds {len(positions)} items for {world_size} ranks: "
                 f"raise block_size (now {config.block_size}) or use fewer ranks"
             )
-        block = Sizes(src=sizes.src[positions], tgt=None if sizes.tgt is None else sizes.tgt[positions])
+        block = Sizes(src=sizes.src[positions], tgt=None if sizes.tgt is None else sizes.tgt[positions],
+                      copies=None if sizes.copies is None else sizes.copies[positions])
         cut: Cut = lowpad.cut_with(block, config, generator(config.seed, epoch, SAMPLE_SHUFFLE, number + 1))
         arrays, meta = compute(block, config, epoch, world_size, cut=cut)
         chosen = positions[arrays.pop("order")]

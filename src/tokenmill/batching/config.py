@@ -77,6 +77,12 @@ class BatchConfig:
     random set of 1/64-block pieces of the items, new every epoch), so building a plan needs memory
     for one block, not the corpus (:mod:`tokenmill.batching.blocks`); None: always one block. Epochs
     of at most ``block_size`` items are planned whole, exactly as without blocks."""
+    compute_balance: float | None = None
+    """Deal batches to ranks by compute instead of padded tokens: a batch costs its real tokens plus
+    ``compute_balance`` x the sum of its rows' squared lengths (both sides; the quadratic term of
+    attention), and each step's batches are of about the same cost, so ranks get equal compute, not only
+    equal token counts. None (the default): dealt by padded tokens, as before (and not part of the plan's
+    identity, so plans and states made before the setting existed stay valid)."""
     plan_threads: int = 1
     """``lowpad`` block-wise plans: cut this many blocks at the same time on threads (the sorts and
     gathers run without the GIL). Each thread holds one block's arrays, so the memory to build a plan
@@ -107,6 +113,11 @@ class BatchConfig:
             raise ConfigError(f"plan_threads must be an integer >= 1, got {self.plan_threads!r}")
         if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 64):
             raise ConfigError(f"block_size must be an integer >= 64 or None, got {self.block_size!r}")
+        if self.compute_balance is not None and (
+            isinstance(self.compute_balance, bool) or not isinstance(self.compute_balance, int | float)
+            or not 0 <= self.compute_balance < float("inf")
+        ):
+            raise ConfigError(f"compute_balance must be a number >= 0 or None, got {self.compute_balance!r}")
         if not isinstance(self.sample_buffer_size, int) or self.sample_buffer_size < -1:
             raise ConfigError(
                 f"sample_buffer_size must be -1, 0 or a positive integer, got {self.sample_buffer_size!r}"
@@ -123,6 +134,8 @@ class BatchConfig:
         ``lowpad`` mode it also holds :data:`LOWPAD_CUT`, the version of the cut rule."""
         values = self.to_dict()
         del values["plan_threads"]
+        if self.compute_balance is None:
+            del values["compute_balance"]
         if self.mode != "lowpad":
             del values["batch_penalty"]
         else:

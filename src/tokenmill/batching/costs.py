@@ -24,6 +24,9 @@ class Sizes:
     """int32 target lengths, or None for a source-only dataset."""
     keep: np.ndarray | None = None
     """Bool mask of samples the dataset keeps (None: all)."""
+    copies: np.ndarray | None = None
+    """Sample id of each item when an epoch holds copies of one sample (a sampled mix that
+    upsamples); the cut spreads copies over batches (:mod:`tokenmill.batching.copies`). None: no copies."""
 
     def __len__(self) -> int:
         return len(self.src)

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching.costs import Sizes
+from tokenmill.batching.mixes import mix_key, multiset_minus, same_mix, segment
 from tokenmill.batching.select import EpochSample, Selection
 from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
 from tokenmill.errors import ConfigError
@@ -49,12 +50,14 @@ def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
     return plan
 
 
-def left_of_ranges(order: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """``order`` without the positions inside the ranges ``[starts[i], stops[i])`` (vectorized)."""
+def left_of_ranges(order: np.ndarray, starts: np.ndarray, stops: np.ndarray, *, inside: bool = False) -> np.ndarray:
+    """``order`` without the positions inside the ranges ``[starts[i], stops[i])`` (vectorized);
+    ``inside``: only those positions instead."""
     marks = np.zeros(len(order) + 1, dtype=np.int64)  # +1 at a served range's start, -1 at its stop
     np.add.at(marks, starts, 1)
     np.add.at(marks, stops, -1)
-    return np.asarray(order)[np.cumsum(marks[:-1]) == 0]
+    covered = np.cumsum(marks[:-1]) != 0
+    return np.asarray(order)[covered if inside else ~covered]
 
 
 def merge_dropped(*counts: dict[str, Any]) -> dict[str, int]:
@@ -84,6 +87,7 @@ class EpochPlanner:
         self._memo: dict[int, Any] = {}
         self._after: dict[int, Any] = {}  # epoch -> (segments, plan) of the last elastic remainder asked for
         self._worlds: dict[int, EpochPlanner] = {}
+        self._mixes: dict[str, EpochPlanner] = {}
         self.plan_settings = {**settings, "selection": getattr(selection, "settings", dict)()}
         """Every setting of the cut and the selection, by name: what a resumed state must match."""
         self.base_key = fingerprint(
@@ -128,6 +132,10 @@ class EpochPlanner:
     def _with_world(self, world_size: int) -> EpochPlanner:
         raise NotImplementedError
 
+    def _with_selection(self, selection: Selection) -> EpochPlanner:
+        """The same planner (settings, world size, cache) over another selection (another mix)."""
+        raise NotImplementedError
+
     # ---------------------------------------------------------------- plans
     @property
     def fingerprint(self) -> str:
@@ -158,42 +166,91 @@ class EpochPlanner:
             self._worlds[world_size] = self._with_world(world_size)
         return self._worlds[world_size]
 
-    def plan_after(self, epoch: int, segments: Sequence[tuple[int, int]]) -> Any:
-        """The plan of the rest of ``epoch`` for this planner's ranks, after ``segments``: (world size,
-        steps) pairs, the epoch's earlier parts in order, each run on another number of ranks.
+    @property
+    def mix(self) -> dict[str, Any]:
+        """The selection's settings by name: the mix this planner serves."""
+        return dict(self.plan_settings["selection"])
 
-        The first part ran the epoch's own plan at its world size; every later part ran the plan of
-        the items the parts before it had not served. What is left is cut again here (the same cut,
-        dealing and step shuffle as any plan, over the remaining items), so over all parts every item
-        of the epoch is served exactly once and every rank of each part runs the same number of
-        steps. A pure function of (data, settings, epoch, segments, world size), cached like any plan.
+    def for_mix(self, mix: dict[str, Any] | None) -> EpochPlanner:
+        """The same planner with its selection made from ``mix`` (a selection's settings; None: this one's).
+
+        A selection that can change its mix gives ``with_settings``; others refuse, naming why."""
+        if mix is None or same_mix(mix, self.mix):
+            return self
+        key = mix_key(mix)
+        if key not in self._mixes:
+            maker = getattr(self.selection, "with_settings", None)
+            if maker is None:
+                raise ConfigError(
+                    f"the mix cannot change: this planner's selection ({type(self.selection).__name__}) has no "
+                    "mix to change; resume with the settings the state was saved with"
+                )
+            self._mixes[key] = self._with_selection(maker(mix))
+        return self._mixes[key]
+
+    def plan_after(self, epoch: int, segments: Sequence[Sequence[Any]]) -> Any:
+        """The plan of the rest of ``epoch`` for this planner's ranks and mix, after ``segments``: (world
+        size, steps[, mix]) of the epoch's earlier parts in order (:mod:`tokenmill.batching.mixes`).
+
+        The first part ran the epoch's own plan (at its world size, under its mix); every later part
+        ran the plan of what the parts before it left. Between two parts of one mix, what is left is
+        what the running plan had not served, cut again (the same cut, dealing and step shuffle as any
+        plan), so every item of the epoch is served exactly once and every rank of each part runs the
+        same number of steps. Where the mix changes, what is left is the epoch's draw under the new mix
+        less everything served so far. A pure function of (data, settings, epoch, segments, world
+        size), cached like any plan.
         """
+        return self.chain(epoch, segments)[-1]
+
+    def chain(self, epoch: int, segments: Sequence[Sequence[Any]]) -> list[Any]:
+        """The plan of every part of ``epoch`` after ``segments`` (:meth:`plan_after`): one per segment,
+        then the running one's (the last)."""
         if not segments:
-            return self.plan(epoch)
-        asked = [(int(w), int(n)) for w, n in segments]
+            return [self.plan(epoch)]
+        parts = [segment(x) for x in segments]
+        asked = [[w, n] if m is None else [w, n, m] for w, n, m in parts]
         if epoch in self._after and self._after[epoch][0] == asked:  # asked for on every batch while it runs
             return self._after[epoch][1]
-        first = self.for_world(int(segments[0][0]))
+        first = self.for_mix(parts[0][2]).for_world(parts[0][0])
         plan = first.plan(epoch)
-        for index, (world, steps) in enumerate(segments):
-            world, steps = int(world), int(steps)
+        plans = [plan]
+        ran: list[tuple[Any, int]] = []  # (plan, steps) of each part, for what was served when the mix changes
+        for index, (world, steps, mix) in enumerate(parts):
             if world != plan.world_size or not 0 <= steps <= plan.num_steps:
                 raise ConfigError(
-                    f"resume segments {list(segments)} do not fit epoch {epoch}: part {index} ran {steps} steps "
+                    f"resume segments {asked} do not fit epoch {epoch}: part {index} ran {steps} steps "
                     f"at world size {world}, but its plan has {plan.num_steps} steps at world size {plan.world_size}"
                 )
-            next_world = int(segments[index + 1][0]) if index + 1 < len(segments) else self.world_size
-            key = fingerprint({"base": first.base_key, "segments": [list(map(int, x)) for x in segments[: index + 1]],
-                               "world": next_world, "v": self.version})
-            plan = self._remainder(plan, steps, epoch, next_world, key)
-        remember(self._after, epoch, (asked, plan))
-        return plan
+            ran.append((plan, steps))
+            later = parts[index + 1] if index + 1 < len(parts) else (self.world_size, 0, None)
+            next_world, next_mix = later[0], later[2]
+            key = fingerprint({"base": first.base_key, "segments": asked[: index + 1], "world": next_world,
+                               "v": self.version} | ({} if next_mix is None else {"mix": next_mix}))
+            target = self.for_mix(next_mix)
+            if same_mix(mix, next_mix):
+                plan = target._remainder(plan, steps, epoch, next_world, key)
+            else:
+                key = fingerprint({"key": key, "to": self.base_key})
+                plan = target._redrawn(epoch, list(ran), next_world, key)
+            plans.append(plan)
+        remember(self._after, epoch, (asked, plans))
+        return plans
 
     def _remainder(self, plan: RankPlan, steps: int, epoch: int, world_size: int, key: str) -> Any:
         """The plan of what ``plan`` had not served after ``steps`` steps, for ``world_size`` ranks."""
+        return self._rest(lambda: plan.left_after(steps), epoch, world_size, key)
+
+    def _redrawn(self, epoch: int, ran: list[tuple[Any, int]], world_size: int, key: str) -> Any:
+        """The plan of this planner's draw of ``epoch`` less what the parts ``ran`` served (a mix change),
+        for ``world_size`` ranks (what was served is only worked out when the plan is not cached)."""
+        return self._rest(lambda: multiset_minus(self.selection.sample(epoch).item_ids(), served_by(ran)), epoch,
+                          world_size, key)
+
+    def _rest(self, left: Any, epoch: int, world_size: int, key: str) -> Any:
+        """The plan of the items ``left()`` gives (dataset ids), cut for ``world_size`` ranks and cached."""
 
         def build(scratch: Path | None) -> tuple[Arrays, dict]:
-            ids = plan.left_after(steps)
+            ids = left()
             if len(ids) < world_size:  # cannot give every rank an item: the epoch ends here (counted)
                 dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
                 return self._empty(), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
@@ -214,7 +271,15 @@ class EpochPlanner:
         by_id = np.argsort(sample.ids, kind="stable")  # memory of the sample, not of the largest id
         where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
         tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
-        return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt)
+        repeated = None if sample.sizes.copies is None else np.asarray(ids, dtype=np.int64)  # spread them again
+        return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt, copies=repeated)
 
 
-__all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember"]
+def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
+    """Dataset ids the parts ``ran`` ((plan, steps) each) served, copies included."""
+    pieces = [plan.served_after(steps) if hasattr(plan, "served_after")
+              else multiset_minus(plan.left_after(0), plan.left_after(steps)) for plan, steps in ran if steps]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
+
+__all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember", "served_by"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered_by_length, row_costs
 from tokenmill.batching.order import fairseq_order, index_dtype
@@ -35,7 +36,12 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int = 1) -> Cut:
     src, tgt = ordered_by_length(sizes, order)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
+    if sizes.copies is not None:  # copies of one sample: group by row cost first (batching.copies)
+        classes = copies.length_classes(costs, src, tgt)
+        costs, order, src, tgt, classes = copies.take(copies.by_class(classes), costs, order, src, tgt, classes)
     ends = pack_greedy(costs, config.max_tokens, config.max_sentences, config.required_batch_size_multiple)
+    if sizes.copies is not None:
+        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
     multiple = config.required_batch_size_multiple
     if config.drop_last and multiple > 1 and len(ends):
         last_rows = int(ends[-1] - (ends[-2] if len(ends) > 1 else 0))

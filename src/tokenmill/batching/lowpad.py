@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
 from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
@@ -36,6 +37,11 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
     order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
+    if sizes.copies is not None:  # copies of one sample: group by row cost first (batching.copies)
+        classes = copies.length_classes(costs, src, tgt)
+        costs, order, src, tgt, classes = copies.take(copies.by_class(classes), costs, order, src, tgt, classes)
     ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
                        config.required_batch_size_multiple, config.batch_penalty)
+    if sizes.copies is not None:
+        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, ordered, row_costs
 from tokenmill.batching.order import SAMPLE_SHUFFLE, generator, random_shard_order, stable_argsort
@@ -111,4 +112,8 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
         config.max_sentences,
     )
     positions, ends = group_by_window(buckets, windows)
+    if sizes.copies is not None:  # copies of one sample: dealt over the batches of their bucket
+        src, tgt = ordered(sizes, stream[positions])
+        classes = copies.length_classes(buckets[positions], src, tgt)
+        positions = positions[copies.deal(sizes.copies[stream[positions]], ends, classes)]
     return Cut(order=stream[positions], ends=ends, dropped=dropped)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill.batching import copies
 from tokenmill.batching.config import settings_from_dict
 from tokenmill.batching.costs import round_up
 from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
@@ -185,6 +186,13 @@ class PackedEpochPlan(EpochPlan):
         row_starts = np.concatenate([[0], self.row_ends]).astype(np.int64)
         return left_of_ranges(self.order, row_starts[self.table.starts[served]], row_starts[self.table.stops[served]])
 
+    def served_after(self, steps: int) -> np.ndarray:
+        """Pair ids the first ``steps`` steps (all ranks) served, in plan order."""
+        served = self.schedule[:steps].ravel()
+        row_starts = np.concatenate([[0], self.row_ends]).astype(np.int64)
+        return left_of_ranges(self.order, row_starts[self.table.starts[served]], row_starts[self.table.stops[served]],
+                              inside=True)
+
 
 def _drop_long(
     ids: np.ndarray, src: np.ndarray, tgt: np.ndarray, config: PackConfig, where: str, dropped: dict[str, int]
@@ -297,6 +305,8 @@ def compute_packed(
     )
     if eq.dropped_batches:
         dropped["drop_last_for_ranks"] = len(order) - batch_pairs(row_ends, eq.starts, eq.stops)
+    if sample.sizes.copies is not None:  # copies of one pair: dealt over the batches holding its lengths
+        order = spread_copies(order, row_ends, eq.starts, eq.stops, sample)
     arrays = {
         "order": order,
         "row_ends": row_ends,
@@ -307,6 +317,35 @@ def compute_packed(
     }
     meta = {"dropped": dropped, "splits": eq.splits, "merges": eq.merges, "seconds": time.perf_counter() - began}
     return arrays, meta
+
+
+def spread_copies(order: np.ndarray, row_ends: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+                  sample: EpochSample) -> np.ndarray:
+    """``order`` with the pairs of each (source, target) length dealt over the batches holding that length
+    (:func:`tokenmill.batching.copies.deal_by_batch`): rows keep their lengths exactly, copies of one pair
+    land in different batches where the batches of its lengths allow."""
+    row_batch = np.full(len(row_ends), len(starts), dtype=np.int64)  # rows of no batch (dropped): one more
+    row_batch[np.repeat(starts, stops - starts) + _ranks_within(stops - starts)] = np.repeat(
+        np.arange(len(starts), dtype=np.int64), stops - starts)
+    batch = np.repeat(row_batch, np.diff(np.concatenate([[0], row_ends])).astype(np.int64))
+    src, tgt = sizes_of(sample, order)
+    cells = src * (int(tgt.max()) + 1 if len(tgt) else 1) + tgt
+    return order[copies.deal_by_batch(order, batch, cells)]
+
+
+def _ranks_within(lengths: np.ndarray) -> np.ndarray:
+    """0..n-1 within each run of the given lengths, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def sizes_of(sample: EpochSample, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Source and target lengths (int64) of the items ``ids`` of ``sample`` (dataset ids)."""
+    all_ids = sample.item_ids()
+    src, tgt = sample.item_sizes()
+    by_id = np.argsort(all_ids, kind="stable")
+    where = by_id[np.searchsorted(np.asarray(all_ids)[by_id], ids)]
+    return np.asarray(src, dtype=np.int64)[where], np.asarray(tgt, dtype=np.int64)[where]
 
 
 class PackedPairPlanner(EpochPlanner):
@@ -348,6 +387,10 @@ class PackedPairPlanner(EpochPlanner):
 
     def _with_world(self, world_size: int) -> PackedPairPlanner:
         return PackedPairPlanner(self.dataset, self.config, selection=self.selection, world_size=world_size,
+                                 cache=self.cache, keep_epochs=self.keep_epochs)
+
+    def _with_selection(self, selection: Selection) -> PackedPairPlanner:
+        return PackedPairPlanner(self.dataset, self.config, selection=selection, world_size=self.world_size,
                                  cache=self.cache, keep_epochs=self.keep_epochs)
 
     def _assemble(

@@ -111,6 +111,11 @@ class EpochPlan:
         served = self.schedule[:steps].ravel()
         return left_of_ranges(self.order, self.table.starts[served], self.table.stops[served])
 
+    def served_after(self, steps: int) -> np.ndarray:
+        """Sample ids the first ``steps`` steps (all ranks) served, in plan order."""
+        served = self.schedule[:steps].ravel()
+        return left_of_ranges(self.order, self.table.starts[served], self.table.stops[served], inside=True)
+
 
 CutFunction = Callable[[Sizes, BatchConfig, int], Cut]
 """A batching mode: (item lengths, settings, epoch) -> items in batch order and batch ends."""
@@ -185,6 +190,8 @@ def compute_batches(
         "sum_src": table.sum_src,
         "sum_tgt": table.sum_tgt,
     }
+    if config.compute_balance is not None:  # the quadratic term of each batch's compute
+        arrays["squares"] = squares_of(eq.starts, eq.stops, src_in_order, tgt_in_order)
     meta = {
         "dropped": dropped,
         "splits": eq.splits,
@@ -192,6 +199,24 @@ def compute_batches(
         "seconds": time.perf_counter() - began,
     }
     return arrays, meta
+
+
+def squares_of(starts: np.ndarray, stops: np.ndarray, src: np.ndarray, tgt: np.ndarray | None) -> np.ndarray:
+    """Sum of the rows' squared lengths (both sides) of each batch ``[starts, stops)`` of the order."""
+    src = np.asarray(src, dtype=np.int64)
+    squared = measure(starts, stops, src * src, None if tgt is None else np.asarray(tgt, dtype=np.int64) ** 2)
+    return squared.sum_src + squared.sum_tgt
+
+
+def batch_costs(
+    table: BatchTable, padded: np.ndarray, arrays: dict[str, np.ndarray], config: BatchConfig
+) -> np.ndarray:
+    """What the deal to ranks balances: padded tokens, or with ``compute_balance`` a batch's compute
+    (real tokens + compute_balance x its squared lengths)."""
+    if config.compute_balance is None:
+        return padded
+    squares = np.asarray(arrays["squares"]) if "squares" in arrays else np.zeros(len(table), dtype=np.int64)
+    return table.sum_src + table.sum_tgt + config.compute_balance * squares
 
 
 def step_permutation(config: BatchConfig, epoch: int, world_size: int) -> Callable[[int], np.ndarray] | None:
@@ -257,17 +282,24 @@ class Planner(EpochPlanner):
         return Planner(self.selection, self.config, world_size=world_size, cache=self.cache,
                        keep_epochs=self.keep_epochs)
 
+    def _with_selection(self, selection: Selection) -> Planner:
+        return Planner(selection, self.config, world_size=self.world_size, cache=self.cache,
+                       keep_epochs=self.keep_epochs)
+
     def _assemble(
         self, arrays: dict[str, np.ndarray], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
     ) -> EpochPlan:
         """An epoch plan from its cached arrays: the batch table and the step schedule of ``world_size`` ranks."""
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
         padded = padded_tokens(table, self.config.pad_to_multiple)
+        costs = batch_costs(table, padded, arrays, self.config)
         if len(table):
-            steps = schedule(padded, world_size, step_permutation(self.config, epoch, world_size))
+            steps = schedule(costs, world_size, step_permutation(self.config, epoch, world_size))
         else:
             steps = np.zeros((0, world_size), dtype=np.int64)
         stats = self._stats(table, padded, steps, meta, cached, world_size)
+        if self.config.compute_balance is not None:
+            stats.extra["compute_per_rank"] = [float(costs[steps[:, r]].sum()) for r in range(world_size)]
         return EpochPlan(epoch, world_size, arrays["order"], table, steps, stats)
 
     def _stats(

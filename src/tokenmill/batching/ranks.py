@@ -187,8 +187,8 @@ def schedule(
     if world_size == 1:
         table = np.arange(count, dtype=np.int64).reshape(steps, 1)
     else:
-        by_cost = np.argsort(-padded, kind="stable").astype(np.int64)
-        table = by_cost.reshape(steps, world_size)
+        by_class = np.argsort(-padded, kind="stable").astype(np.int64)
+        table = by_class.reshape(steps, world_size)
         table[1::2] = table[1::2, ::-1].copy()
     if step_permutation is not None and steps > 1:
         table = table[step_permutation(steps)]

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.plan import Planner
@@ -38,6 +39,10 @@ from tokenmill.batching.select import EpochSample
 from tokenmill.cache import CacheLike, fingerprint
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.sampling import SamplingConfig, SamplingPlan
+from tokenmill.errors import ConfigError
+
+COPIES_RULE = "spread"
+"""How copies of one sample in an epoch are batched (part of a sampled mix's settings)."""
 
 _CYCLE_LIMIT = 4096
 """Longest cycle of shard combinations (lcm of the shard counts) skipped arithmetically."""
@@ -82,7 +87,7 @@ class SampledMix:
         self._num_slices: dict[tuple[int, ...], int] = {}
         self._last: tuple[int, EpochSample] | None = None
         self._fingerprint = fingerprint(
-            {"data": dataset.fingerprint(), "sampling": None if sampling is None else sampling.to_dict(), "multi": 1}
+            {"data": dataset.fingerprint(), "sampling": None if sampling is None else sampling.to_dict(), "multi": 2}
         )
 
     def __getstate__(self) -> dict[str, Any]:  # DataLoader workers: the dataset pickles by path
@@ -96,8 +101,41 @@ class SampledMix:
         return self._fingerprint
 
     def settings(self) -> dict[str, Any]:
-        """The sampling settings by name (what a resumed state compares, field by field)."""
-        return {"sampling": None if self.sampling is None else self.sampling.to_dict()}
+        """The sampling settings by name (what a resumed state compares, field by field). ``copies``:
+        copies of one sample are spread over batches (:mod:`tokenmill.batching.copies`); states saved
+        before that rule lack the key, so their resume is refused naming it instead of changing order."""
+        return {"sampling": None if self.sampling is None else self.sampling.to_dict(), "copies": COPIES_RULE}
+
+    @property
+    def sources(self) -> list[str]:
+        """Names of the sources a consumption ledger counts by: the directions."""
+        return list(self.dataset.directions)
+
+    def source_of(self, ids: np.ndarray) -> np.ndarray:
+        """Source (direction) number of each global pair id."""
+        return np.asarray(self.dataset.direction_of(np.asarray(ids, dtype=np.int64)), dtype=np.int64)
+
+    def tokens_of(self, ids: np.ndarray) -> np.ndarray:
+        """Tokens (both sides) of each global pair id, from the data."""
+        ids = np.asarray(ids, dtype=np.int64)
+        tokens = np.zeros(len(ids), dtype=np.int64)
+        for sizes in (self.dataset.src_sizes, self.dataset.tgt_sizes):
+            if sizes is not None:
+                tokens += np.asarray(sizes[ids], dtype=np.int64)
+        return tokens
+
+    def with_settings(self, settings: dict[str, Any]) -> SampledMix:
+        """The same data under another mix: ``settings`` as :meth:`settings` gives them (a state's record).
+
+        Directions a new mix adds or retires are the dataset's directions with weight 0 in one of the two
+        mixes (``SamplingConfig.weights``)."""
+        if settings.get("copies") != COPIES_RULE:  # e.g. a state saved before copies were spread
+            raise ConfigError(
+                f"the mix was batched with copies rule {settings.get('copies')!r}, not this version's "
+                f"{COPIES_RULE!r}: its plan cannot be made again; start the data iterator afresh"
+            )
+        sampling = settings.get("sampling")
+        return SampledMix(self.dataset, None if sampling is None else SamplingConfig.from_dict(sampling))
 
     # ---------------------------------------------------------------- the epoch's mix
     def position(self, epoch: int) -> tuple[int, int]:
@@ -201,9 +239,20 @@ class SampledMix:
         for part in self.mix(epoch).parts:
             for reason, count in self.dataset.parts[part].filter_report.dropped.items():
                 dropped[reason] = dropped.get(reason, 0) + count
-        sample = EpochSample(ids, Sizes(src=src, tgt=tgt), dropped)
+        repeated = ids if self._may_repeat(epoch, ids) else None  # copies to spread (batching.copies)
+        sample = EpochSample(ids, Sizes(src=src, tgt=tgt, copies=repeated), dropped)
         self._last = (epoch, sample)
         return sample
+
+    def _may_repeat(self, epoch: int, ids: np.ndarray) -> bool:
+        """Whether the items of ``epoch`` hold copies of one pair (only a sampling plan can draw them)."""
+        mix = self.mix(epoch)
+        if mix.plan is None:
+            return False
+        drawn = mix.plan.virtual_counts(mix.plan.virtual_epoch(mix.plan_epoch)[0])
+        if mix.plan.config.upsample != "replacement" and not np.any(drawn > mix.kept):
+            return False
+        return copies.has_copies(ids)
 
     # ---------------------------------------------------------------- report
     def describe_epoch(self, epoch: int) -> str:

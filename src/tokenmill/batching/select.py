@@ -127,6 +127,11 @@ class AllKept:
     def fingerprint(self) -> str:
         return self.data_fingerprint
 
+    def tokens_of(self, ids: np.ndarray) -> np.ndarray:
+        """Tokens (both sides) of each item id."""
+        tokens = np.asarray(self.sizes.src[ids], dtype=np.int64)
+        return tokens + (0 if self.sizes.tgt is None else np.asarray(self.sizes.tgt[ids], dtype=np.int64))
+
     def sample(self, epoch: int) -> EpochSample:
         return EpochSample(None, self.sizes, dict(self.pre_dropped))
 

@@ -22,6 +22,8 @@ from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
+from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.ledger import describe as describe_ledger
 from tokenmill.loader.make import make_batches
 from tokenmill.settings import Range
 from tokenmill.store.layout import FolderContents, describe
@@ -129,6 +131,14 @@ def _row(label: str, value: object) -> str:
     "--langtok-template", default=None,
     help="Many directions: how a language code becomes a token (default: what prepare recorded, else __{lang}__).",
 )
+@click.option(
+    "--state", "state_file", type=click.Path(exists=True, dir_okay=False), default=None,
+    help="A saved iterator state (JSON): also print its consumption ledger (per source, samples and tokens served).",
+)
+@click.option(
+    "--allow-mix-change", is_flag=True,
+    help="With --state: accept a state saved under another mix (weights, temperature, directions on or off).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def batches(
     directory: str,
@@ -161,6 +171,8 @@ def batches(
     encoder_langtok: str,
     decoder_langtok: bool,
     langtok_template: str | None,
+    state_file: str | None,
+    allow_mix_change: bool,
     as_json: bool,
 ) -> None:
     """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank.
@@ -259,6 +271,9 @@ def batches(
         report.update(packed=stats.extra, unpacked_padding_fraction=unpacked_padding)
     if mix is not None:
         report["mix"] = mix
+    if state_file is not None:
+        on = BatchIterator(dataset, planner=packed, world_size=world_size, collate=None) if pack_length else iterator
+        report["ledger"] = _ledger(on, state_file, allow_mix_change)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
@@ -293,4 +308,16 @@ def batches(
              else f"computed in {stats.seconds:.2f} s"),
         _row("total", f"{elapsed:.2f} s"),
     ]
+    if state_file is not None:
+        lines += ["", describe_ledger(report["ledger"])]
     click.echo("\n".join(lines))
+
+
+def _ledger(iterator: BatchIterator, state_file: str, allow_mix_change: bool) -> dict:
+    """The consumption ledger of the state in ``state_file``, resumed into ``iterator``."""
+    try:
+        state = json.loads(Path(state_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"--state {state_file}: not a readable JSON iterator state ({error})") from None
+    iterator.load_state_dict(state, allow_mix_change=allow_mix_change)
+    return iterator.ledger()

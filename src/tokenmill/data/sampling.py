@@ -92,16 +92,25 @@ class SamplingConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able settings (weights as a plain dict in their given order)."""
-        return {
-            "temperature": self.temperature,
+        return {  # numbers as floats: temperature=5 and 5.0 are one setting, with one fingerprint
+            "temperature": float(self.temperature),
             "weights": None if self.weights is None else {str(k): float(v) for k, v in self.weights.items()},
             "virtual_size": self.virtual_size,
-            "max_virtual_ratio": self.max_virtual_ratio,
+            "max_virtual_ratio": float(self.max_virtual_ratio),
             "upsample_primary": self.upsample_primary,
             "virtual_epoch_size": self.virtual_epoch_size,
             "upsample": self.upsample,
             "seed": self.seed,
         }
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> SamplingConfig:
+        """The settings :meth:`to_dict` wrote (e.g. the mix a resume state recorded); unknown keys are an error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown sampling settings {unknown}; known: {sorted(known)}")
+        return cls(**dict(values))
 
     @property
     def mode(self) -> str:

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tokenmill.batching.abilities import CountsSamples, Elastic, MadeForWorld, NamesSettings
+from tokenmill.batching import mixes
+from tokenmill.batching.abilities import ChangesMix, CountsSamples, Elastic, MadeForWorld, NamesSettings
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTPlanner, GPTSource, collate_gpt
@@ -24,6 +25,7 @@ from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
 from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
+from tokenmill.loader import ledger
 from tokenmill.loader.state_shape import check_state_shape
 
 STATE_FORMAT = "tokenmill.batches"
@@ -117,6 +119,8 @@ class BatchIterator:
         """Earlier parts of epoch ``segments_epoch`` run at other world sizes: (world size, steps) each
         (elastic resume); that epoch follows the plan of what they left, for this world size."""
         self.segments_epoch = epoch
+        self._totals: ledger.Totals | None = None
+        """Ledger totals of the epochs before ``_totals.epoch`` (from a state; None: count from epoch 1)."""
 
     # ---------------------------------------------------------------- plans and batches
     def plan(self, epoch: int | None = None) -> PlanLike:
@@ -211,15 +215,20 @@ class BatchIterator:
     def state_dict(self) -> dict[str, Any]:
         """The position plus what it is only valid for (JSON-able; a few hundred bytes).
 
-        After the last batch of an epoch the position is the start of the next epoch.
-        """
+        After the last batch of an epoch the position is the start of the next epoch. Once an epoch
+        that ran in several parts is over, the totals of the consumption ledger up to the current
+        epoch are recorded (its parts are no longer part of the position)."""
         epoch, step = self.epoch, self.step
         if step >= self.num_steps(epoch):
             epoch, step = epoch + 1, 0
         segments = self.segments if epoch == self.segments_epoch else []
-        extra = {}
+        extra: dict[str, Any] = {}
         if isinstance(self.planner, CountsSamples):  # GPT: Megatron's global position, for the record
             extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
+        if self.segments and self.segments_epoch < epoch and ledger.supported(self.planner):
+            self._totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
+        if self._totals is not None:
+            extra["ledger"] = self._totals.to_dict(ledger.sources(self.planner))  # type: ignore[arg-type]
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
@@ -227,7 +236,7 @@ class BatchIterator:
             "step": step,
             "consumed": self.consumed,
             "world_size": self.world_size,
-            "segments": [[int(w), int(n)] for w, n in segments],
+            "segments": mixes.stored(segments),
             "data": self.dataset.fingerprint(),
             "config": self.settings(),
             "fingerprint": self.planner.fingerprint,
@@ -242,12 +251,15 @@ class BatchIterator:
             return dict(named)
         return dict(getattr(self.config, "plan_identity", self.config.to_dict)())
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], *, allow_mix_change: bool = False) -> None:
         """Resume at a saved position, refusing a state saved for other data or settings.
 
         A state saved at another world size resumes elastically: the rest of its epoch is planned
         again for this world size (each remaining sample once, equal steps on every rank) and the
-        next epochs follow this world size's plan."""
+        next epochs follow this world size's plan. With ``allow_mix_change`` a state saved under
+        another mix (a sampled mix's weights, temperature, directions switched on or off) resumes
+        too: the rest of its epoch is this mix's draw less what was served
+        (:mod:`tokenmill.batching.mixes`), and the change is recorded as a segment."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise TokenmillError('not a tokenmill batch iterator state (no "format": "tokenmill.batches")')
         if state.get("version") != STATE_VERSION:
@@ -255,28 +267,54 @@ class BatchIterator:
                 f"iterator state version {state.get('version')!r} is not supported (this is {STATE_VERSION})"
             )
         check_state_shape(state)
+        saved_world = int(state.get("world_size") or 0)
+        saved_mix, changed_mix = self._check(state, saved_world, allow_mix_change)
+        epoch, step = int(state["epoch"]), int(state["step"])
+        segments: list[Any] = [tuple(x) for x in state.get("segments") or []]
+        if changed_mix:
+            segments = list(mixes.relative(segments, saved_mix, self.planner.mix))  # type: ignore[attr-defined]
+        if (saved_world != self.world_size or changed_mix) and (step or segments):
+            segments, step = [*segments, (saved_world, step, saved_mix if changed_mix else None)], 0
+        segments = [(w, n) if len(x) == 2 or x[2] is None else (w, n, x[2]) for x in segments for w, n in [x[:2]]]
+        self._totals = None
+        if state.get("ledger") is not None and ledger.supported(self.planner):
+            self._totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner))  # type: ignore[arg-type]
+        if changed_mix:  # epochs before this one ran under the saved mix: count them now
+            before = self.planner.for_mix(saved_mix).for_world(saved_world)  # type: ignore[attr-defined]
+            self._totals = ledger.advance(before, self._totals or ledger.Totals(), epoch, lambda e: [])
+        self.epoch, self.segments, self.segments_epoch = epoch, segments, epoch
+        self.seek(epoch, step)
+        self.consumed = int(state.get("consumed", 0))
+
+    def _check(self, state: dict[str, Any], saved_world: int, allow_mix_change: bool) -> tuple[Any, bool]:
+        """Refuse a state this iterator cannot resume, naming why; returns (the saved mix, whether it changed)."""
         problems = []
         if state.get("data") != self.dataset.fingerprint():
             problems.append(
                 "the data differ from the checkpoint's (sentence lengths or per-item options of "
                 f"{self.dataset.describe()} changed)"
             )
-        saved_config = _flat(state.get("config") or {})
-        now = _flat(self.settings())
-        changed = [
-            f"{k}: {saved_config.get(k)!r} -> {now.get(k)!r}"
-            for k in sorted(set(now) | set(saved_config))
-            if saved_config.get(k) != now.get(k)
-        ]
-        if changed:
-            problems.append("batching settings changed (" + "; ".join(changed) + ")")
-        saved_world = int(state.get("world_size") or 0)
+        saved_config, now = _flat(state.get("config") or {}), _flat(self.settings())
+        changed = [k for k in sorted(set(now) | set(saved_config)) if saved_config.get(k) != now.get(k)]
+        can_change = isinstance(self.planner, ChangesMix) and all(k.startswith("selection.") for k in changed)
+        changed_mix = bool(changed) and can_change and allow_mix_change
+        if changed and not changed_mix:
+            hint = ""
+            if can_change:
+                hint = " (pass allow_mix_change=True, --allow-mix-change, to resume under the new mix)"
+            named = "; ".join(f"{k}: {saved_config.get(k)!r} -> {now.get(k)!r}" for k in changed)
+            problems.append(f"batching settings changed ({named}){hint}")
         elastic = isinstance(self.planner, Elastic)
         if saved_world != self.world_size and not elastic:
             problems.append(
                 f"world_size changed: {saved_world} -> {self.world_size} (this planner cannot re-plan an epoch)"
             )
-        planned = self.planner.for_world(saved_world) if elastic and saved_world >= 1 else self.planner
+        saved_mix = (state.get("config") or {}).get("selection")
+        planned = self.planner
+        if changed_mix and not problems:
+            planned = self.planner.for_mix(saved_mix)  # type: ignore[attr-defined]
+        if elastic and saved_world >= 1:
+            planned = planned.for_world(saved_world)  # type: ignore[attr-defined]
         if not problems and state.get("fingerprint") != planned.fingerprint:
             problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
         if problems:
@@ -284,13 +322,20 @@ class BatchIterator:
                 "cannot resume: " + "; ".join(problems) + ". Resuming would silently change the batch order; "
                 "restore the original data/settings, or start the data iterator afresh (without its saved state)"
             )
-        epoch, step = int(state["epoch"]), int(state["step"])
-        segments = [(int(w), int(n)) for w, n in state.get("segments") or []]
-        if saved_world != self.world_size and (step or segments):
-            segments, step = [*segments, (saved_world, step)], 0
-        self.epoch, self.segments, self.segments_epoch = epoch, segments, epoch
-        self.seek(epoch, step)
-        self.consumed = int(state.get("consumed", 0))
+        return saved_mix, changed_mix
+
+    # ---------------------------------------------------------------- consumption ledger
+    def _segments_of(self, epoch: int) -> list[Any]:
+        return self.segments if epoch == self.segments_epoch else []
+
+    def ledger(self) -> dict[str, Any]:
+        """Per source, samples and tokens served in the current epoch and in total, at the current position
+        (from the plans: nothing is counted while iterating). ``ledger.describe`` prints it."""
+        epoch, step = self.epoch, self.step
+        if step >= self.num_steps(epoch):
+            epoch, step = epoch + 1, 0
+        totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
+        return ledger.table(self.planner, totals, epoch, step, self._segments_of(epoch))
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
     def __getstate__(self) -> dict[str, Any]:

@@ -24,6 +24,17 @@ def _count(state: dict[str, Any], key: str, *, least: int = 0, required: bool = 
         )
 
 
+def _segment(entry: Any) -> bool:
+    """Whether ``entry`` is a segment as written: ``[world_size, steps]`` or ``[world_size, steps, mix]``
+    (the mix a settings mapping, or None where it did not change)."""
+    if not isinstance(entry, list | tuple) or len(entry) not in (2, 3):
+        return False
+    world, steps = entry[0], entry[1]
+    if type(world) is not int or type(steps) is not int or world < 1 or steps < 0:
+        return False
+    return len(entry) == 2 or entry[2] is None or isinstance(entry[2], dict)
+
+
 def check_state_shape(state: dict[str, Any]) -> None:
     """Refuse a state (already known to be a tokenmill one) whose fields do not have the types and ranges
     :meth:`~tokenmill.loader.iterator.BatchIterator.state_dict` writes."""
@@ -32,13 +43,10 @@ def check_state_shape(state: dict[str, Any]) -> None:
     _count(state, "consumed", required=False)
     _count(state, "world_size", least=1)
     segments = state.get("segments") or []
-    if not isinstance(segments, list) or not all(
-        isinstance(pair, list | tuple) and len(pair) == 2 and all(type(v) is int for v in pair)
-        and pair[0] >= 1 and pair[1] >= 0 for pair in segments
-    ):
+    if not isinstance(segments, list) or not all(_segment(entry) for entry in segments):
         raise TokenmillError(
-            f"iterator state field 'segments' is {segments!r:.80}, not a list of [world_size, steps] integer pairs; "
-            "the saved state is damaged"
+            f"iterator state field 'segments' is {segments!r:.80}, not a list of [world_size, steps] integer pairs "
+            "(each with the mix it ran under where the mix changed); the saved state is damaged"
         )
     for key in ("config",):
         if not isinstance(state.get(key) or {}, dict):

@@ -393,9 +393,9 @@ class TFBatches(tf.train.experimental.PythonState):
         self._sync()
         return self.batches.state_dict()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume there; make the dataset afterwards."""
-        self.batches.load_state_dict(state)
+    def load_state_dict(self, state: dict[str, Any], *, allow_mix_change: bool = False) -> None:
+        """Resume there (``allow_mix_change``: under another mix); make the dataset afterwards."""
+        self.batches.load_state_dict(state, allow_mix_change=allow_mix_change)
         self._start, self._untracked = None, False  # the counter is read when the next dataset is made
 
     def serialize(self) -> bytes:

@@ -155,8 +155,9 @@ class StatefulLoader:
         """Position after the last batch handed out (see :meth:`BatchIterator.state_dict`)."""
         return self.batches.state_dict()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.batches.load_state_dict(state)
+    def load_state_dict(self, state: dict[str, Any], *, allow_mix_change: bool = False) -> None:
+        """Resume there (:meth:`BatchIterator.load_state_dict`; ``allow_mix_change``: under another mix)."""
+        self.batches.load_state_dict(state, allow_mix_change=allow_mix_change)
 
 
 def make_loader(

@@ -1,0 +1,103 @@
+"""Re-planning the rest of a large epoch under a new mix and a new world size (issue 32).
+
+Six directions with long-tailed sizes (``--pairs`` in all) are mixed at T = 5 and planned at world
+size 8 (lowpad, 4096 tokens). After a third of the epoch's steps the job resumes under new weights
+(one direction retired, the largest halved) at world size 12. Timed: the epoch's own plan (computed,
+then cached), the re-plan of what is left (first call: computed — the served items, the new draw less
+them, the cut; second call: mapped from the plan cache), and a plain elastic re-plan (world size only)
+for comparison. The selection is an in-memory array mix (no corpus on disk), so only planning is timed.
+
+    python benchmarks/bench_mix_change.py                    # 2M pairs, about a minute here
+    python benchmarks/bench_mix_change.py --pairs 20000000   # the issue's scale (memory: ~8 GB)
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from tokenmill.batching import BatchConfig
+from tokenmill.batching.copies import has_copies
+from tokenmill.batching.costs import Sizes
+from tokenmill.batching.plan import Planner
+from tokenmill.batching.select import EpochSample
+from tokenmill.cache import ArrayCache
+from tokenmill.data.sampling import SamplingConfig, SamplingPlan
+
+SHARES = np.array([0.55, 0.25, 0.12, 0.05, 0.02, 0.01])
+NAMES = [f"d{i}" for i in range(len(SHARES))]
+
+
+class ArrayMix:
+    """A sampled mix of in-memory directions: the ``Selection`` a ``SampledMix`` is, without the files."""
+
+    varies_by_epoch = True
+
+    def __init__(self, src: np.ndarray, tgt: np.ndarray, sizes: np.ndarray, sampling: SamplingConfig) -> None:
+        self.src, self.tgt, self.sizes, self.sampling = src, tgt, sizes, sampling
+        self.plan = SamplingPlan.build(NAMES, sizes, sampling)
+        self._last: tuple[int, EpochSample] | None = None
+
+    def fingerprint(self) -> str:
+        return f"array-mix-{len(self.src)}-{sorted(self.sampling.to_dict().items(), key=str)}"
+
+    def settings(self) -> dict[str, Any]:
+        return {"sampling": self.sampling.to_dict()}
+
+    def with_settings(self, settings: dict[str, Any]) -> ArrayMix:
+        return ArrayMix(self.src, self.tgt, self.sizes, SamplingConfig.from_dict(settings["sampling"]))
+
+    def sample(self, epoch: int) -> EpochSample:
+        if self._last is None or self._last[0] != epoch:
+            ids = self.plan.sample(epoch)
+            copies = ids if has_copies(ids) else None
+            self._last = (epoch, EpochSample(ids, Sizes(self.src[ids], self.tgt[ids], copies=copies), {}))
+        return self._last[1]
+
+
+def timed(what: str, call: Any) -> Any:
+    """Run ``call``, print its wall and CPU seconds (the CPU time is what a machine to itself would take)."""
+    began, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    print(f"  {what:<58} {time.perf_counter() - began:7.2f} s wall {time.process_time() - cpu:7.2f} s CPU")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pairs", type=int, default=2_000_000)
+    args = parser.parse_args()
+    rng = np.random.default_rng(1)
+    src = np.clip(rng.lognormal(3.0, 0.6, args.pairs), 1, 250).astype(np.int32)
+    tgt = np.clip(src * rng.lognormal(0.0, 0.25, args.pairs), 1, 250).astype(np.int32)
+    sizes = np.floor(SHARES * args.pairs).astype(np.int64)
+    sizes[0] += args.pairs - int(sizes.sum())
+    old = SamplingConfig(temperature=5.0, seed=1)
+    new = SamplingConfig(weights={"d0": 0.5 * SHARES[0], **{n: float(s) for n, s in zip(NAMES[1:], SHARES[1:],
+                                                                                       strict=True)}, "d5": 0.0},
+                         virtual_size=args.pairs, seed=2)
+    config = BatchConfig(max_tokens=4096, seed=1)
+    with tempfile.TemporaryDirectory() as folder:
+        cache = ArrayCache(folder)
+        mix = ArrayMix(src, tgt, sizes, old)
+        print(f"{args.pairs:,} pairs in {len(NAMES)} directions, T=5: {mix.plan.virtual_size:,} items per epoch")
+        before = Planner(mix, config, world_size=8, cache=cache)
+        plan = timed("epoch plan, world 8 (computed)", lambda: before.plan(1))
+        steps = plan.num_steps // 3
+        print(f"  {plan.num_steps:,} steps per rank; the change comes after {steps:,}")
+        after = Planner(ArrayMix(src, tgt, sizes, new), config, world_size=12, cache=cache)
+        segments = [(8, steps, mix.settings())]
+        rest = timed("rest under the new mix, world 12 (computed)", lambda: after.plan_after(1, segments))
+        fresh = Planner(ArrayMix(src, tgt, sizes, new), config, world_size=12, cache=cache)
+        timed("rest under the new mix, world 12 (from the plan cache)", lambda: fresh.plan_after(1, segments))
+        print(f"  {rest.num_steps:,} steps per rank left under the new mix")
+        elastic = Planner(ArrayMix(src, tgt, sizes, old), config, world_size=12, cache=cache)
+        timed("rest under the same mix, world 12 (elastic, computed)", lambda: elastic.plan_after(1, [(8, steps)]))
+
+
+if __name__ == "__main__":
+    main()
