@@ -57,9 +57,9 @@ _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken"
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
-EngineName = str
-"""A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`: local, ray, slurm, and any
-engine a program registers)."""
+EngineName = Literal["local", "ray", "slurm"] | str
+"""A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
+command line's choices; a program may register more (checked against the registry when validated)."""
 RUN_ONLY = ("engine", "tasks", "ray_address")
 """Settings of how a run is carried out, not of what it makes: left out of the manifest's settings (the
 output is the same for every value) and recorded under its ``run`` key instead."""
@@ -224,7 +224,7 @@ class PrepareConfig:
     """Lines per batch handed to the tokenizer."""
 
     # ---- beyond one machine
-    engine: str = "local"
+    engine: EngineName = "local"
     """Where the tasks run: local (this machine), ray (a Ray cluster; pip install tokenmill[ray]) or slurm
     (writes an sbatch script of array jobs). The output is byte-identical for every engine."""
     tasks: Annotated[int, AtLeast0] = 0
