@@ -30,8 +30,10 @@ CHILD = r"""
 import contextlib, hashlib, json, resource, sys, time
 from pathlib import Path
 from tokenmill.prepare import build_config
-from tokenmill.prepare import pipeline as module
-from tokenmill.prepare.pipeline import Pipeline
+from tokenmill.prepare.run.context import RunContext
+from tokenmill.prepare.run.runner import exclusive
+from tokenmill.prepare.stages import clean as module
+from tokenmill.prepare.stages import clean_stages
 
 writing = [0.0]  # CPU seconds of this thread inside the cleaned files' write calls
 
@@ -67,10 +69,11 @@ pairs = Path(data).name
 config = build_config({"source_lang": "en", "target_lang": "zh", "destdir": str(dest), "workers": workers,
                        "trainpref": f"{data}/train", "tokenizer": "sentencepiece", "joined_dictionary": True,
                        "tokenizer_model": f"{Path(data).parent}/models-{pairs}-32000/spm.model"})
-pipeline = Pipeline(config, progress=False)
+ctx = RunContext(config, progress=False)
 own0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-with pipeline.exclusive():
-    pipeline.clean()
+with exclusive(ctx):
+    for stage in clean_stages(config):
+        stage.execute(ctx)
 wall = time.perf_counter() - wall0
 own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 def digest(folders, extra=b""):

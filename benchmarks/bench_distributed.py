@@ -12,7 +12,7 @@ given with ``--spm-model`` to every timed run, so the tokenizer stage only copie
 
 Runs (each measured: wall, CPU of every process, RSS of every process sampled every 0.2 s from /proc):
 
-* ``plain``: ``--tasks 0``, forced onto the one-process path at every size (``LOCAL_BYTES_PER_TASK`` is
+* ``plain``: ``--tasks 0``, forced onto the one-process path at every size (the local engine's ``bytes_per_task`` is
   raised in the process that runs the CLI: at 8M pairs the input is over 1 GiB and ``--tasks 0`` would
   otherwise pick 2 tasks);
 * ``local xN``: ``--tasks N --engine local`` (tasks one after another, each in a process of its own that
@@ -84,7 +84,7 @@ EXIT_HWM = ("import atexit, os; "  # the coordinator writes its exact peak RSS (
             "next(line for line in open('/proc/self/status') if line.startswith('VmHWM')))); ")
 TASKED = EXIT_HWM + "import sys; from tokenmill.cli import main; sys.argv[0] = 'tokenmill'; main()"
 PLAIN = (EXIT_HWM + "import importlib, sys; "
-         "importlib.import_module('tokenmill.prepare.distributed').LOCAL_BYTES_PER_TASK = 1 << 62; "
+         "importlib.import_module('tokenmill.prepare.engines').engine_part('local').bytes_per_task = 1 << 62; "
          "from tokenmill.cli import main; sys.argv[0] = 'tokenmill'; main()")
 STAGE = re.compile(r"^stage (\S+): running")
 MB = 2**20

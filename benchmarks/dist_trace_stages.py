@@ -25,7 +25,7 @@ def main() -> None:
     out = None
     if args[:1] == ["--json"]:
         out, args = args[1], args[2:]
-    pipeline = importlib.import_module("tokenmill.prepare.pipeline")
+    context = importlib.import_module("tokenmill.prepare.run.context")
     stages: dict[str, dict] = {}
     current = {"name": "start-up", "high": 0}
     lock = threading.Lock()
@@ -38,7 +38,7 @@ def main() -> None:
             for s in top
         ]
 
-    original = pipeline.Pipeline._stage
+    original = context.RunContext.record
 
     def traced_stage(self, name, key, run):
         with lock:
@@ -54,7 +54,7 @@ def main() -> None:
                 entry.update(peak_mb=peak / MB, seconds=time.perf_counter() - started)
                 current["name"] = f"after {name}"
 
-    pipeline.Pipeline._stage = traced_stage
+    context.RunContext.record = traced_stage
     done = threading.Event()
 
     def sample() -> None:

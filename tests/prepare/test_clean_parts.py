@@ -13,10 +13,10 @@ from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
 from tokenmill.prepare import clean_parts, sample_tasks
 from tokenmill.prepare.clean_parts import CleanParts, kept_blocks, lines_at, save_gone
-from tokenmill.prepare.distributed import Tasked
 from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.part_merge import LineIndexer
 from tokenmill.prepare.sample_tasks import merged_sample, part_candidates
+from tokenmill.prepare.stages.tokenizer import SampleStage
 from tokenmill.text.drop_sample import line_keys
 from tokenmill.vocab.t2t.sampling import sample_lines, sample_stream
 
@@ -160,7 +160,7 @@ def test_a_short_merge_draws_the_sample_in_one_pass_with_the_same_lines(tmp_path
     corpus = write_corpus(tmp_path / "corpus", pairs=600)
     settings = {"input_sentence_size": 150}
     tokenmill.prepare(settings_for(corpus, tmp_path / "plain", **settings), progress=False)
-    monkeypatch.setattr(Tasked, "training_sample", lambda self, *args: None)  # as if the limit left too few
+    monkeypatch.setattr(SampleStage, "from_parts", staticmethod(lambda *args: None))  # as if the limit left too few
     summary = tokenmill.prepare(settings_for(corpus, tmp_path / "tasked", tasks=3, **settings), progress=False)
     assert "clean.train" in summary.tasks
     assert_same_output(tmp_path / "plain", tmp_path / "tasked")

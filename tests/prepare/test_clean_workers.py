@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare import build_config, parallel, pipeline, prepare
+from tokenmill.prepare import build_config, parallel, prepare
+from tokenmill.prepare.stages import clean
 from tokenmill.text.line_block import LineBlock
 
 SRC = [f"s{i % 10} w{i % 5}  w{i % 2}\tx" for i in range(120)]  # repeats: dedup drops some in every chunk
@@ -63,7 +64,7 @@ CASES = ["two prefixes, BOM in the second", "monolingual", "jsonl, whitespace ke
 def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[bool, dict[int, Any]]:
     """``prepare`` of ``settings`` with 1 and 2 workers (cleaning on workers at any size): whether the workers
     read their own ranges (``clean_blocks`` ran), and each run's summary, or its error text (destdir blanked)."""
-    monkeypatch.setattr(pipeline, "_PARALLEL_CLEAN_MIN_LINES", 0)
+    monkeypatch.setattr(clean, "PARALLEL_CLEAN_MIN_LINES", 0)
     calls: list[int] = []
     real = parallel.clean_blocks
 
@@ -71,7 +72,7 @@ def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[bo
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "clean_blocks", spy)
+    monkeypatch.setattr(clean, "clean_blocks", spy)
     runs: dict[int, Any] = {}
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
@@ -116,7 +117,7 @@ def test_a_bad_line_read_by_a_worker_stops_the_run_naming_file_and_line(tmp_path
     rows = [line.encode("utf-8") for line in TGT]
     rows[20] = b"t0\xff v0 y"  # line 21, in the third chunk of 7
     (raw / "u.de").write_bytes(b"".join(row + b"\n" for row in rows))
-    monkeypatch.setattr(pipeline, "_PARALLEL_CLEAN_MIN_LINES", 0)
+    monkeypatch.setattr(clean, "PARALLEL_CLEAN_MIN_LINES", 0)
     settings = {"tokenizer": "none", "chunk_lines": 7, "source_lang": "en", "target_lang": "de", "workers": 2,
                 "trainpref": str(raw / "u"), "destdir": str(tmp_path / "out")}
     with pytest.raises(TokenmillError, match=r"u\.de:21: invalid UTF-8"):

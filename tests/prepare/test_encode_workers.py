@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from tests.prepare.conftest import SAMPLE, write_lines
-from tokenmill.prepare import build_config, encode_workers, pipeline, prepare
+from tokenmill.prepare import build_config, encode_workers, prepare
+from tokenmill.prepare.stages import dictionary, encode
 
 RANGE = 40  # lines per worker range in these tests: every split spans several ranges
 RARE = {"en": ["© 2024 ’quoted’ — Ærø", "Ǆ ǅ ǆ dz"], "zh": ["ⅷ ⓐ ㈱ 〄", "𠀀𠀁 𪚥"]}  # outside the model
@@ -42,7 +43,7 @@ def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[di
         ran.append(1)
         yield from real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "encoded_ranges", spy)
+    monkeypatch.setattr(encode, "encoded_ranges", spy)
     runs = {}
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
@@ -82,7 +83,7 @@ def test_piece_filters_take_their_drops_out_of_the_kept_counts(sample_model, tmp
     afterwards leave it: those counts less the dropped items' tokens give one process's dictionaries."""
     settings = {"source_lang": "en", "target_lang": "zh", "trainpref": str(sample_with_rare(tmp_path / "raw")),
                 "tokenizer_model": str(sample_model), "filters": {"max_tokens": 25}}
-    monkeypatch.setattr(pipeline, "_MASK_ITEMS", 7)  # the mask in many blocks, each at its offset
+    monkeypatch.setattr(dictionary, "MASK_ITEMS", 7)  # the mask in many blocks, each at its offset
     one, two, ran = one_and_two_workers(settings, tmp_path, monkeypatch)
     assert ran == 2
     pieces = json.loads((tmp_path / "w1" / "manifest.json").read_text())["summary"]["splits"]["train"]["clean"]
@@ -122,7 +123,7 @@ def test_other_backends_on_workers_equal_one_process(backend, tmp_path, monkeypa
 def encodes_on_workers(model: Path, out: Path, monkeypatch) -> bool:
     """Whether ``prepare --workers 2`` of the bundled sample with ``model`` calls the worker encode."""
     ran: list[int] = []
-    monkeypatch.setattr(pipeline, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
+    monkeypatch.setattr(encode, "encoded_ranges", lambda *a, **k: ran.append(1) or iter(()))
     prepare(build_config({"source_lang": "en", "target_lang": "zh", "trainpref": str(SAMPLE / "train"),
                           "tokenizer_model": str(model), "destdir": str(out), "workers": 2}), progress=False)
     return bool(ran)

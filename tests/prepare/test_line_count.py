@@ -14,8 +14,9 @@ import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare import distributed, line_count
+from tokenmill.prepare import line_count
 from tokenmill.prepare.clean_parts import index_path, text_path
+from tokenmill.prepare.engines.local import LOCAL
 from tokenmill.prepare.line_count import (
     byte_ranges,
     check_pairs,
@@ -25,6 +26,8 @@ from tokenmill.prepare.line_count import (
     range_offsets,
 )
 from tokenmill.prepare.part_merge import LineIndexer
+from tokenmill.prepare.run.runner import PhaseDone
+from tokenmill.prepare.stages import count
 from tokenmill.text.readers import scan_lines
 
 
@@ -91,7 +94,7 @@ def test_a_run_counted_by_tasks_gives_the_same_bytes(tmp_path, monkeypatch):
         handle.write(data)
     (corpus / "train.zh").unlink()
     tokenmill.prepare(settings_for(corpus, tmp_path / "plain"), progress=False)
-    monkeypatch.setattr(distributed, "CLUSTER_ENGINES", ("local",))
+    monkeypatch.setattr(LOCAL, "counts_in_tasks", True)
     monkeypatch.setattr(line_count, "MIN_RANGE_BYTES", 4096)  # several ranges of the plain side
     summary = tokenmill.prepare(settings_for(corpus, tmp_path / "tasks", tasks=3), progress=False)
     assert len(summary.tasks["count.train"]) == len(summary.tasks["index.train"]) > 3
@@ -135,18 +138,18 @@ def test_a_run_stopped_between_the_rounds_resumes_with_another_task_count(tmp_pa
     resumed run's task count (which gave an IndexError)."""
     corpus = write_corpus(tmp_path / "corpus", pairs=900)
     tokenmill.prepare(settings_for(corpus, tmp_path / "plain"), progress=False)
-    monkeypatch.setattr(distributed, "CLUSTER_ENGINES", ("local",))
+    monkeypatch.setattr(LOCAL, "counts_in_tasks", True)
     monkeypatch.setattr(line_count, "MIN_RANGE_BYTES", 4096)
-    run = distributed.Tasked.run
+    run = count.run_tasks
 
-    def stop_before_round_two(self, tasks, *args, **kwargs):
+    def stop_before_round_two(ctx, tasks, *args, **kwargs):
         if tasks.stage == "index.train":  # stopped as a killed run is: what the first round did stays
-            raise distributed.PhaseDone("stopped")
-        return run(self, tasks, *args, **kwargs)
+            raise PhaseDone("stopped")
+        return run(ctx, tasks, *args, **kwargs)
 
-    monkeypatch.setattr(distributed.Tasked, "run", stop_before_round_two)
+    monkeypatch.setattr(count, "run_tasks", stop_before_round_two)
     tokenmill.prepare(settings_for(corpus, tmp_path / "tasks", tasks=3), progress=False)
     assert (tmp_path / "tasks" / ".work" / "tasks" / "count.train").exists()
-    monkeypatch.setattr(distributed.Tasked, "run", run)
+    monkeypatch.setattr(count, "run_tasks", run)
     tokenmill.prepare(settings_for(corpus, tmp_path / "tasks", tasks=5), progress=False)
     assert_same_output(tmp_path / "plain", tmp_path / "tasks")

@@ -379,13 +379,14 @@ def test_megatron_runs_read_the_input_directly_with_the_same_stores_and_counts(h
     """Nothing is cleaned with Megatron's flags, so the encode stage reads the input itself (no cleaned copy):
     the stores, the manifest's counts and a trained tokenizer equal those of the run through a cleaned copy,
     with small chunks and tokenizer calls (many calls in flight on two threads)."""
-    from tokenmill.prepare import pipeline
+    from tokenmill.prepare.run.context import RunContext
+    from tokenmill.prepare.stages import encode
 
     awkward_jsonl(tmp_path / "in.jsonl", documents(240))
-    monkeypatch.setattr(pipeline, "_ENCODE_BATCH_CHARS", 700)
+    monkeypatch.setattr(encode, "ENCODE_BATCH_CHARS", 700)
     made = {}
     for direct in (True, False):
-        monkeypatch.setattr(pipeline.Pipeline, "direct_input", direct)
+        monkeypatch.setattr(RunContext, "direct_input", direct)
         out = tmp_path / f"direct-{direct}"
         settings = {"input": str(tmp_path / "in.jsonl"), "output_prefix": str(out / "lm"), "tokenizer": "hf",
                     "append_eod": True, "workers": 2, "chunk_lines": 37, "on_malformed": "skip",
@@ -501,7 +502,7 @@ def test_shards_of_documents_without_ids_each_hold_sequences(hf_model, tmp_path,
 def test_a_folder_binarized_before_the_empty_document_rule_is_binarized_again(hf_model, tmp_path, monkeypatch):
     """A folder whose stores hold a lone EOD for a document without ids (as tokenmill wrote them before) is
     not trusted by the next run: the binarize key differs, so the stores are written again."""
-    from tokenmill.prepare import pipeline
+    from tokenmill.prepare.stages import binarize
 
     docs = documents(12)
     docs[3] = ""
@@ -509,7 +510,7 @@ def test_a_folder_binarized_before_the_empty_document_rule_is_binarized_again(hf
     settings = megatron_run(tmp_path / "in.jsonl", tmp_path / "out" / "lm", "HuggingFaceTokenizer",
                             tokenizer_model=hf_model)
     with monkeypatch.context() as old:
-        old.setattr(pipeline.Pipeline, "empty_documents", property(lambda self: False))
+        old.setattr(binarize, "empty_documents", lambda ctx: False)
         prepare(build_config(settings), progress=False)
     before = IndexedDataset(tmp_path / "out" / "lm_text_document")
     assert len(before) == 12 and len(before[3]) == 1, "the old rule: the empty document is a lone EOD"

@@ -186,9 +186,9 @@ def test_joined_dictionary_is_shared(corpus, tmp_path):
 
 
 def test_cleaning_on_worker_processes_equals_one_process(sample_settings, tmp_path, monkeypatch):
-    from tokenmill.prepare import pipeline
+    from tokenmill.prepare.stages import clean
 
-    monkeypatch.setattr(pipeline, "_PARALLEL_CLEAN_MIN_LINES", 0)
+    monkeypatch.setattr(clean, "PARALLEL_CLEAN_MIN_LINES", 0)
     settings = {**sample_settings, "tokenizer": "none", "chunk_lines": 40}
     one = prepare(build_config({**settings, "workers": 1, "destdir": str(tmp_path / "one")}), progress=False)
     two = prepare(build_config({**settings, "workers": 2, "destdir": str(tmp_path / "two")}), progress=False)
@@ -338,7 +338,7 @@ def test_a_rerun_with_bigger_shards_removes_the_shards_it_no_longer_writes(corpu
 
 
 def test_long_documents_reach_the_tokenizer_in_bounded_batches():
-    from tokenmill.prepare.pipeline import text_batches
+    from tokenmill.prepare.stages.encode import text_batches
 
     rng = np.random.default_rng(0)
     lines = ["x" * int(n) for n in rng.integers(0, 3000, 500)]

@@ -10,7 +10,8 @@ import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import settings_for
 from tokenmill.prepare import build_config
-from tokenmill.prepare.pipeline import SAMPLE_RULE, _jsonable
+from tokenmill.prepare.run.summary import jsonable as _jsonable
+from tokenmill.prepare.stages.tokenizer import SAMPLE_RULE
 from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tokenizing import train_settings
 

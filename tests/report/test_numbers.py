@@ -262,7 +262,8 @@ def test_not_a_prepared_directory(tmp_path: Path) -> None:
 def test_prepare_keeps_the_same_drop_sample_whatever_its_chunks_and_workers(pairs_dir: Path, tmp_path: Path,
                                                                              workers: int) -> None:
     from tests.report.conftest import FILTERS, expected_drop_samples
-    from tokenmill.prepare import build_config, pipeline, prepare
+    from tokenmill.prepare import build_config, prepare
+    from tokenmill.prepare.stages import clean
 
     raw = pairs_dir.parent / "raw"
     expected = expected_drop_samples(raw, FILTERS)
@@ -272,12 +273,12 @@ def test_prepare_keeps_the_same_drop_sample_whatever_its_chunks_and_workers(pair
         "testpref": str(raw / "test"), "destdir": str(tmp_path / "bin"), "tokenizer": "none",
         "joined_dictionary": True, "workers": workers, "chunk_lines": 7, "filters": FILTERS,
     }
-    original = pipeline._PARALLEL_CLEAN_MIN_LINES
-    pipeline._PARALLEL_CLEAN_MIN_LINES = 0  # real worker processes even on this small corpus
+    original = clean.PARALLEL_CLEAN_MIN_LINES
+    clean.PARALLEL_CLEAN_MIN_LINES = 0  # real worker processes even on this small corpus
     try:
         prepare(build_config(settings), progress=False)
     finally:
-        pipeline._PARALLEL_CLEAN_MIN_LINES = original
+        clean.PARALLEL_CLEAN_MIN_LINES = original
     assert json.loads(dropped_path(tmp_path / "bin", "train").read_text(encoding="utf-8")) == expected
 
 

@@ -1,7 +1,7 @@
 """The preprocessing pipeline: raw text to cleaned, tokenized, binarized training data."""
 
 from tokenmill.prepare.config import PrepareConfig, build_config, load_yaml
-from tokenmill.prepare.pipeline import PrepareSummary
-from tokenmill.prepare.run import prepare
+from tokenmill.prepare.run.entry import prepare
+from tokenmill.prepare.run.summary import PrepareSummary
 
 __all__ = ["PrepareConfig", "PrepareSummary", "build_config", "load_yaml", "prepare"]

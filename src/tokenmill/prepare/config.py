@@ -17,7 +17,6 @@ import dataclasses
 import difflib
 import functools
 import glob
-import importlib.util
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -27,6 +26,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 import yaml
 
 from tokenmill.errors import ConfigError, TokenmillError, opening
+from tokenmill.prepare.engines import engine_options, engine_part
 from tokenmill.settings import (
     LANG_CODE,
     Pattern,
@@ -58,7 +58,9 @@ _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken"
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
-EngineName = Literal["local", "ray", "slurm"]
+EngineName = Literal["local", "ray", "slurm"] | str
+"""A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
+command line's choices; a program may register more (checked against the registry when validated)."""
 RUN_ONLY = ("engine", "tasks", "ray_address")
 """Settings of how a run is carried out, not of what it makes: left out of the manifest's settings (the
 output is the same for every value) and recorded under its ``run`` key instead."""
@@ -427,7 +429,7 @@ class PrepareConfig:
         for group in NESTED:
             check_settings(NESTED[group], getattr(self, group), lambda name, g=group: self.label(f"{g}.{name}"))
         if self.multilingual:
-            if self.tasks > 1 or self.engine != "local":
+            if self.tasks > 1 or engine_part(self.engine).is_cluster:
                 raise ConfigError("--directions runs are not cut into tasks yet: use --tasks 1 --engine local")
             return self._validate_multilingual()
         if not self.source_lang:
@@ -480,12 +482,11 @@ class PrepareConfig:
         return self
 
     def _validate_engine(self) -> None:
-        """Tasks and engines: what can be cut into tasks, and the engine's library is installed."""
-        if self.ray_address and self.engine != "ray":
-            raise ConfigError(f"--ray-address {self.ray_address} is for --engine ray (the engine is {self.engine})")
-        if self.engine == "ray" and importlib.util.find_spec("ray") is None:
-            raise ConfigError("--engine ray needs Ray: pip install 'tokenmill[ray]'")
-        if self.tasks > 1 or self.engine != "local":
+        """Tasks and engines: the engine is registered (:mod:`tokenmill.prepare.engines`) and takes the engine
+        options given, its library is installed, and what a cluster engine needs can be cut into tasks."""
+        part = engine_part(self.engine)
+        part.check({option: getattr(self, option, None) for option in engine_options()})
+        if self.tasks > 1 or part.is_cluster:
             what = ("--align-suffix" if self.align_suffix else
                     "--documents blank-line" if self.documents == "blank-line" else None)
             if what:

@@ -22,8 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +32,30 @@ import xxhash
 from tokenmill._core.temperature import temperature_probabilities
 from tokenmill.errors import TokenmillError
 from tokenmill.prepare.config import PrepareConfig
-from tokenmill.prepare.crash import crash_point as _crash_point
-from tokenmill.prepare.pipeline import Pipeline, PrepareSummary
+from tokenmill.prepare.crash import crash_point
+from tokenmill.prepare.engines import TaskFunction
 from tokenmill.prepare.publish import prune_staging
+from tokenmill.prepare.run.context import RunContext, SharedVocab
+from tokenmill.prepare.run.runner import check_destination_folder, exclusive, warn_no_validation
+from tokenmill.prepare.run.summary import PrepareSummary
+from tokenmill.prepare.stages import Stage, clean_stages
+from tokenmill.prepare.stages.base import Outputs
+from tokenmill.prepare.stages.binarize import BinarizeStage
+from tokenmill.prepare.stages.encode import EncodeStage
+from tokenmill.prepare.stages.publish import copy_into_shards, publish_run, write_log
+from tokenmill.prepare.stages.tokenizer import trained_sentencepiece, warn_small_vocabulary
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
-from tokenmill.prepare.tokenizing import piece_lookup
+from tokenmill.prepare.tokenizing import piece_lookup, spm_options
 from tokenmill.store.format import token_dtype
-from tokenmill.store.layout import SHARED_DICT, dict_name, dropped_path
+from tokenmill.store.layout import SHARED_DICT, dict_name
 from tokenmill.store.manifest import file_checksum
 from tokenmill.text import open_source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir
-from tokenmill.vocab.tokenizer import Tokenizer, load_tokenizer
+from tokenmill.vocab.tokenizer import load_tokenizer
 
 log = logging.getLogger("tokenmill.prepare")
+SPM_MODEL = "spm.model"
 
 
 @dataclass
@@ -86,118 +95,88 @@ class MultilingualSummary(PrepareSummary):
         return "\n".join(lines)
 
 
-class DirectionPipeline(Pipeline):
-    """The single-direction stages of one direction, writing into the shared data_bin.
+class Directions:
+    """The run's context and one context per direction (``.work/*/{direction}/``, records named
+    ``{direction}.{stage}``), sharing the outputs' bookkeeping, the stage times, the warnings and the
+    vocabulary (:class:`~tokenmill.prepare.run.context.SharedVocab`) with the run."""
 
-    Stage records are named ``{direction}.{stage}``; cleaned text and ids live under
-    ``.work/*/{direction}/``; the tokenizer and dictionary are the shared ones.
-    """
-
-    can_use_tasks = False  # a direction's train is cleaned and encoded in one piece (tasks: single runs)
-
-    def __init__(self, parent: MultilingualPipeline, name: str) -> None:
-        super().__init__(parent.config.direction_config(name), force=parent.stages.force, progress=parent.progress)
-        self.direction = name
-        self.parent = parent
-        self.produced = parent.produced  # one run: the parent publishes every direction's outputs
-        self.meanings = parent.meanings
-        self.summary.stage_seconds = parent.summary.stage_seconds
-        self.summary.warnings = parent.summary.warnings
-
-    def _stage(self, name: str, key: str, run: Callable[[], tuple[list[Path], dict[str, Any]]]) -> dict[str, Any]:
-        info = super()._stage(f"{self.direction}.{name}", key, run)
-        self.keys[name] = key
-        return info
-
-    def clean_path(self, split: str, lang: str) -> Path:
-        return self.work / "clean" / self.direction / f"{split}.{lang}"
-
-    def ids_prefix(self, split: str, lang: str) -> Path:
-        return self.work / "ids" / self.direction / f"{split}.{lang}"
-
-    def dropped_path(self, split: str) -> Path:
-        return dropped_path(self.root, split, self.direction)
-
-    def model_path(self, lang: str) -> Path:
-        return self.parent.spm_path
-
-    def vocab_fingerprint(self, lang: str, vocab_path: Path) -> str:
-        return self.parent.lookup_fingerprint
-
-    def piece_lookup(self, tokenizer: Tokenizer, dictionary: Dictionary) -> np.ndarray:
-        return self.parent.lookup  # the same for every direction: built once
-
-    def kept_train_pairs(self) -> int:
-        """Training pairs left after cleaning (known once :meth:`clean` ran or was found up to date)."""
-        return int(self.summary.splits["train"]["clean"]["kept"]["pairs"])
-
-
-class MultilingualPipeline(Pipeline):
-    """One prepare run over all directions of a config with ``directions``."""
-
-    def __init__(self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None) -> None:
-        super().__init__(config, force=force, progress=progress)
-        self.summary = MultilingualSummary(self.root)
-        self.spm_path = self.out / "spm.model"
-        self.lookup_fingerprint = ""
-        self.lookup = np.empty(0, dtype=np.int64)
-        self.pipelines: dict[str, DirectionPipeline] = {}
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.spm_path = ctx.out / SPM_MODEL
+        self.shared = SharedVocab(self.spm_path, np.empty(0, dtype=np.int64), "")
+        self.contexts: dict[str, RunContext] = {}
+        for name in sorted(ctx.config.directions):
+            direction = RunContext(ctx.config.direction_config(name), force=ctx.stages.force, progress=ctx.progress,
+                                   direction=name, root=ctx.root)
+            direction.shared = self.shared
+            direction.produced = ctx.produced  # one run: the run publishes every direction's outputs
+            direction.meanings = ctx.meanings
+            direction.summary.stage_seconds = ctx.summary.stage_seconds
+            direction.summary.warnings = ctx.summary.warnings
+            self.contexts[name] = direction
 
     @property
     def languages(self) -> list[str]:
-        return sorted({lang for name in self.config.directions for lang in name.split("-")})
+        return sorted({lang for name in self.ctx.config.directions for lang in name.split("-")})
 
     def lang_token(self, lang: str) -> str:
-        return self.config.lang_token_format.replace("{lang}", lang)
+        return self.ctx.config.lang_token_format.replace("{lang}", lang)
 
-    # ---------------------------------------------------------------- tokenizer
-    def _train_lines(self, names: list[str]) -> dict[str, int]:
+    def kept_train_pairs(self, name: str) -> int:
+        """Training pairs of a direction left after cleaning (known once its clean stage was met)."""
+        return int(self.contexts[name].summary.splits["train"]["clean"]["kept"]["pairs"])
+
+    def train_lines(self, names: list[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
         for name in names:
-            kept = self.pipelines[name].kept_train_pairs()
+            kept = self.kept_train_pairs(name)
             for lang in name.split("-"):
                 counts[lang] = counts.get(lang, 0) + kept
         return counts
 
-    def shared_tokenizer(self) -> None:
-        cfg = self.config
-        if cfg.spm_model:
-            key = fingerprint("tokenizer", file_identity(cfg.spm_model))
-
-            def copy() -> tuple[list[Path], dict[str, Any]]:
-                written = load_tokenizer("sentencepiece", cfg.spm_model).save(self.out)  # type: ignore[arg-type]
-                return written, {"trained": False, "source": cfg.spm_model, "trained_on": []}
-
-            self._stage("tokenizer", key, copy)
-            return
-        names = sorted(self.pipelines)
-        options = self.spm_options()
-
-        def key_of(basis: list[str]) -> str:
-            upstream = {name: self.pipelines[name].keys["clean.train"] for name in basis}
-            return fingerprint("tokenizer-multi", upstream, options.as_dict(), cfg.spm_temperature)
-
-        basis = names
-        previous = sorted(self._previous_info("tokenizer").get("trained_on") or [])
-        if (not cfg.retrain_tokenizer and previous and set(previous) < set(names)
-                and self.stages.done("tokenizer", key_of(previous)) is not None):
-            basis = previous  # the model made for these directions is intact: new directions are encoded with it
-            log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
-                     len(basis), ", ".join(sorted(set(names) - set(basis))))
-        info = self._stage("tokenizer", key_of(basis), lambda: self._train_shared(basis))
-        self.warn_small_vocabulary(info)
-
-    def _previous_info(self, stage: str) -> dict[str, Any]:
+    def previous_info(self, stage: str) -> dict[str, Any]:
         try:
-            record = json.loads((self.root / STATE_DIR / f"{stage}.json").read_text(encoding="utf-8"))
+            record = json.loads((self.ctx.root / STATE_DIR / f"{stage}.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return record.get("info", {}) if isinstance(record, dict) else {}
 
-    def _train_shared(self, names: list[str]) -> tuple[list[Path], dict[str, Any]]:
-        cfg = self.config
-        options = self.spm_options()
-        counts = self._train_lines(names)
+
+class SharedTokenizerStage(Stage):
+    """``tokenizer``: one SentencePiece model for every direction, trained on a temperature sample of their
+    cleaned train text (or copied from --spm-model). A model trained on fewer directions than the run has is
+    kept (new directions are encoded with it) unless --retrain-tokenizer."""
+
+    name = "tokenizer"
+
+    def __init__(self, directions: Directions) -> None:
+        self.directions = directions
+        self.basis = sorted(directions.contexts)
+
+    def key_of(self, basis: list[str]) -> str:
+        cfg = self.directions.ctx.config
+        upstream = {name: self.directions.contexts[name].keys["clean.train"] for name in basis}
+        return fingerprint("tokenizer-multi", upstream, spm_options(cfg).as_dict(), cfg.spm_temperature)
+
+    def key(self, ctx: RunContext) -> str:
+        if ctx.config.spm_model:
+            return fingerprint("tokenizer", file_identity(ctx.config.spm_model))
+        names = sorted(self.directions.contexts)
+        previous = sorted(self.directions.previous_info("tokenizer").get("trained_on") or [])
+        if (not ctx.config.retrain_tokenizer and previous and set(previous) < set(names)
+                and ctx.done("tokenizer", self.key_of(previous))):
+            self.basis = previous  # the model made for these directions is intact: new directions use it
+            log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
+                     len(previous), ", ".join(sorted(set(names) - set(previous))))
+        return self.key_of(self.basis)
+
+    def run(self, ctx: RunContext) -> Outputs:
+        cfg = ctx.config
+        if cfg.spm_model:
+            written = load_tokenizer("sentencepiece", cfg.spm_model).save(ctx.out)
+            return written, {"trained": False, "source": cfg.spm_model, "trained_on": []}
+        options = spm_options(cfg)
+        counts = self.directions.train_lines(self.basis)
         quotas = temperature_quotas(counts, options.input_sentence_size, cfg.spm_temperature)
         sample: list[str] = []
         for lang in sorted(quotas):
@@ -205,44 +184,54 @@ class MultilingualPipeline(Pipeline):
                 continue
             seed = int(xxhash.xxh64_intdigest(f"{cfg.seed}:{lang}".encode()) % (2**32))
             reservoir = Reservoir(quotas[lang], seed)
-            for name in names:
+            for name in self.basis:
                 if lang in name.split("-"):
-                    for chunk in open_source([str(self.pipelines[name].clean_path("train", lang))]).chunks():
+                    path = self.directions.contexts[name].folder.clean_path("train", lang)
+                    for chunk in open_source([str(path)]).chunks():
                         reservoir.add(chunk.src)
             sample += reservoir.sample()
         log.info("training spm.model on %d lines: %s", len(sample),
                  ", ".join(f"{lang} {quotas[lang]}/{counts[lang]}" for lang in sorted(quotas)))
-        written = self.trained_sentencepiece(sample, self.spm_path, options)
-        pieces = {self.spm_path.name: load_tokenizer("sentencepiece", self.spm_path).vocab_size}
-        return written, {"trained": True, "trained_on": names, "sample": quotas, "lines": counts, "pieces": pieces}
+        spm_path = self.directions.spm_path
+        written = trained_sentencepiece(ctx, sample, spm_path, options)
+        pieces = {spm_path.name: load_tokenizer("sentencepiece", spm_path).vocab_size}
+        return written, {"trained": True, "trained_on": self.basis, "sample": quotas, "lines": counts,
+                         "pieces": pieces}
 
-    # ---------------------------------------------------------------- dictionary
-    def shared_dictionary(self) -> Dictionary:
-        cfg = self.config
-        langs = self.languages
-        paths = [self.out / SHARED_DICT, *(self.out / dict_name(lang) for lang in langs)]
-        key = fingerprint("dictionary-multi", file_checksum(self.spm_path), [self.lang_token(x) for x in langs],
-                          cfg.padding_factor, cfg.user_defined_symbols)
-        self._stage("dictionary", key, lambda: self._build_dictionary(paths))
-        dictionary = Dictionary.load(self.out / SHARED_DICT)
-        self.lookup = piece_lookup(load_tokenizer("sentencepiece", self.spm_path), dictionary)
-        self.lookup_fingerprint = fingerprint(
-            xxhash.xxh3_128_hexdigest(self.lookup.tobytes()), str(token_dtype(len(dictionary)))
-        )
-        return dictionary
+    def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
+        if not ctx.config.spm_model:
+            warn_small_vocabulary(ctx, info)
 
-    def _build_dictionary(self, paths: list[Path]) -> tuple[list[Path], dict[str, Any]]:
-        """SentencePiece's pieces, then the language tokens (earlier ones keep their ids), then padding."""
-        cfg = self.config
-        tokenizer = load_tokenizer("sentencepiece", self.spm_path)
+
+class SharedDictionaryStage(Stage):
+    """``dictionary``: SentencePiece's pieces, then the language tokens (earlier ones keep their ids), then
+    padding; one file with a copy per language. Its lookup (piece id -> dictionary id) is the directions'."""
+
+    name = "dictionary"
+
+    def __init__(self, directions: Directions) -> None:
+        self.directions = directions
+        self.dictionary = Dictionary()
+
+    def paths(self, ctx: RunContext) -> list[Path]:
+        return [ctx.out / SHARED_DICT, *(ctx.out / dict_name(lang) for lang in self.directions.languages)]
+
+    def key(self, ctx: RunContext) -> str:
+        tokens = [self.directions.lang_token(x) for x in self.directions.languages]
+        return fingerprint("dictionary-multi", file_checksum(self.directions.spm_path), tokens,
+                           ctx.config.padding_factor, ctx.config.user_defined_symbols)
+
+    def run(self, ctx: RunContext) -> Outputs:
+        cfg = ctx.config
+        tokenizer = load_tokenizer("sentencepiece", self.directions.spm_path)
         dictionary = Dictionary()
         for i in range(tokenizer.vocab_size):
             if tokenizer.is_text_piece(i):  # type: ignore[attr-defined]
                 dictionary.add_symbol(tokenizer.id_to_token(i), 1)
         for symbol in cfg.user_defined_symbols:
             dictionary.add_symbol(symbol, 1)
-        tokens = [self.lang_token(lang) for lang in self.languages]
-        previous = self.out / SHARED_DICT
+        tokens = [self.directions.lang_token(lang) for lang in self.directions.languages]
+        previous = ctx.out / SHARED_DICT
         order: list[str] = []
         if previous.exists():
             old = Dictionary.load(previous)
@@ -253,85 +242,111 @@ class MultilingualPipeline(Pipeline):
         for token in order:
             dictionary.add_symbol(token, 1)
         dictionary.pad_to_multiple(cfg.padding_factor)
+        paths = self.paths(ctx)
         for path in paths:
             dictionary.save(path)
         return paths, {"size": len(dictionary), "lang_tokens": {t: dictionary.index(t) for t in tokens}}
 
-    # ---------------------------------------------------------------- run
-    def _shard_size(self, pipeline: DirectionPipeline) -> int:
-        kept = pipeline.kept_train_pairs()
-        if kept == 0:
-            raise TokenmillError(
-                f"direction {pipeline.direction}: no training pairs left after cleaning "
-                f"({', '.join(pipeline.config.trainpref)}); check its files and the filters"
+    def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
+        self.dictionary = Dictionary.load(ctx.out / SHARED_DICT)
+        shared = self.directions.shared
+        shared.lookup = piece_lookup(load_tokenizer("sentencepiece", self.directions.spm_path), self.dictionary)
+        shared.fingerprint = fingerprint(xxhash.xxh3_128_hexdigest(shared.lookup.tobytes()),
+                                         str(token_dtype(len(self.dictionary))))
+
+
+def run_multilingual(config: PrepareConfig, *, force: bool = False, progress: bool | None = None,
+                     execute: TaskFunction | None = None) -> MultilingualSummary:
+    """One prepare run over all directions of a config with ``directions``."""
+    ctx = RunContext(config, force=force, progress=progress, execute=execute)
+    summary = MultilingualSummary(ctx.root)
+    summary.stage_seconds, summary.warnings = ctx.summary.stage_seconds, ctx.summary.warnings
+    ctx.summary = summary
+    check_destination_folder(ctx)
+    warn_no_validation(ctx, sorted(n for n, files in config.directions.items() if not files.get("validpref")))
+    with exclusive(ctx):
+        directions = Directions(ctx)
+        for name, direction in directions.contexts.items():
+            try:
+                for stage in clean_stages(direction.config):
+                    stage.execute(direction)
+            except TokenmillError as error:  # a missing file, a bad line: say which direction it is
+                raise type(error)(f"direction {name}: {error}") from None
+        SharedTokenizerStage(directions).execute(ctx)
+        dictionary_stage = SharedDictionaryStage(directions)
+        dictionary_stage.execute(ctx)
+        crash_point("multilingual:before-encode")
+        trained_on = set(directions.previous_info("tokenizer").get("trained_on") or directions.contexts)
+        for name, direction in directions.contexts.items():
+            encode_direction(directions, name, dictionary_stage.dictionary)
+            if name not in trained_on:
+                _warn_unknown(name, direction)
+        finish(directions, dictionary_stage.dictionary)
+    for direction in directions.contexts.values():
+        summary.ran += direction.summary.ran
+        summary.skipped += direction.summary.skipped
+    return summary
+
+
+def encode_direction(directions: Directions, name: str, dictionary: Dictionary) -> None:
+    """A direction's encode and binarize stages, train cut into ``num_shards`` shards of equal pair count."""
+    direction = directions.contexts[name]
+    kept = directions.kept_train_pairs(name)
+    if kept == 0:
+        raise TokenmillError(
+            f"direction {name}: no training pairs left after cleaning "
+            f"({', '.join(direction.config.trainpref)}); check its files and the filters"
+        )
+    direction.config = replace(direction.config, shard_size=math.ceil(kept / directions.ctx.config.num_shards))
+    splits, langs = list(direction.config.split_prefixes()), direction.config.langs
+    direction.dictionaries = dict.fromkeys(langs, dictionary)
+    for stage in [*(EncodeStage(s, lang) for s in splits for lang in langs),
+                  *(BinarizeStage(s, lang) for s in splits for lang in langs)]:
+        stage.execute(direction)
+
+
+def _warn_unknown(name: str, direction: RunContext) -> None:
+    """A direction added after the model was trained: say so when the model does not cover it."""
+    for lang, row in direction.summary.splits["train"].get("langs", {}).items():
+        if row["unk_percent"] > 0.5:
+            log.warning(
+                "direction %s: %.2f%% of %s tokens are <unk>: spm.model was trained before this direction was "
+                "added and does not cover its characters; re-run with --retrain-tokenizer",
+                name, row["unk_percent"], lang,
             )
-        return math.ceil(kept / self.config.num_shards)
 
-    def run(self) -> MultilingualSummary:
-        self.check_inputs()
-        self.warn_no_validation(sorted(n for n, files in self.config.directions.items() if not files.get("validpref")))
-        with self.exclusive():
-            for name in sorted(self.config.directions):
-                self.pipelines[name] = DirectionPipeline(self, name)
-            for name, pipeline in self.pipelines.items():
-                try:
-                    pipeline.clean()
-                except TokenmillError as error:  # a missing file, a bad line: say which direction it is
-                    raise type(error)(f"direction {name}: {error}") from None
-            self.shared_tokenizer()
-            dictionary = self.shared_dictionary()
-            _crash_point("multilingual:before-encode")
-            trained_on = set(self._previous_info("tokenizer").get("trained_on") or self.pipelines)
-            for name, pipeline in self.pipelines.items():
-                pipeline.config.shard_size = self._shard_size(pipeline)
-                pipeline.encode()
-                pipeline.binarize({lang: dictionary for lang in pipeline.config.langs})
-                if name not in trained_on:
-                    self._warn_unknown(pipeline)
-            self.finish_multilingual(dictionary)
-        for pipeline in self.pipelines.values():
-            self.summary.ran += pipeline.summary.ran
-            self.summary.skipped += pipeline.summary.skipped
-        return self.summary
 
-    def _warn_unknown(self, pipeline: DirectionPipeline) -> None:
-        """A direction added after the model was trained: say so when the model does not cover it."""
-        for lang, row in pipeline.summary.splits["train"].get("langs", {}).items():
-            if row["unk_percent"] > 0.5:
-                log.warning(
-                    "direction %s: %.2f%% of %s tokens are <unk>: spm.model was trained before this direction was "
-                    "added and does not cover its characters; re-run with --retrain-tokenizer",
-                    pipeline.direction, row["unk_percent"], lang,
-                )
-
-    def finish_multilingual(self, dictionary: Dictionary) -> None:
-        prune_staging(self.out, self.produced)
-        dict_files = [self.out / SHARED_DICT, *(self.out / dict_name(lang) for lang in self.languages)]
-        shards = self.copy_into_shards(dict_files)
-        tokenizer_info = self._previous_info("tokenizer")
-        counts = self._train_lines(sorted(self.pipelines))
-        self.summary.directions = {name: p.summary for name, p in self.pipelines.items()}
-        self.summary.languages = {
-            lang: {
-                "token": self.lang_token(lang),
-                "id": dictionary.index(self.lang_token(lang)),
-                "train_lines": counts.get(lang, 0),
-                "spm_sample_lines": tokenizer_info.get("sample", {}).get(lang, 0),
-            }
-            for lang in self.languages
+def finish(directions: Directions, dictionary: Dictionary) -> None:
+    """The many-direction run's publish step: dictionary copies in every shard, log, manifest."""
+    ctx, summary = directions.ctx, directions.ctx.summary
+    assert isinstance(summary, MultilingualSummary)
+    prune_staging(ctx.out, ctx.produced)
+    dict_files = [ctx.out / SHARED_DICT, *(ctx.out / dict_name(lang) for lang in directions.languages)]
+    shards = copy_into_shards(ctx, dict_files)
+    tokenizer_info = directions.previous_info("tokenizer")
+    counts = directions.train_lines(sorted(directions.contexts))
+    summary.directions = {name: d.summary for name, d in directions.contexts.items()}
+    summary.languages = {
+        lang: {
+            "token": directions.lang_token(lang),
+            "id": dictionary.index(directions.lang_token(lang)),
+            "train_lines": counts.get(lang, 0),
+            "spm_sample_lines": tokenizer_info.get("sample", {}).get(lang, 0),
         }
-        self.summary.vocab = {
-            "dictionary": SHARED_DICT,
-            "size": len(dictionary),
-            "special": dictionary.special_ids,
-            "lang_tokens": {lang: row["id"] for lang, row in self.summary.languages.items()},
-            "lang_token_format": self.config.lang_token_format,
-            "spm_models": [self.spm_path.name],
-            "tokenizer_trained_on": tokenizer_info.get("trained_on", []),
-            "tokenizer": "sentencepiece",
-        }
-        self.write_log(f"tokenmill prepare: {len(self.pipelines)} directions -> {self.root}")
-        self.publish({**self.summary.to_dict(), "shards": [p.name for p in shards]})
+        for lang in directions.languages
+    }
+    summary.vocab = {
+        "dictionary": SHARED_DICT,
+        "size": len(dictionary),
+        "special": dictionary.special_ids,
+        "lang_tokens": {lang: row["id"] for lang, row in summary.languages.items()},
+        "lang_token_format": ctx.config.lang_token_format,
+        "spm_models": [directions.spm_path.name],
+        "tokenizer_trained_on": tokenizer_info.get("trained_on", []),
+        "tokenizer": "sentencepiece",
+    }
+    write_log(ctx, f"tokenmill prepare: {len(directions.contexts)} directions -> {ctx.root}")
+    publish_run(ctx, {**summary.to_dict(), "shards": [p.name for p in shards]})
 
 
 def temperature_quotas(lines: dict[str, int], budget: int, temperature: float) -> dict[str, int]:

@@ -22,7 +22,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare.engines import OnDone, TaskFunction, _nothing
+from tokenmill.prepare.engines.base import OnDone, TaskFunction, _nothing
 from tokenmill.prepare.tasks import TaskKilled
 
 MAX_RETRIES = 3

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from tokenmill.prepare.config import PrepareConfig
+from tokenmill.text.filters import FilterConfig, piece_filters
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import SentencePieceOptions
 from tokenmill.vocab.t2t_backend import T2TTrainSettings
-from tokenmill.vocab.tokenizer import Tokenizer
+from tokenmill.vocab.tokenizer import Tokenizer, TokenizerBase, get_backend
 
 WHITESPACE = "whitespace"
 Found = tuple[np.ndarray, list[str]]
@@ -35,9 +36,45 @@ def backend_name(config: PrepareConfig) -> str:
     return WHITESPACE if config.tokenizer == "none" else config.tokenizer
 
 
+def backend(config: PrepareConfig) -> type[TokenizerBase]:
+    """The backend class the settings choose (what prepare asks about it are its class attributes)."""
+    return get_backend(backend_name(config))
+
+
 def stores_tokenizer_ids(config: PrepareConfig) -> bool:
-    """Whether stores hold the tokenizer's own ids (no fairseq dictionary remap)."""
-    return config.tokenizer in ("hf", "tiktoken", "t2t-subword") or bool(config.output_prefix)
+    """Whether stores hold the tokenizer's own ids (no fairseq dictionary remap): a backend that stores its
+    own ids, or any backend with Megatron's flags."""
+    return backend(config).stores_own_ids or bool(config.output_prefix)
+
+
+def splits_words(config: PrepareConfig) -> bool:
+    """Whether the text is whitespace-tokenized (no model: the encode stage numbers the words it meets)."""
+    return not backend(config).needs_model
+
+
+def samples_by_bytes(config: PrepareConfig) -> bool:
+    """Whether the tokenizer learns from a byte budget of each cleaned file (T2T's vocabulary builder)
+    rather than from a line sample."""
+    return backend(config).samples_by_bytes
+
+
+def warns_small_vocabulary(config: PrepareConfig) -> bool:
+    """Whether a trained model may hold fewer pieces than --vocab-size asked for (SentencePiece)."""
+    return backend(config).may_stop_short
+
+
+def keeps_unknown_surfaces(config: PrepareConfig) -> bool:
+    """fairseq-preprocess reads spm_encode's piece text, where a piece SentencePiece calls unknown is its
+    surface text: those become words of the dictionary (fairseq's ids), so we keep them too."""
+    return backend(config).has_unknown_surfaces and not stores_tokenizer_ids(config)
+
+
+def piece_filter(config: PrepareConfig) -> FilterConfig | None:
+    """The token-count and ratio filters, when they count the tokenizer's pieces (as fairseq's max
+    positions do) rather than whitespace words: every subword tokenizer. None when there are none."""
+    if splits_words(config):
+        return None
+    return piece_filters(config.filters)
 
 
 def given_model(config: PrepareConfig) -> str | None:

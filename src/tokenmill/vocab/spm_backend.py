@@ -20,6 +20,9 @@ class SentencePieceTokenizer(TokenizerBase):
     name = "sentencepiece"
     filename = "spm.model"
     overlaps_batches = True  # the library encodes with the GIL released
+    stores_own_ids = False  # fairseq's ids: pieces are words of its dict.txt
+    may_stop_short = True
+    has_unknown_surfaces = True
     TrainSettings = SentencePieceOptions
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:

@@ -54,6 +54,7 @@ class T2TSubwordTokenizer(TokenizerBase):
 
     name = "t2t-subword"
     filename = "vocab.subwords"
+    samples_by_bytes = True
     TrainSettings = T2TTrainSettings
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:

@@ -213,6 +213,18 @@ class TokenizerBase:
     """Stable name of the model file in an output directory."""
     Settings: ClassVar[type] = NoSettings
     TrainSettings: ClassVar[type | None] = None
+    stores_own_ids: ClassVar[bool] = True
+    """Whether prepared stores hold this backend's own ids (False: its pieces or words become the words of a
+    fairseq dictionary and are remapped through it, as ``spm_encode`` + ``fairseq-preprocess`` do)."""
+    needs_model: ClassVar[bool] = True
+    """Whether text is encoded with a model file (False: whitespace words, numbered as the text is read)."""
+    samples_by_bytes: ClassVar[bool] = False
+    """Whether training reads a byte budget of each text file (T2T's builder) rather than a line sample."""
+    may_stop_short: ClassVar[bool] = False
+    """Whether a trained model may hold fewer pieces than the vocabulary size asked for (SentencePiece)."""
+    has_unknown_surfaces: ClassVar[bool] = False
+    """Whether a piece it calls unknown has a surface text that fairseq keeps as a word of its own
+    (``spm_encode`` prints it; see ``prepare.tokenizing.UnknownSurfaces``)."""
     overlaps_batches: ClassVar[bool] = False
     """Whether ``encode_batch`` lets go of the GIL while it encodes, so that two batches on two threads keep
     the cores busy where one leaves them idle (its last long lines, its ids turned into arrays). Not for a

@@ -26,6 +26,8 @@ class WhitespaceTokenizer(TokenizerBase):
 
     name = "whitespace"
     filename = "dict.txt"
+    stores_own_ids = False
+    needs_model = False
 
     def __init__(
         self, path: str | os.PathLike[str], settings: Any = None, dictionary: Dictionary | None = None

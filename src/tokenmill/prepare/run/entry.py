@@ -1,4 +1,5 @@
-"""``prepare(config)``: one entry point for single-direction, monolingual and many-direction runs."""
+"""``prepare(config)``: one entry point for single-direction, monolingual and many-direction runs; the steps of
+a run cut for a scheduler (``phase``), one task of it (:func:`run_task`), the Slurm script and ``--status``."""
 
 from __future__ import annotations
 
@@ -7,15 +8,25 @@ from typing import Any
 
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config import PrepareConfig
-from tokenmill.prepare.multilingual import MultilingualPipeline
+from tokenmill.prepare.engines import engine_part
+from tokenmill.prepare.multilingual import run_multilingual
 from tokenmill.prepare.object_storage import work_folder
-from tokenmill.prepare.pipeline import WORK_DIR, Pipeline, PrepareSummary
+from tokenmill.prepare.run.context import RunContext
+from tokenmill.prepare.run.folder import WORK_DIR
+from tokenmill.prepare.run.runner import check_destination_folder, execute_task, run_single
+from tokenmill.prepare.run.summary import PrepareSummary
+from tokenmill.prepare.run.tasking import task_count
 from tokenmill.prepare.slurm import write_script
+from tokenmill.prepare.stages import task_stage
+from tokenmill.prepare.stages.cleaned import clean_plan, train_input_bytes
+from tokenmill.prepare.stages.encoded import encode_key
+from tokenmill.prepare.stages.tokenizer import model_path
 from tokenmill.prepare.tasks import TASKS_DIR, format_status, task_status
-from tokenmill.prepare.tokenizing import WHITESPACE, backend_name
+from tokenmill.prepare.tokenizing import splits_words
 from tokenmill.store.remote import is_url
 
 COORDINATOR_PHASES = ("plan", "tokenizer", "merge")
+TASK_PHASES = ("clean", "encode")
 
 
 def prepare(
@@ -24,20 +35,22 @@ def prepare(
     """Run the whole pipeline; re-running skips stages whose inputs and settings did not change.
 
     ``phase`` runs one coordinator step of a run cut for a scheduler (``plan``, ``tokenizer``, ``merge``;
-    see :data:`tokenmill.prepare.pipeline.PHASES`); tasks run with :func:`run_task`."""
+    see :data:`tokenmill.prepare.stages.PHASES`); tasks run with :func:`run_task`."""
     if not isinstance(config, PrepareConfig):
         raise ConfigError("prepare() takes a PrepareConfig (see tokenmill.prepare.build_config)")
     if config.multilingual:
         if phase is not None:
             raise ConfigError("--phase: runs of many directions are not cut into tasks yet")
-        return MultilingualPipeline(config, force=force, progress=progress).run()
-    if config.engine == "slurm" and phase is None:
-        raise ConfigError("--engine slurm runs as Slurm jobs: `tokenmill prepare ... --engine slurm` writes their "
-                          "script (tokenmill.prepare.run.write_slurm_script in Python)")
+        return run_multilingual(config, force=force, progress=progress, execute=execute_task)
+    scheduled = engine_part(config.engine).scheduled
+    if scheduled and phase is None:
+        raise ConfigError(scheduled)
     if phase is not None and phase not in COORDINATOR_PHASES:
         raise ConfigError(f"--phase {phase} runs one task: give --task I (coordinator phases: "
                           f"{', '.join(COORDINATOR_PHASES)})")
-    return Pipeline(config, force=force, progress=progress, phase=phase).run()
+    ctx = RunContext(config, force=force, progress=progress, phase=phase, execute=execute_task)
+    run_single(ctx)
+    return ctx.summary
 
 
 def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, Any]]:
@@ -45,30 +58,30 @@ def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, An
     side): what a Slurm array task runs. Returns the task's records; a stage the coordinator already merged
     and recorded (a script submitted again after its run finished) gives ``{"merged": True}`` and runs
     nothing."""
-    pipeline = Pipeline(config, progress=False, phase=phase)
-    if phase == "clean":
-        stages = {"clean.train": pipeline.clean_settings("train").key}
-    elif phase == "encode":
-        words = backend_name(config) == WHITESPACE  # no model: encoded in the tokenizer phase, never as tasks
-        stages = {f"encode.train.{lang}": pipeline.encode_key("train", lang)
-                  if words or pipeline.model_path(lang).exists()
-                  else None for lang in config.langs}  # no model yet: the task says which phases to run first
-    else:
+    if phase not in TASK_PHASES:
         raise ConfigError(f"--task is for --phase clean or encode, not {phase}")
+    ctx = RunContext(config, progress=False, phase=phase)
+    if phase == "clean":
+        stages = {"clean.train": clean_plan(ctx, "train").key}
+    else:
+        words = splits_words(config)  # no model: encoded in the tokenizer phase, never as tasks
+        stages = {f"encode.train.{lang}": encode_key(ctx, "train", lang)
+                  if words or model_path(ctx, lang).exists()
+                  else None for lang in config.langs}  # no model yet: the task says which phases to run first
     return [
         {"stage": stage, "task": index, "merged": True, "lines": 0, "seconds": 0.0}
-        if key is not None and pipeline.stages.done(stage, key) is not None
-        else pipeline.run_task(stage, index, config.workers)
+        if key is not None and ctx.done(stage, key)
+        else task_stage(stage).run_task(ctx, index, config.workers)
         for stage, key in stages.items()
     ]
 
 
 def write_slurm_script(config: PrepareConfig) -> Path:
     """``--engine slurm``: the sbatch script of the run (see :mod:`tokenmill.prepare.slurm`); runs nothing."""
-    pipeline = Pipeline(config, progress=False)
-    pipeline.check_inputs()
-    pipeline.root.mkdir(parents=True, exist_ok=True)
-    return write_script(config, pipeline.tasked.count(), pipeline.work)
+    ctx = RunContext(config, progress=False)
+    check_destination_folder(ctx)
+    ctx.root.mkdir(parents=True, exist_ok=True)
+    return write_script(config, task_count(ctx, train_input_bytes(ctx)), ctx.work)
 
 
 def status(config: PrepareConfig) -> str:

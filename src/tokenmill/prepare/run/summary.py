@@ -1,0 +1,123 @@
+"""What a prepare run reports: counts per split and language, cleaning steps, stage times, tasks, warnings."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokenmill.prepare.config import SPLITS
+
+log = logging.getLogger("tokenmill.prepare")
+
+
+@dataclass
+class PrepareSummary:
+    """What a run produced: per split and language counts, filter statistics, vocabularies."""
+
+    destdir: Path
+    splits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """split -> {"clean": {step: counts}, "langs": {lang: {"sentences", "tokens", "unk", "unk_percent"}}}."""
+    vocab: dict[str, Any] = field(default_factory=dict)
+    ran: list[str] = field(default_factory=list)
+    """Stages that ran in this invocation (the others were already done)."""
+    skipped: list[str] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know about the result (also logged as it happens)."""
+    tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
+    merge_seconds: dict[str, float] = field(default_factory=dict)
+    """Tasked stage -> seconds spent joining its parts."""
+
+    def ordered(self) -> list[tuple[str, dict[str, Any]]]:
+        """Splits in train, valid, test order."""
+        return sorted(self.splits.items(), key=lambda item: SPLITS.index(item[0]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"splits": dict(self.ordered()), "vocab": self.vocab}
+
+    def warn(self, message: str) -> None:
+        """Log ``message`` now and keep it for the printed summary and the manifest."""
+        log.warning("warning: %s", message)
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def stage_table(self) -> dict[str, dict[str, Any]]:
+        """Stage -> {"seconds", "ran"} in the order the stages ran."""
+        ran = set(self.ran)
+        return {name: {"seconds": seconds, "ran": name in ran} for name, seconds in self.stage_seconds.items()}
+
+    def table(self) -> str:
+        """A preprocess.log-style table: one row per split and language, then each cleaning step's drops."""
+        lines = [f"{'split':<8}{'lang':<8}{'sentences':>12}{'tokens':>14}{'<unk>':>10}{'% <unk>':>9}"]
+        for split, info in self.ordered():
+            for lang, row in info.get("langs", {}).items():
+                lines.append(
+                    f"{split:<8}{lang:<8}{row['sentences']:>12}{row['tokens']:>14}{row['unk']:>10}"
+                    f"{row['unk_percent']:>8.2f}%"
+                )
+        for split, info in self.ordered():
+            lines.extend(cleaning_lines(split, info.get("clean", {})))
+        eod = self.vocab.get("eod")
+        if isinstance(eod, dict):
+            lines.append(f"end of document: {eod['symbol']} = id {eod['id']}")
+        return "\n".join(lines)
+
+    def report(self) -> str:
+        """What the command prints: the table, the stage times and the warnings."""
+        lines = [self.table()]
+        if self.stage_seconds:
+            total = sum(self.stage_seconds.values())
+            shown = ", ".join(
+                f"{name} {seconds:.1f}s" + ("" if row["ran"] else " (up to date)")
+                for name, row in self.stage_table().items()
+                for seconds in [row["seconds"]]
+                if row["ran"] or seconds >= 0.05
+            )
+            lines.append(f"stage times ({total:.1f}s in all): {shown}")
+        lines.extend(task_lines(self.tasks, self.merge_seconds))
+        lines.extend(f"warning: {message}" for message in self.warnings)
+        return "\n".join(lines)
+
+
+def task_lines(tasks: dict[str, list[dict[str, Any]]], merges: dict[str, float]) -> list[str]:
+    """One line per tasked stage: tasks, lines, the slowest task, retries and the merge's seconds."""
+    out = []
+    for stage, rows in tasks.items():
+        retries = sum(row["attempts"] - 1 for row in rows)
+        slowest = max(rows, key=lambda row: row["seconds"])
+        lines = sum(row["lines"] for row in rows)
+        out.append(
+            f"tasks {stage}: {len(rows)} tasks, {lines:,} lines, slowest #{slowest['task']} {slowest['seconds']:.1f}s, "
+            f"{retries} retr{'y' if retries == 1 else 'ies'}"
+            + (f", merge {merges[stage]:.1f}s" if stage in merges else "")
+        )
+    return out
+
+
+def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
+    """One line per cleaning step of a split; what a step dropped (and what was kept) also as a share
+    of the lines read, so a filter that removes a quarter of the data is seen at a glance."""
+    base = steps.get("read", {}).get("read", 0)
+    lines = []
+    for step, counts in steps.items():
+        shown = []
+        for key, value in counts.items():
+            share = (step not in ("read", "normalize") and key not in ("pairs", "lines")) or step == "kept"
+            shown.append(f"{key} {value}" + (f" ({100.0 * value / base:.1f}%)" if share and base else ""))
+        lines.append(f"{split} {step}: {', '.join(shown)}")
+    return lines
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every key a string and every leaf a JSON value (others as their ``str``)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)

@@ -1,0 +1,291 @@
+"""Stage ``binarize.{split}.{lang}``: work ids mapped through the dictionary (one vectorized lookup), the end
+token appended, written as ``{split}.{src}-{tgt}.{lang}.bin/.idx`` (train optionally in ``shardNNN/``), or the
+tokenizer's own ids as they are. As tasks (train's encoded parts, inside the coordinator's phase): task i
+maps part i to the output's ids, drops what the piece filters dropped and appends the end tokens; the merge
+copies the parts into the stores (shards cut at the same items), the writer deriving pointers from sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tokenmill._core.ordered import prefetched
+from tokenmill.errors import TokenmillError
+from tokenmill.prepare.crash import crash_point
+from tokenmill.prepare.encoded_parts import (
+    IDS,
+    binarize_part,
+    ended,
+    mask_slice,
+    part_lengths,
+    part_table,
+    surfaces_in_order,
+)
+from tokenmill.prepare.run.context import RunContext
+from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
+from tokenmill.prepare.stages.base import Outputs, TaskedStage
+from tokenmill.prepare.stages.dictionary import end_token
+from tokenmill.prepare.stages.encoded import encoded_blocks, keep_file, split_words, unknown_surfaces
+from tokenmill.prepare.stages.tokenizer import model_path, tokenizer_for
+from tokenmill.prepare.state import fingerprint
+from tokenmill.prepare.tasks import TaskSet
+from tokenmill.prepare.tokenizing import backend_name, piece_lookup, splits_words, stores_tokenizer_ids
+from tokenmill.store import IndexedWriter
+from tokenmill.store.format import Layout, token_dtype
+from tokenmill.store.index_file import item_blocks
+from tokenmill.store.layout import megatron_name, store_name
+from tokenmill.store.manifest import file_checksum
+from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
+from tokenmill.vocab.dictionary import Dictionary
+
+PART = "part"
+COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
+Block = tuple[np.ndarray, np.ndarray]
+"""(tokens, item sizes) of consecutive items."""
+
+
+def empty_documents(ctx: RunContext) -> bool:
+    """Whether a document without ids is stored as a document without a sequence (no EOD either), as
+    Megatron's ``preprocess_data`` does: with its flags (``--output-prefix``); else it is an item of its own."""
+    return bool(ctx.config.output_prefix) and ctx.config.layout == "megatron"
+
+
+def output_prefix(ctx: RunContext, split: str, lang: str, shard: int | None = None) -> Path:
+    """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
+    cfg = ctx.config
+    if cfg.output_prefix:  # Megatron's preprocess_data names
+        name = megatron_name(os.path.basename(cfg.output_prefix), cfg.source_key or "text")
+    else:
+        name = store_name(split, cfg.source_lang, cfg.target_lang, lang)  # type: ignore[arg-type]
+    return ctx.folder.staged(name, shard)
+
+
+def lookup_of(ctx: RunContext, lang: str, dictionary: Dictionary) -> np.ndarray:
+    """Tokenizer id -> dictionary id (one array; a direction of a many-direction run shares the run's)."""
+    return ctx.shared.lookup if ctx.shared is not None else piece_lookup(tokenizer_for(ctx, lang), dictionary)
+
+
+class BinarizeStage(TaskedStage):
+    """``binarize.{split}.{lang}`` (see the module's docstring)."""
+
+    def __init__(self, split: str, lang: str) -> None:
+        self.split, self.lang = split, lang
+        self.name = f"binarize.{split}.{lang}"
+
+    def key(self, ctx: RunContext) -> str:
+        cfg, split, lang = ctx.config, self.split, self.lang
+        own_ids = stores_tokenizer_ids(cfg)
+        vocab_path = model_path(ctx, lang) if own_ids else ctx.folder.dict_path(None if cfg.monolingual else lang)
+        vocab = ctx.shared.fingerprint if ctx.shared is not None else file_checksum(vocab_path)
+        upstream = [ctx.keys.get(f"encode.{split}.{lang}", ctx.keys[f"clean.{split}"]), ctx.keys.get(f"pieces.{split}")]
+        return fingerprint("binarize", upstream, vocab, cfg.layout, cfg.shard_size, cfg.tokenizer, cfg.source_lang,
+                           cfg.target_lang, own_ids, end_token(ctx, ctx.dictionaries.get(lang), lang),
+                           cfg.output_prefix,
+                           # a folder binarized before empty documents were written as Megatron does
+                           *(["empty documents as preprocess_data"] if empty_documents(ctx) else []))
+
+    def tasked(self, ctx: RunContext) -> bool:
+        return self.split == "train" and self.lang in ctx.id_parts
+
+    def run(self, ctx: RunContext) -> Outputs:
+        split, lang = self.split, self.lang
+        dictionary = ctx.dictionaries.get(lang)
+        eos = end_token(ctx, dictionary, lang)
+        dtype, unk = self._dtype_unk(ctx, dictionary)
+        if self.tasked(ctx):
+            tasks = self.plan(ctx)
+            run_tasks(ctx, tasks, in_phase=True)
+            return self.merge(ctx, tasks)
+        return write_split(
+            ctx, split, lambda shard: output_prefix(ctx, split, lang, shard), dtype,
+            # the next block is read and mapped on a thread while this one is written (both let go of the GIL)
+            prefetched(self._id_blocks(ctx, dictionary)), eos=eos, unk=unk,
+            crash_name=self.name, empty_documents=empty_documents(ctx),
+        )
+
+    def _dtype_unk(self, ctx: RunContext, dictionary: Dictionary | None) -> tuple[np.dtype, int]:
+        if dictionary is None:  # the tokenizer's own ids (T2T: <EOS>=1 appended as T2T does)
+            tokenizer = tokenizer_for(ctx, self.lang)
+            return token_dtype(tokenizer.vocab_size), tokenizer.special_ids.get("unk", -1)
+        return token_dtype(len(dictionary)), dictionary.unk_index
+
+    def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
+        if self.split == "train":
+            ctx.folder.task_set(self.name, ctx.keys[self.name]).remove()  # recorded: the parts are copies
+        ctx.split_info(self.split).setdefault("langs", {})[self.lang] = info
+        self._register(ctx, ctx.dictionaries.get(self.lang), info)
+
+    def _register(self, ctx: RunContext, dictionary: Dictionary | None, info: dict[str, Any]) -> None:
+        """What the ids of each written store mean (checked by ``tokenmill verify``)."""
+        split, lang = self.split, self.lang
+        shards = [output_prefix(ctx, split, lang, k) for k in range(info["shards"])] if ctx.config.shard_size else []
+        eos = end_token(ctx, dictionary, lang)
+        for prefix in shards or [output_prefix(ctx, split, lang)]:
+            if dictionary is None:
+                tokenizer = tokenizer_for(ctx, lang)
+                vocab = model_path(ctx, lang)
+                kind = T2T if ctx.config.tokenizer == "t2t-subword" else TOKENIZER
+                symbol = None if eos is None else tokenizer.id_to_token(eos)
+                meaning = store_meaning(vocab.relative_to(ctx.out).as_posix(), kind, tokenizer.vocab_size, eos, symbol,
+                                        backend=backend_name(ctx.config))
+            else:  # the dictionary copy in the store's own folder: what fairseq reads there
+                vocab = prefix.parent / ctx.folder.dict_path(None if ctx.config.monolingual else lang).name
+                symbol = dictionary.symbols[eos] if eos is not None else None
+                meaning = store_meaning(vocab.relative_to(ctx.out).as_posix(), FAIRSEQ, len(dictionary), eos, symbol)
+            ctx.register_store(prefix, meaning)
+
+    def _id_blocks(self, ctx: RunContext, dictionary: Dictionary | None) -> Iterator[Block]:
+        """(ids, lengths) blocks of one split and side, end-of-sentence not yet appended."""
+        split, lang = self.split, self.lang
+        lookup = None
+        if splits_words(ctx.config):  # work ids are the split's words in order of appearance
+            assert dictionary is not None
+            index, unk = dictionary.indices.get, dictionary.unk_index
+            words = split_words(ctx, split, lang)
+            lookup = np.fromiter((index(word, unk) for word in words), dtype=np.int32, count=len(words))
+        elif dictionary is not None:
+            base = lookup_of(ctx, lang, dictionary)
+            extended = unknown_surfaces(ctx, split, lang)
+            lookup = np.concatenate([base, np.full(len(extended), dictionary.unk_index, dtype=np.int64)])
+            for surface, (work_id, _) in extended.items():
+                lookup[work_id] = dictionary.indices.get(surface, dictionary.unk_index)
+            lookup = lookup.astype(np.int32)  # dictionary ids: a block of them is half the int64 size
+        for block, sizes in encoded_blocks(ctx, split, lang):
+            yield (block if lookup is None else lookup[block]), sizes
+
+    # ---------------------------------------------------------------- as tasks
+    def plan(self, ctx: RunContext) -> TaskSet:
+        """One task per encoded part of train's side; the plan holds the id lookup, the surfaces' ids, end
+        token, unknown id, dtype and layout (every task reads them from it)."""
+        lang, dictionary = self.lang, ctx.dictionaries.get(self.lang)
+        dtype, unk = self._dtype_unk(ctx, dictionary)
+        lookup = surfaces = None
+        if dictionary is not None:  # as _id_blocks maps them; each task adds its part's surfaces
+            lookup = lookup_of(ctx, lang, dictionary).astype(np.int32).tolist()
+            surfaces = {surface: dictionary.indices.get(surface, dictionary.unk_index)
+                        for surface in unknown_surfaces(ctx, "train", lang)}
+        tasks = ctx.folder.task_set(self.name, self.key(ctx))
+        if fresh_plan(ctx, tasks):
+            lengths = part_lengths(ctx.id_parts[lang])
+            firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+            tasks.write_plan(len(lengths), lengths=lengths.tolist(), firsts=firsts.tolist(), lookup=lookup,
+                             surfaces=surfaces, end=end_token(ctx, dictionary, lang), unk=unk,
+                             dtype=np.dtype(dtype).str, layout=ctx.config.layout,
+                             keep=keep_file(ctx, "train") is not None, empty_documents=empty_documents(ctx))
+        return tasks
+
+    def run_task(self, ctx: RunContext, index: int, workers: int) -> dict[str, Any]:
+        """Task ``index``: encoded part ``index`` in the output's ids."""
+        tasks = ctx.folder.planned_tasks(self.name)
+        details = tasks.plan()
+        return tasks.run_once(index, lambda folder, attempt: self._part(ctx, details, index, folder, attempt))
+
+    def _part(self, ctx: RunContext, details: dict[str, Any], index: int, folder: Path, attempt: int) -> dict:
+        started = time.perf_counter()
+        part = ctx.folder.task_set(f"encode.train.{self.lang}", "").folder(index)
+        lookup = None
+        if details["lookup"] is not None:  # + the part's unknown surfaces, by their own work ids
+            surfaces = details["surfaces"]
+            extra = [surfaces[surface] for surface in surfaces_in_order(part_table(part))]
+            lookup = np.array(details["lookup"] + extra, dtype=np.int32)
+        first, length = int(details["firsts"][index]), int(details["lengths"][index])
+        kept = mask_slice(ctx.folder.keep_path("train") if details["keep"] else None, first, first + length)
+        counts = binarize_part(part / IDS, folder / PART, lookup=lookup, kept=kept, end=details["end"],
+                               unk=details["unk"], dtype=np.dtype(details["dtype"]), layout=Layout(details["layout"]),
+                               crash_name=f"{self.name}#{index}",
+                               empty_documents=details.get("empty_documents", False))
+        return task_record(started, length, attempt, **counts)
+
+    def merge(self, ctx: RunContext, tasks: TaskSet) -> Outputs:
+        """The binarized parts copied in task order into the split's stores (shards cut as one process cuts
+        them, pointers from the sizes), with the unknown tokens the tasks counted."""
+        records = tasks.records()
+        started = time.perf_counter()
+        blocks = chain.from_iterable(item_blocks(tasks.folder(i) / PART, COPY_ITEMS) for i in range(tasks.count))
+        dtype, _ = self._dtype_unk(ctx, ctx.dictionaries.get(self.lang))
+        outputs, info = write_split(ctx, "train", lambda shard: output_prefix(ctx, "train", self.lang, shard), dtype,
+                                    blocks, eos=None, unk=-1, crash_name=self.name,
+                                    empty_documents=empty_documents(ctx))
+        written = (sum(r["sentences"] for r in records), sum(r["tokens"] for r in records))
+        if (info["sentences"], info["tokens"]) != written:
+            raise TokenmillError(f"stage {tasks.stage}: the parts hold other counts than their tasks wrote; delete "
+                                 f"{tasks.root} and run prepare again")
+        unknown = sum(int(r["unk"]) for r in records)
+        info.update(unk=unknown, unk_percent=round(100.0 * unknown / info["tokens"], 4) if info["tokens"] else 0.0)
+        ctx.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
+        return outputs, info
+
+
+# The shard cutting keeps every case in one loop (a new shard, a full shard with empty Megatron documents,
+# a block split across shards) so the outputs match fairseq's and Megatron's byte for byte: 62 lines.
+def write_split(
+    ctx: RunContext, split: str, prefix_of: Callable[[int | None], Path], dtype: np.dtype, blocks: Iterator[Block],
+    *, eos: int | None, unk: int, crash_name: str, empty_documents: bool = False,
+) -> Outputs:
+    """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items
+    (``empty_documents``: see :func:`empty_documents`; ``sentences`` counts the items stored)."""
+    cfg = ctx.config
+    megatron = cfg.layout == "megatron"
+    shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
+    shard = 0 if cfg.shard_size else None
+    writers: list[IndexedWriter] = []
+
+    def open_writer(index: int | None) -> IndexedWriter:
+        writer = IndexedWriter(prefix_of(index), layout=cfg.layout, dtype=dtype)
+        writers.append(writer)
+        return writer
+
+    writer = open_writer(shard)
+    sentences = tokens = unknown = 0
+    try:
+        for flat, lengths in blocks:
+            if unk >= 0:
+                unknown += int(np.count_nonzero(flat == unk))
+            flat, lengths = ended(flat, lengths, eos, dtype, empty_documents=empty_documents)
+            while len(lengths):
+                room = shard_size - (len(writer)) if shard_size else len(lengths)
+                if room == 0 and empty_documents and lengths[0] == 0:
+                    # documents without a sequence stay with the full shard: a new shard starts at a
+                    # sequence, so no shard is left holding none (a 0-token dataset to Megatron)
+                    empty = int(np.argmax(lengths != 0)) if lengths.any() else len(lengths)
+                    writer.add_documents(flat[:0], lengths[:empty])
+                    lengths = lengths[empty:]
+                    continue
+                if room == 0:
+                    shard = (shard or 0) + 1
+                    writer = open_writer(shard)
+                    continue
+                take = min(room, len(lengths))
+                cut = int(lengths[:take].sum())
+                if empty_documents:
+                    writer.add_documents(flat[:cut], lengths[:take])
+                    sentences += int(np.count_nonzero(lengths[:take]))
+                else:
+                    writer.add_items(flat[:cut], lengths[:take], documents=megatron)
+                    sentences += take
+                tokens += cut
+                flat, lengths = flat[cut:], lengths[take:]
+            crash_point(f"{crash_name}:midway")
+    except BaseException:
+        for open_one in writers:
+            open_one.abort()
+        raise
+    outputs = []
+    for done in writers:
+        done.finalize()
+        outputs += [done.bin_file, done.idx_file]
+    info = {
+        "sentences": sentences,
+        "tokens": tokens,
+        "unk": unknown,
+        "unk_percent": round(100.0 * unknown / tokens, 4) if tokens else 0.0,
+        "shards": len(writers) if cfg.shard_size else 0,
+    }
+    return outputs, info
