@@ -37,7 +37,14 @@ flock 9
 
 for name in "${@:-megatron}"; do
   py="$PEERS_DIR/$name/bin/python"
+  # a peer that passed its import probe once is marked, so later runs skip the probe's heavy imports
+  # (torch, TensorFlow: half a minute of CPU); the mark holds the probe, so a changed probe runs again
+  mark="$PEERS_DIR/$name/.tokenmill-ready"
+  if [ -x "$py" ] && [ -f "$mark" ] && [ "$(cat "$mark")" = "$(probe "$name")" ]; then
+    echo "peer $name: ready ($py)"; continue
+  fi
   if [ -x "$py" ] && "$py" -c "$(probe "$name")" 2>/dev/null; then
+    probe "$name" > "$mark"
     echo "peer $name: ready ($py)"; continue
   fi
   echo "peer $name: installing into $PEERS_DIR/$name"
@@ -53,5 +60,5 @@ for name in "${@:-megatron}"; do
       "$pip" install -q tensorflow-cpu
       "$pip" install -q --no-deps tensor2tensor six ;;
   esac
-  "$py" -c "$(probe "$name")" 2>/dev/null && echo "peer $name: ready"
+  "$py" -c "$(probe "$name")" && probe "$name" > "$mark" && echo "peer $name: ready"
 done

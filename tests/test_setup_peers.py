@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
-MEGATRON = REPO / ".peers" / "megatron"
+MEGATRON_PROBE = "import megatron.core.datasets.indexed_dataset"  # what setup_peers.sh imports to check the peer
 
 
 def _clone(root: Path) -> Path:
@@ -23,20 +22,40 @@ def _clone(root: Path) -> Path:
 
 
 def test_two_clones_share_the_machine_cache(tmp_path):
-    if not (MEGATRON / "bin" / "python").exists():
-        pytest.skip("the megatron peer is not built here (bash scripts/setup_peers.sh megatron)")
-    cache = tmp_path / "xdg" / "tokenmill-peers"
-    cache.mkdir(parents=True)
-    (cache / "megatron").symlink_to(MEGATRON.resolve())  # a peer an earlier checkout built on this machine
+    """A peer an earlier checkout built (and marked ready) in the machine's cache is found ready by every
+    new clone: linked, not built again and not probed again."""
+    peer = tmp_path / "xdg" / "tokenmill-peers" / "megatron"
+    (peer / "bin").mkdir(parents=True)
+    (peer / "bin" / "python").symlink_to(sys.executable)
+    (peer / ".tokenmill-ready").write_text(MEGATRON_PROBE + "\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "TOKENMILL_PEERS_DIR"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
     for name in ("first", "second"):
         clone = _clone(tmp_path / name)
         done = subprocess.run(["bash", "scripts/setup_peers.sh", "megatron"], cwd=clone, env=env,
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        assert (clone / ".peers").is_symlink() and (clone / ".peers").resolve() == cache.resolve()
+        assert (clone / ".peers").is_symlink() and (clone / ".peers").resolve() == peer.parent.resolve()
         assert "peer megatron: ready" in done.stdout and "installing" not in done.stdout, done.stdout
+
+
+def test_a_changed_probe_checks_the_peer_again(tmp_path):
+    """A mark written for another probe does not count: the peer is probed (and, failing, rebuilt)."""
+    clone = _clone(tmp_path / "clone")
+    peer = clone / ".peers" / "megatron"
+    (peer / "bin").mkdir(parents=True)
+    (peer / "bin" / "python").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (peer / "bin" / "python").chmod(0o755)
+    (peer / ".tokenmill-ready").write_text("import an_older_probe\n", encoding="utf-8")
+    fake = tmp_path / "bin"  # a python3 that fails: the rebuild is attempted, and stops there
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (fake / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "scripts/setup_peers.sh", "megatron"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "peer megatron: installing" in done.stdout and done.returncode != 0, (done.stdout, done.stderr)
+    assert (peer / ".tokenmill-ready").read_text(encoding="utf-8") == "import an_older_probe\n", "no new mark"
 
 
 def test_an_existing_peers_folder_is_used_as_it_is(tmp_path):
