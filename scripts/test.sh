@@ -14,7 +14,8 @@ command -v slurmctld >/dev/null || DEBS="$DEBS slurmctld slurmd slurm-client mun
 if [ -n "$DEBS" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $DEBS
 fi
-# peers in their own venvs, as test oracles (megatron-core ~30 s, fairseq ~2 min to build, T2T ~1.5 min)
+# peers in their own venvs, as test oracles (megatron-core ~30 s, fairseq ~2 min to build, T2T ~1.5 min), built
+# once per machine in ${XDG_CACHE_HOME:-~/.cache}/tokenmill-peers (linked as .peers) and reused by every checkout
 bash scripts/setup_peers.sh megatron fairseq t2t
 python -m ruff check src tests benchmarks examples
 python -m pytest "$@"
