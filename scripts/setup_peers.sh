@@ -2,10 +2,12 @@
 # Install the peers our interop tests use as oracles, each in its own venv under .peers/<name>
 # (their pins clash with ours). Idempotent: a peer that already imports is left alone.
 #   bash scripts/setup_peers.sh megatron fairseq t2t
+#
+# The peers are built once per machine: in $TOKENMILL_PEERS_DIR if set, else in
+# ${XDG_CACHE_HOME:-~/.cache}/tokenmill-peers, which the checkout links as .peers (a .peers folder or link
+# that is already there is used as it is). A second clone on the same machine finds them ready.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PEERS_DIR=${TOKENMILL_PEERS_DIR:-.peers}
-mkdir -p "$PEERS_DIR"
 
 probe() {
   case "$1" in
@@ -16,12 +18,37 @@ probe() {
 }
 
 for name in "${@:-megatron}"; do
+  if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t)" >&2; exit 2; fi
+done
+
+CACHE=${TOKENMILL_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenmill-peers}
+if [ -e .peers ] || [ -L .peers ]; then
+  PEERS_DIR=.peers
+else
+  mkdir -p "$CACHE"
+  ln -s "$CACHE" .peers
+  PEERS_DIR=.peers
+  echo "peers: .peers -> $CACHE (built once per machine)"
+fi
+mkdir -p "$PEERS_DIR/"
+# one build at a time per cache: a second checkout waits and then finds the peers ready
+exec 9>"$PEERS_DIR/.lock"
+flock 9
+
+for name in "${@:-megatron}"; do
   py="$PEERS_DIR/$name/bin/python"
+  # a peer that passed its import probe once is marked, so later runs skip the probe's heavy imports
+  # (torch, TensorFlow: half a minute of CPU); the mark holds the probe, so a changed probe runs again
+  mark="$PEERS_DIR/$name/.tokenmill-ready"
+  if [ -x "$py" ] && [ -f "$mark" ] && [ "$(cat "$mark")" = "$(probe "$name")" ]; then
+    echo "peer $name: ready ($py)"; continue
+  fi
   if [ -x "$py" ] && "$py" -c "$(probe "$name")" 2>/dev/null; then
+    probe "$name" > "$mark"
     echo "peer $name: ready ($py)"; continue
   fi
   echo "peer $name: installing into $PEERS_DIR/$name"
-  python3 -m venv "$PEERS_DIR/$name"
+  python3 -m venv --clear "$PEERS_DIR/$name"   # --clear: a venv left by a killed or older build
   pip="$PEERS_DIR/$name/bin/pip"
   # torch==2.13.0 first: a bare torch requirement would pull a multi-GB CUDA build.
   case "$name" in
@@ -32,7 +59,6 @@ for name in "${@:-megatron}"; do
     t2t)
       "$pip" install -q tensorflow-cpu
       "$pip" install -q --no-deps tensor2tensor six ;;
-    *) echo "unknown peer $name (known: megatron fairseq t2t)" >&2; exit 2 ;;
   esac
-  "$py" -c "$(probe "$name")" 2>/dev/null && echo "peer $name: ready"
+  "$py" -c "$(probe "$name")" && probe "$name" > "$mark" && echo "peer $name: ready"
 done

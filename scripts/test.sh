@@ -5,7 +5,7 @@ cd "$(dirname "$0")/.."
 # torch==2.13.0 first: it is a CPU build on this machine's disk; a bare `torch` pulls a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
 # the extras with a set of AWS client versions that fit together (pip's resolver backtracks for minutes otherwise)
-python -m pip install -q -e ".[test,torch,s3,ray,grain,tf]" -c scripts/constraints.txt
+python -m pip install -q -e ".[test,docs,all]" -c scripts/constraints.txt
 # Debian's packages: headless Chromium for the report's browser test (tests/report/test_browser.py); Slurm and
 # munge for the real one-node Slurm the engine test starts (tests/prepare/test_slurm_cluster.py)
 DEBS=""
@@ -14,7 +14,8 @@ command -v slurmctld >/dev/null || DEBS="$DEBS slurmctld slurmd slurm-client mun
 if [ -n "$DEBS" ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $DEBS
 fi
-# peers in their own venvs, as test oracles (megatron-core ~30 s, fairseq ~2 min to build, T2T ~1.5 min)
+# peers in their own venvs, as test oracles (megatron-core ~30 s, fairseq ~2 min to build, T2T ~1.5 min), built
+# once per machine in ${XDG_CACHE_HOME:-~/.cache}/tokenmill-peers (linked as .peers) and reused by every checkout
 bash scripts/setup_peers.sh megatron fairseq t2t
 python -m ruff check src tests benchmarks examples
 python -m pytest "$@"

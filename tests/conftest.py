@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.data.multi_corpus import make_data_bin
+from tests.doc_blocks import quickstart_checkout as quickstart_checkout_at
 from tokenmill.data.multi_pairs import MultiPairDataset
 
 
@@ -45,3 +46,10 @@ def sandbox():
     child = Sandbox()
     yield child
     child.close()
+
+
+@pytest.fixture(scope="session")
+def quickstart_checkout(tmp_path_factory):
+    """A scratch copy of the checkout after ``bash examples/quickstart.sh``, shared by the README and docs
+    tests: each page copies it and runs its blocks in its copy (``tests/doc_blocks.py``)."""
+    return quickstart_checkout_at(tmp_path_factory.mktemp("quickstart"))

@@ -1,100 +1,53 @@
-"""The README runs as written: every ```python and ```bash block, in README order, as a reader would.
+"""The README runs as written: every ```python and ```bash block, as a reader would (see
+:mod:`tests.doc_blocks`: a scratch copy of the checkout after ``bash examples/quickstart.sh``).
 
-The blocks run in a scratch copy of the repository's README, ``examples/`` and ``scripts/`` after the
-quickstart's main job (``bash examples/quickstart.sh``), so the relative paths they use
-(``examples/config.yaml``, ``runs/...``, ``data-bin``) mean what they mean in a checkout. Each block
-is a complete program: a python block runs alone with this interpreter (a reader copies one block at
-a time, so it must bring its own imports), a bash block runs with ``bash -e`` and a PATH that finds
-this interpreter's ``python``/``tokenmill`` first and the fairseq peer's ``fairseq-*`` commands after
-them. ```console and ```text blocks are shown output, not run.
+Each README example is also the first block of a docs page, verbatim: ``tests/test_docs.py`` runs it
+there, first, in a fresh copy of the checkout after the quickstart: exactly where a reader of the README
+runs it. Such a block is not run a second time here; a README block that no docs page starts with runs
+here, in README order.
 
-A block that cannot run here is marked in the README by ``<!-- not-run: reason -->`` on the line
-right before its fence; the test skips it with that reason. A block calling ``fairseq-*`` is skipped
-only when the fairseq peer (``.peers/fairseq``, ``scripts/setup_peers.sh fairseq``) is absent.
+The README is the front page: at most 250 lines, and its first command installs what the main job and
+every README example need (the ``all`` extra) and runs the main job.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
-FAIRSEQ_BIN = REPO / ".peers" / "fairseq" / "bin"
-COPIED = ("README.md", "examples", "scripts")  # what the blocks read, relative to the repository root
-RUN = {"python", "bash"}
-SHOWN = {"console", "text"}
-MAX_NOT_RUN = 2
-BLOCK_TIMEOUT = 300
+from tests.doc_blocks import REPO, RUN, Block, PageRun, odd_blocks, page_blocks
 
-_FENCE = re.compile(r"^(`{3,})(.*)$")
-_NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(.*?)\s*-->\s*$")
-_FAIRSEQ_COMMAND = re.compile(r"(?<![\w.-])fairseq-(?:train|preprocess|generate|interactive|eval-lm|validate)\b")
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
 
-
-@dataclass(frozen=True)
-class Block:
-    line: int  # README line of the opening fence (1-based)
-    lang: str
-    code: str
-    not_run: str | None  # the reason, when marked <!-- not-run: reason -->
-
-    @property
-    def id(self) -> str:
-        return f"L{self.line}-{self.lang}"
-
-    def head(self, lines: int = 4) -> str:
-        shown = self.code.splitlines()[:lines]
-        more = "\n    ..." if len(self.code.splitlines()) > lines else ""
-        return "\n".join(f"    {line}" for line in shown) + more
-
-    @property
-    def needs_fairseq(self) -> bool:
-        return bool(_FAIRSEQ_COMMAND.search(self.code))
-
-
-def readme_blocks(text: str) -> list[Block]:
-    """Every fenced block of ``text`` (a README), in order; raises ValueError on an unclosed fence."""
-    lines = text.splitlines()
-    blocks: list[Block] = []
-    i = 0
-    while i < len(lines):
-        opened = _FENCE.match(lines[i])
-        if not opened:
-            i += 1
-            continue
-        fence, info = opened.group(1), opened.group(2).strip()
-        marker = _NOT_RUN.match(lines[i - 1]) if i > 0 else None
-        body: list[str] = []
-        j = i + 1
-        while j < len(lines) and not (lines[j].startswith(fence) and not lines[j].strip("`").strip()):
-            body.append(lines[j])
-            j += 1
-        if j == len(lines):
-            raise ValueError(f"README.md line {i + 1}: the fence {fence}{info} is never closed")
-        blocks.append(Block(line=i + 1, lang=info, code="\n".join(body) + "\n", not_run=marker and marker.group(1)))
-        i = j + 1
-    return blocks
-
-
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = page_blocks("README.md")
 RUNNABLE = [b for b in BLOCKS if b.lang in RUN]
+
+
+def _first_docs_blocks() -> dict[str, Block]:
+    """The first runnable block of each docs page, by its code (the docs test runs it first on its page)."""
+    first: dict[str, Block] = {}
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        runnable = [b for b in page_blocks(str(path.relative_to(REPO))) if b.lang in RUN]
+        if runnable and runnable[0].not_run is None:
+            first.setdefault(runnable[0].code, runnable[0])
+    return first
+
+
+RUN_IN_DOCS = _first_docs_blocks()
+HERE = [b for b in RUNNABLE if b.not_run is not None or b.code not in RUN_IN_DOCS]  # the rest run in docs
+MAX_NOT_RUN = 2
+MAX_LINES = 250
+NOT_RUNTIME = {"test", "docs", "all"}  # extras that are not features a README example may need
 
 
 def test_readme_blocks_are_all_known_kinds():
     """A block with another info string (or none) would be neither run nor knowingly shown."""
-    odd = [f"line {b.line}: ```{b.lang}" for b in BLOCKS if b.lang not in RUN | SHOWN]
-    assert not odd, f"README blocks must be ```python/```bash (run) or ```console/```text (shown): {odd}"
-    misplaced = [f"line {b.line}: ```{b.lang}" for b in BLOCKS if b.not_run is not None and b.lang not in RUN]
-    assert not misplaced, f"not-run markers belong only before run blocks: {misplaced}"
-    assert len(RUNNABLE) >= 8, "the README lost its examples?"
+    odd = odd_blocks(BLOCKS)
+    assert not odd, f"README blocks must be ```python/```bash (run) or ```console/```text/```yaml (shown): {odd}"
+    assert len(RUNNABLE) >= 5, "the README lost its examples?"
+
 
 
 def test_not_run_blocks_are_few_and_say_why():
@@ -104,91 +57,35 @@ def test_not_run_blocks_are_few_and_say_why():
 
 
 def test_the_quickstart_block_is_what_the_fixture_runs():
-    """The quickstart block is not run (it installs and runs all tests); its main job is run first."""
+    """The first block clones, installs everything the examples need and runs the main job; the test
+    runs its main job (``bash examples/quickstart.sh``) before any other block."""
     first = RUNNABLE[0]
     assert first.not_run and "bash examples/quickstart.sh" in first.code, first
+    assert "git clone" in first.code and ".[all]" in first.code, first
 
 
-def _env(scratch: Path) -> dict[str, str]:
-    path = [str(Path(sys.executable).parent)]
-    if FAIRSEQ_BIN.is_dir():
-        path.append(str(FAIRSEQ_BIN))
-    return {
-        **os.environ,
-        "PATH": os.pathsep.join([*path, os.environ.get("PATH", "")]),
-        "TOKENMILL_CACHE": str(scratch / ".cache" / "plans"),  # plan caches stay in the scratch copy
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
+def test_readme_is_a_front_page():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_LINES, f"README.md has {len(lines)} lines; the front page keeps at most {MAX_LINES}"
 
 
-class ReadmeRun:
-    """Runs the README's blocks once each, in README order, in one scratch copy of the repository."""
-
-    def __init__(self, scratch: Path, programs: Path) -> None:
-        self.scratch = scratch
-        self.programs = programs
-        self.env = _env(scratch)
-        self.results: dict[int, tuple[str, str | None]] = {}  # line -> (status, failure message)
-
-    def setup(self) -> None:
-        for name in COPIED:
-            src = REPO / name
-            if src.is_dir():
-                shutil.copytree(src, self.scratch / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(src, self.scratch / name)
-        quickstart = ["bash", "examples/quickstart.sh"]
-        done = subprocess.run(quickstart, cwd=self.scratch, env=self.env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"the quickstart (bash examples/quickstart.sh) failed:\n{done.stderr[-4000:]}"
-
-    def _execute(self, block: Block) -> tuple[str, str | None]:
-        if block.not_run is not None:
-            return "not-run", f"README.md line {block.line} ({block.lang}) is marked not-run: {block.not_run}"
-        if block.needs_fairseq and not (FAIRSEQ_BIN / "fairseq-train").exists():
-            return "skipped", (
-                f"README.md line {block.line} needs the fairseq peer, which is not installed: "
-                "run `bash scripts/setup_peers.sh fairseq`"
-            )
-        suffix = ".py" if block.lang == "python" else ".sh"
-        program = self.programs / f"readme_L{block.line}{suffix}"
-        program.write_text(block.code, encoding="utf-8")
-        command = [sys.executable, str(program)] if block.lang == "python" else ["bash", "-e", str(program)]
-        try:
-            done = subprocess.run(
-                command, cwd=self.scratch, env=self.env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT
-            )
-        except subprocess.TimeoutExpired:
-            return "failed", f"README.md line {block.line} ({block.lang}) ran past {BLOCK_TIMEOUT} s:\n{block.head()}"
-        if done.returncode != 0:
-            return "failed", (
-                f"README.md line {block.line} ({block.lang}) exited {done.returncode}:\n{block.head()}\n"
-                f"--- stderr ---\n{done.stderr[-4000:]}\n--- stdout (end) ---\n{done.stdout[-1500:]}"
-            )
-        return "passed", None
-
-    def run_through(self, block: Block) -> tuple[str, str | None]:
-        """Run every block up to and including ``block`` that has not run yet; ``block``'s outcome."""
-        for earlier in RUNNABLE:
-            if earlier.line not in self.results:
-                self.results[earlier.line] = self._execute(earlier)
-            if earlier.line == block.line:
-                break
-        status, message = self.results[block.line]
-        if status == "failed":
-            failed_before = [f"line {n}" for n, (s, _) in self.results.items() if n < block.line and s == "failed"]
-            if failed_before:
-                message = f"{message}\n(earlier README blocks failed too: {', '.join(failed_before)})"
-        return status, message
+def test_the_all_extra_installs_every_optional_feature():
+    """``pip install -e '.[all]'`` (the README's first command) brings every runtime extra, so every README
+    example runs after it: the examples may use any feature, and the tests below run them all."""
+    if tomllib is None:
+        pytest.skip("tomllib needs Python 3.11")
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    wanted = {req for name, reqs in extras.items() if name not in NOT_RUNTIME for req in reqs}
+    missing = sorted(wanted - set(extras["all"]))
+    assert not missing, f"the 'all' extra lacks {missing}: add them to [project.optional-dependencies] all"
 
 
 @pytest.fixture(scope="module")
-def readme_run(tmp_path_factory) -> ReadmeRun:
-    run = ReadmeRun(tmp_path_factory.mktemp("readme-repo"), tmp_path_factory.mktemp("readme-blocks"))
-    run.setup()
-    return run
+def readme_run(quickstart_checkout, tmp_path_factory) -> PageRun:
+    return PageRun(HERE, quickstart_checkout, tmp_path_factory.mktemp("readme"))
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+@pytest.mark.parametrize("block", HERE, ids=[b.id for b in HERE])
 def test_readme_block_runs_as_written(readme_run, block):
     status, message = readme_run.run_through(block)
     if status in ("not-run", "skipped"):
