@@ -152,12 +152,6 @@ def test_help_reads_no_source_file(sourceless, tmp_path):
     assert "DIRECTORY" in _run([sys.executable, "-m", "tokenmill", "verify", "--help"], tmp_path, sourceless).stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tokenmill prepare --help builds its option help from inspect.getsource(PrepareConfig) "
-    "(src/tokenmill/commands/prepare.py, _field_docs), so it needs the .py source; the help texts are "
-    "moving into dataclass field metadata (issue 33 item 3, another helper's branch): remove this mark then",
-)
 def test_prepare_help_reads_no_source_file(sourceless, tmp_path):
     """prepare --help works from a sourceless install: its help texts must not come from source files."""
     out = _run([sys.executable, "-m", "tokenmill", "prepare", "--help"], tmp_path, sourceless).stdout
