@@ -112,6 +112,7 @@ from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
 from tokenmill.vocab.dictionary import Dictionary
+from tokenmill.vocab.encoder_choice import EncoderChoice, choose_encoder, run_checked
 from tokenmill.vocab.sentencepiece import SentencePieceOptions
 from tokenmill.vocab.t2t_backend import t2t_sample, t2t_sample_streams
 from tokenmill.vocab.tokenizer import Tokenizer, get_backend, load_tokenizer, stable_name, train_tokenizer
@@ -145,6 +146,8 @@ class PrepareSummary:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
     warnings: list[str] = field(default_factory=list)
+    encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Encode stage -> which encoder ran and what its check found (see vocab.encoder_choice)."""
     """What the user should know about the result (also logged as it happens)."""
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
@@ -751,6 +754,8 @@ class Pipeline:
                 else:
                     run = lambda s=split, la=lang: self._run_encode(s, la)  # noqa: E731
                 info = self._stage(f"encode.{split}.{lang}", key, run)
+                if info.get("encoder") is not None:
+                    self.summary.encoders[f"encode.{split}.{lang}"] = info["encoder"]
                 if info.get("clean") is not None:  # the input was read here (see reads_input)
                     self.summary.splits.setdefault(split, {})["clean"] = info["clean"]
                 if split == "train" and info.get("parts"):  # the tasks' part stores are the stage's output
@@ -763,6 +768,15 @@ class Pipeline:
         return self.tasked.merge_encoded(tasks, lang)
 
     def _run_encode(self, split: str, lang: str) -> tuple[list[Path], dict[str, Any]]:
+        """The encode stage of one split and side, with the encoder ``--encoder`` chooses (see encoder_choice)."""
+        reference = None if backend_name(self.config) == WHITESPACE else self.tokenizer_for(lang)
+        choice = choose_encoder(reference, self.config.encoder, check_docs=self.config.encoder_check_docs,
+                                seed=self.config.seed)
+        (outputs, info), record = run_checked(choice, lambda c: self._encode_with(split, lang, c), self.summary.warn,
+                                              self.config.workers)
+        return outputs, {**info, "encoder": record}
+
+    def _encode_with(self, split: str, lang: str, choice: EncoderChoice) -> tuple[list[Path], dict[str, Any]]:
         prefix = self.ids_prefix(split, lang)
         source = self.cleaned_source(split, lang)
         direct = self.reads_input(split)
@@ -780,15 +794,15 @@ class Pipeline:
         crash_name = f"encode.{split}.{lang}"
         counted = False
         with self._bar(source.scan(), f"encode {split}.{lang}") as bar:
-            if cleaner is None and self.encodes_in_workers(source):
+            if cleaner is None and choice.fast is None and self.encodes_in_workers(source):
                 table = self._encode_in_workers(split, lang, source, prefix, bar, crash_name)
                 counted = split == "train"  # see _encode_in_workers
             elif backend_name(self.config) == WHITESPACE:
                 table = None
                 write_json(self.words_path(split, lang), encode_words(lines(), prefix, bar, crash_name))
             else:
-                table = self.encode_lines(lang, lines(), prefix, threads=self.config.workers, bar=bar,
-                                          crash_name=crash_name)
+                table = self.encode_lines(lang, choice.tap(lines()), prefix, threads=self.config.workers, bar=bar,
+                                          crash_name=crash_name, tokenizer=choice.encoder)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if counted:
             outputs.append(self.counts_path(split, lang))
@@ -843,12 +857,12 @@ class Pipeline:
 
     def encode_lines(
         self, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int, bar: tqdm | None = None,
-        crash_name: str = "encode", counts: IdCounts | None = None,
+        crash_name: str = "encode", counts: IdCounts | None = None, tokenizer: Tokenizer | None = None,
     ) -> dict[str, list[int]] | None:
         """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
-        bincount, when given); returns the unknown surfaces' table (surface -> [work id, count]) when they are
-        kept (fairseq fidelity), else None."""
-        tokenizer = self.tokenizer_for(lang)
+        bincount, when given) with ``tokenizer`` (default: ``lang``'s); returns the unknown surfaces' table
+        (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
+        tokenizer = tokenizer or self.tokenizer_for(lang)
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
 
         def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None]:
@@ -1369,7 +1383,8 @@ class Pipeline:
             self.out, settings=_jsonable(settings), vocab=self.summary.vocab,
             summary=_jsonable(summary), meanings=self.meanings,
             run={"stages": self.summary.stage_table(), "warnings": self.summary.warnings, **how,
-                 "tasks": self.tasked.table, "merge_seconds": self.tasked.merge_seconds},
+                 "encoders": self.summary.encoders, "tasks": self.tasked.table,
+                 "merge_seconds": self.tasked.merge_seconds},
         )
         publish(self.root, self.out, manifest, before_manifest=lambda: _crash_point("publish:before-manifest"))
         if self.url:
