@@ -78,7 +78,10 @@ class FastEncoder:
     def encode_batch(self, lines: Sequence[str], num_threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
         if not lines:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        return self._encode(lines, num_threads)
+        try:
+            return self._encode(lines, num_threads)
+        except (TypeError, UnicodeError):  # text it cannot take (a lone surrogate): the reference's own way
+            return self.reference.encode_batch(lines, num_threads=num_threads)
 
     def __getattr__(self, name: str) -> Any:
         if name == "reference":  # not set yet (copying, unpickling): no recursion

@@ -20,12 +20,15 @@ from typing import Any
 import numpy as np
 
 from tokenmill._core.optional import require
-from tokenmill.vocab.fast_encoder import FAST_EXTRA, FastBuild, Unsupported
+from tokenmill.vocab.fast_encoder import FAST_EXTRA, EncodeFn, FastBuild, Unsupported
 from tokenmill.vocab.tiktoken_patterns import PRESETS, SCHEME_OF_PRESET
 from tokenmill.vocab.tokenizer import Tokenizer
 
 gigatoken = require("gigatoken", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken")
 awkward = require("awkward", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken")
+sentencepiece_to_tokenizer_json = require(  # gigatoken's own reader of a .model (its from_sentencepiece's first step)
+    "gigatoken._load.sentencepiece", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken"
+).sentencepiece_to_tokenizer_json
 
 try:
     LIBRARY = f"gigatoken {version('gigatoken')}"
@@ -36,7 +39,7 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
 
 
-def _encoder(tokenizer: Any) -> Any:
+def batch_encoder(tokenizer: Any) -> EncodeFn:
     """``encode_batch`` of a loaded gigatoken tokenizer as ``(lines, num_threads) -> (flat, lengths)``."""
 
     def encode(lines: Sequence[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +69,7 @@ def from_hf(reference: Tokenizer) -> FastBuild:
     except (RuntimeError, ValueError) as error:
         raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
     added = tuple(str(token["content"]) for token in spec.get("added_tokens") or () if token.get("content"))
-    return FastBuild(_encoder(tokenizer), LIBRARY, added)
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, added)
 
 
 def from_tiktoken(reference: Tokenizer) -> FastBuild:
@@ -81,14 +84,37 @@ def from_tiktoken(reference: Tokenizer) -> FastBuild:
         tokenizer = gigatoken.Tokenizer.from_tiktoken(reference.path, pretokenizer=scheme, special_tokens={})
     except (RuntimeError, ValueError) as error:
         raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
-    return FastBuild(_encoder(tokenizer), LIBRARY, tuple(settings.special_tokens or ()))
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, tuple(settings.special_tokens or ()))
 
 
 def from_sentencepiece(reference: Tokenizer) -> FastBuild:
-    """A SentencePiece BPE ``.model`` with byte fallback."""
+    """A SentencePiece BPE ``.model`` with byte fallback, identity normalization, ``remove_extra_whitespaces``
+    off and no user-defined symbols (Llama 2's layout; gigatoken differs from SentencePiece on the others, see
+    the reasons below). gigatoken reads it as the
+    Hugging Face converters do, where the text of a control piece (``</s>``) in a line is that piece;
+    SentencePiece encodes that text as plain text, so the control pieces are taken out of the added tokens
+    (and out of the merges) before loading."""
     try:
-        tokenizer = gigatoken.Tokenizer.from_sentencepiece(reference.path)
+        spec = json.loads(sentencepiece_to_tokenizer_json(reference.path.read_bytes()))
     except (RuntimeError, ValueError) as error:
         raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
-    specials = {reference.id_to_token(i) for i in reference.special_ids.values()}
-    return FastBuild(_encoder(tokenizer), LIBRARY, tuple(sorted(specials)))
+    steps = {step.get("type") for step in spec.get("normalizer", {}).get("normalizers", [])}
+    if "Precompiled" in steps:
+        raise Unsupported("gigatoken's NFKC tables differ from SentencePiece's on combining sequences (é́); "
+                          "it encodes models with identity normalization")
+    if "Strip" in steps:
+        raise Unsupported("gigatoken strips every whitespace character where SentencePiece's "
+                          "remove_extra_whitespaces strips spaces only; it encodes models without that option")
+    added = spec.get("added_tokens") or []
+    user_defined = [token["content"] for token in added if not token.get("special")]
+    if user_defined:
+        raise Unsupported(f"gigatoken matches SentencePiece user-defined symbols ({', '.join(user_defined[:3])}) "
+                          "with other whitespace rules than SentencePiece")
+    control = {token["content"] for token in added}
+    spec["added_tokens"] = []
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if "".join(m) not in control]
+    try:
+        tokenizer = gigatoken.Tokenizer.from_json(json.dumps(spec, ensure_ascii=False))
+    except (RuntimeError, ValueError) as error:
+        raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, tuple(sorted(control)))
