@@ -13,6 +13,7 @@ from tests.vocab import wrong_fast
 from tests.vocab.fast_corpus import SPECIAL_TEXT, held_out_documents, train_models
 from tests.vocab.multilingual import sample_lines
 from tokenmill.errors import ConfigError
+from tokenmill.vocab import encoder_check
 from tokenmill.vocab.encoder_check import LONGEST, SPECIAL_DOCS, CheckSample, check_sample
 from tokenmill.vocab.encoder_choice import choose_encoder, run_checked
 from tokenmill.vocab.fast_encoder import FAST_BUILDERS, FastEncoder, Unsupported, fast_encoder, register_fast_encoder
@@ -155,6 +156,20 @@ def test_the_sample_is_a_function_of_the_documents_and_the_seed_not_of_the_chunk
     assert len(with_special) > 50 and set(with_special[:SPECIAL_DOCS]) <= set(positions)
     assert sum(not t.isascii() for _, t in a) >= 200 // 4
     assert 200 + 50 <= len(a) <= 200 + 50 + LONGEST + SPECIAL_DOCS
+
+
+def test_the_sample_keeps_to_its_budget_longest_and_special_text_first(documents, monkeypatch):
+    monkeypatch.setattr(encoder_check, "BUDGET_MIN_CHARS", 320_000)  # the long document and a little more
+    sample = CheckSample(1000, 5, SPECIAL_TEXT)
+    list(sample.tap([documents[i : i + 500] for i in range(0, len(documents), 500)]))
+    chosen = sample.documents()
+    chars = sum(len(text) for _, text in chosen)
+    assert sample.budget() == 320_000 and chars <= 320_000 and len(chosen) < 1000
+    positions = {p for p, _ in chosen}
+    longest = max(range(len(documents)), key=lambda i: len(documents[i]))
+    assert longest in positions and {p for p, _ in sample.special} <= positions
+    assert len(positions - {p for p, _ in sample.special} - {longest}) > 50  # random ones fill the rest
+    assert chosen == sample.documents()
 
 
 def test_the_random_part_is_spread_over_the_whole_input(documents):

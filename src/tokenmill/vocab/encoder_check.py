@@ -8,7 +8,10 @@ and is a pure function of the documents and the seed, whatever the chunking:
 * ``docs // 4`` more at random among the documents that are not plain ASCII (other scripts, symbols, emoji);
 * the longest documents (at most :data:`LONGEST` of them, and at most :data:`LONGEST_CHARS` characters
   together, but always the longest one);
-* the first :data:`SPECIAL_DOCS` documents holding the text of a special or added token.
+* the first :data:`SPECIAL_DOCS` documents holding the text of a special or added token;
+
+all within a budget of characters (:data:`BUDGET_SHARE`), taken in this order of priority: the longest
+document, the special-text ones, the other longest ones, then the random ones in hash order.
 
 The check itself (:func:`check_sample`) encodes the sample with both and says whether every id list is
 equal, and where the first difference is.
@@ -30,6 +33,10 @@ LONGEST_CHARS = 1 << 21
 """...and at most this many characters of them (the longest one always)."""
 SPECIAL_DOCS = 64
 """Documents holding special-token text that join the sample (the first ones met)."""
+BUDGET_MIN_CHARS = 1 << 20
+BUDGET_SHARE = 200
+"""The sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)`` characters (0.5% of a large
+stage), so that the reference library's pass over it stays a small share of the run."""
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -96,6 +103,7 @@ class CheckSample:
         self.special: list[tuple[int, str]] = []
         self.longest: list[tuple[int, int, str]] = []  # (-length, position, text)
         self.seen = 0
+        self.chars = 0
 
     def tap(self, chunks: Iterable[Sequence[str]]) -> Iterator[Sequence[str]]:
         """``chunks`` unchanged, each observed on its way (call in input order)."""
@@ -118,6 +126,7 @@ class CheckSample:
 
     def _observe_longest(self, chunk: Sequence[str], base: int) -> None:
         lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+        self.chars += int(lengths.sum())
         top = np.argsort(-lengths, kind="stable")[:LONGEST].tolist()
         merged = sorted(self.longest + [(-int(lengths[i]), base + i, chunk[i]) for i in top])
         kept, chars = [], 0
@@ -138,10 +147,26 @@ class CheckSample:
                 if len(self.special) >= SPECIAL_DOCS:
                     return
 
+    def budget(self) -> int:
+        """The most characters the sample holds (see :data:`BUDGET_SHARE`)."""
+        return max(BUDGET_MIN_CHARS, self.chars // BUDGET_SHARE)
+
     def documents(self) -> list[tuple[int, str]]:
-        """(input position, text) of every sampled document, once each, in input order."""
-        chosen = dict(self.random.items + self.scripts.items + self.special)
-        chosen.update((position, text) for _, position, text in self.longest)
+        """(input position, text) of every sampled document, once each, in input order: the longest document,
+        the special-text ones, the other longest ones, then the random ones in hash order, until the budget."""
+        keyed = sorted([(int(k), item) for k, item in zip(self.random.keys.tolist(), self.random.items, strict=True)]
+                       + [(int(k), item) for k, item in zip(self.scripts.keys.tolist(), self.scripts.items,
+                                                            strict=True)])
+        longest = [(position, text) for _, position, text in self.longest]
+        chosen: dict[int, str] = {}
+        chars, budget = 0, self.budget()
+        for position, text in [*longest[:1], *self.special, *longest[1:], *(item for _, item in keyed)]:
+            if position in chosen:
+                continue
+            if chosen and chars + len(text) > budget:
+                break
+            chosen[position] = text
+            chars += len(text)
         return sorted(chosen.items())
 
 
