@@ -146,9 +146,9 @@ class PrepareSummary:
     stage_seconds: dict[str, float] = field(default_factory=dict)
     """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
     warnings: list[str] = field(default_factory=list)
+    """What the user should know about the result (also logged as it happens)."""
     encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Encode stage -> which encoder ran and what its check found (see vocab.encoder_choice)."""
-    """What the user should know about the result (also logged as it happens)."""
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
     merge_seconds: dict[str, float] = field(default_factory=dict)
@@ -862,7 +862,7 @@ class Pipeline:
         """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
         bincount, when given) with ``tokenizer`` (default: ``lang``'s); returns the unknown surfaces' table
         (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
-        tokenizer = tokenizer or self.tokenizer_for(lang)
+        tokenizer = self.tokenizer_for(lang) if tokenizer is None else tokenizer
         surfaces = UnknownSurfaces(tokenizer) if self.keeps_unknown_surfaces() else None
 
         def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None]:

@@ -94,6 +94,9 @@ def choose_encoder(reference: Tokenizer | None, mode: str, *, check_docs: int, s
     """The encoder of a stage whose tokenizer is ``reference`` (None: whitespace words, no tokenizer)."""
     if mode not in ("auto", "reference", "fast"):
         raise ConfigError(f"--encoder must be auto, reference or fast, not {mode!r}")
+    if reference is None and mode == "fast":
+        raise ConfigError("--encoder fast: whitespace words (--tokenizer none) have no fast encoder; "
+                          "use --encoder auto or reference")
     if mode == "reference" or reference is None:
         return EncoderChoice(mode, reference)
     try:
