@@ -215,3 +215,9 @@ def test_auto_falls_back_to_the_reference_with_one_warning_and_fast_fails(models
     assert per_document(flat, lengths) == per_document(*hf.encode_batch(documents))
     with pytest.raises(ConfigError, match="--encoder fast: wrong-gigatoken gave other ids than hf on"):
         run_checked(choose_encoder(hf, "fast", check_docs=100, seed=1), encode_stage, warnings.append, 1)
+
+
+def test_whitespace_words_have_no_fast_encoder():
+    assert choose_encoder(None, "auto", check_docs=10, seed=1).record() == {"mode": "auto", "encoder": "reference"}
+    with pytest.raises(ConfigError, match=r"--encoder fast: whitespace words \(--tokenizer none\)"):
+        choose_encoder(None, "fast", check_docs=10, seed=1)
