@@ -158,18 +158,19 @@ def test_the_sample_is_a_function_of_the_documents_and_the_seed_not_of_the_chunk
     assert 200 + 50 <= len(a) <= 200 + 50 + LONGEST + SPECIAL_DOCS
 
 
-def test_the_sample_keeps_to_its_budget_longest_and_special_text_first(documents, monkeypatch):
-    monkeypatch.setattr(encoder_check, "BUDGET_MIN_CHARS", 320_000)  # the long document and a little more
+def test_the_sample_keeps_to_its_budget_and_a_long_document_does_not_crowd_out_the_rest(documents, monkeypatch):
+    monkeypatch.setattr(encoder_check, "BUDGET_MIN_CHARS", 20_000)
     sample = CheckSample(1000, 5, SPECIAL_TEXT)
     list(sample.tap([documents[i : i + 500] for i in range(0, len(documents), 500)]))
-    chosen = sample.documents()
-    chars = sum(len(text) for _, text in chosen)
-    assert sample.budget() == 320_000 and chars <= 320_000 and len(chosen) < 1000
-    positions = {p for p, _ in chosen}
+    chosen = dict(sample.documents())
     longest = max(range(len(documents)), key=lambda i: len(documents[i]))
-    assert longest in positions and {p for p, _ in sample.special} <= positions
-    assert len(positions - {p for p, _ in sample.special} - {longest}) > 50  # random ones fill the rest
-    assert chosen == sample.documents()
+    assert longest in chosen and len(documents[longest]) > 20_000  # the longest one, over the budget by itself
+    long_ones = {p for _, p, _ in sample.longest}
+    special = [p for p, _ in sample.special if p not in long_ones]
+    random = sorted(set(chosen) - long_ones - set(special))
+    assert len(random) > 100 and sum(len(chosen[p]) for p in random) <= 20_000  # random ones within the budget
+    assert 5 < sum(p in chosen for p in special) and sum(len(chosen[p]) for p in special if p in chosen) <= 5_000
+    assert len(chosen) < 1000 and sample.documents() == sorted(chosen.items())
 
 
 def test_the_random_part_is_spread_over_the_whole_input(documents):

@@ -10,8 +10,8 @@ and is a pure function of the documents and the seed, whatever the chunking:
   together, but always the longest one);
 * the first :data:`SPECIAL_DOCS` documents holding the text of a special or added token;
 
-all within a budget of characters (:data:`BUDGET_SHARE`), taken in this order of priority: the longest
-document, the special-text ones, the other longest ones, then the random ones in hash order.
+the random part within a budget of characters (:data:`BUDGET_SHARE`), the special-text part within a quarter
+of it, the longest part within :data:`LONGEST_CHARS` (always the first document of each part).
 
 The check itself (:func:`check_sample`) encodes the sample with both and says whether every id list is
 equal, and where the first difference is.
@@ -29,14 +29,15 @@ from tokenmill.vocab.tokenizer import Tokenizer
 
 LONGEST = 16
 """At most this many of the longest documents join the sample..."""
-LONGEST_CHARS = 1 << 21
+LONGEST_CHARS = 1 << 20
 """...and at most this many characters of them (the longest one always)."""
 SPECIAL_DOCS = 64
 """Documents holding special-token text that join the sample (the first ones met)."""
 BUDGET_MIN_CHARS = 1 << 20
 BUDGET_SHARE = 200
-"""The sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)`` characters (0.5% of a large
-stage), so that the reference library's pass over it stays a small share of the run."""
+"""The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
+characters (0.5% of a large stage), so that the reference library's pass over it stays a small share of the
+run."""
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -152,21 +153,24 @@ class CheckSample:
         return max(BUDGET_MIN_CHARS, self.chars // BUDGET_SHARE)
 
     def documents(self) -> list[tuple[int, str]]:
-        """(input position, text) of every sampled document, once each, in input order: the longest document,
-        the special-text ones, the other longest ones, then the random ones in hash order, until the budget."""
+        """(input position, text) of every sampled document, once each, in input order: the longest ones (within
+        :data:`LONGEST_CHARS`), the special-text ones (within a quarter of the budget), then the random ones in
+        hash order (within the budget); the first of each part always."""
         keyed = sorted([(int(k), item) for k, item in zip(self.random.keys.tolist(), self.random.items, strict=True)]
                        + [(int(k), item) for k, item in zip(self.scripts.keys.tolist(), self.scripts.items,
                                                             strict=True)])
-        longest = [(position, text) for _, position, text in self.longest]
         chosen: dict[int, str] = {}
-        chars, budget = 0, self.budget()
-        for position, text in [*longest[:1], *self.special, *longest[1:], *(item for _, item in keyed)]:
-            if position in chosen:
-                continue
-            if chosen and chars + len(text) > budget:
-                break
-            chosen[position] = text
-            chars += len(text)
+        budget = self.budget()
+        for part, cap in (([(p, t) for _, p, t in self.longest], LONGEST_CHARS), (self.special, budget // 4),
+                          ([item for _, item in keyed], budget)):
+            used = 0
+            for position, text in part:
+                if position in chosen:
+                    continue
+                if used and used + len(text) > cap:
+                    break
+                chosen[position] = text
+                used += len(text)
         return sorted(chosen.items())
 
 
