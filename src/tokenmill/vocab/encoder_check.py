@@ -33,10 +33,10 @@ LONGEST_CHARS = 1 << 20
 """...and at most this many characters of them (the longest one always)."""
 SPECIAL_DOCS = 64
 """Documents holding special-token text that join the sample (the first ones met)."""
-BUDGET_MIN_CHARS = 1 << 20
-BUDGET_SHARE = 200
+BUDGET_MIN_CHARS = 1 << 19
+BUDGET_SHARE = 400
 """The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
-characters (0.5% of a large stage), so that the reference library's pass over it stays a small share of the
+characters (0.25% of a large stage), so that the reference library's pass over it stays a small share of the
 run."""
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
