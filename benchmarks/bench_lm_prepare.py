@@ -1,6 +1,8 @@
 """LM preprocessing, JSONL -> Megatron token store, with a Hugging Face byte-level BPE: `tokenmill
 prepare` with Megatron's flags against Megatron-style preprocessing, datatrove's tokenization step and
-the tokenizer's own ``encode_batch`` (the floor), side by side in one run.
+the tokenizer's own ``encode_batch`` (the floor), side by side in one run; ``ours`` runs ``--encoder reference``
+(``tokenizers``), ``ours-fast`` runs ``--encoder fast`` (gigatoken, proven on its sample), against gigatoken's
+``encode_batch`` alone.
 
 Corpus (``tok_corpus.jsonl_corpus``, seeded, cached in ``benchmarks/.data/lm/``): ``--mb`` MB of JSONL
 documents (``{"text": ...}``, ~85% English, ~15% Chinese, paragraphs split by newlines, median ~1.7 kB)
@@ -17,6 +19,8 @@ this order (rotated every round when ``--rounds`` > 1):
   ``imap(..., 32)``, megatron-core's ``IndexedDatasetBuilder.add_document`` + ``finalize``.
 * datatrove (``datatrove_tokenize.py`` in its venv): ``JsonlReader`` -> ``DocumentTokenizer`` (EOD by the
   post-processor, no shuffling), one task per shard, 2 workers.
+* the fast encoder alone: gigatoken's ``encode_batch`` (flat ids + offsets, all cores) on the same documents'
+  text, 10,000 documents a call (JSON parsed beforehand, not timed).
 * the floor: ``tokenizers``' ``encode_batch`` and ``encode_batch_fast`` (no offsets) on the same
   documents' text, 10,000 documents a call, rayon on all cores; only the encode calls are timed (the
   JSON is parsed beforehand), ids taken out of the encodings as lists.
@@ -88,6 +92,30 @@ for path in sys.argv[2:]:
                 cpu[name] += time.process_time() - start_cpu
                 tokens[name] += sum(map(len, ids))
                 del ids
+print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens, "documents": docs}))
+"""
+
+
+GIGA = r"""
+import itertools, json, sys, time
+import gigatoken, numpy
+tok = gigatoken.Tokenizer.from_json(open(sys.argv[1], "rb").read())
+seconds = cpu = 0.0
+tokens = docs = 0
+BATCH = 10000
+for path in sys.argv[2:]:
+    with open(path, encoding="utf-8") as handle:
+        while True:
+            texts = [json.loads(line)["text"] for line in itertools.islice(handle, BATCH)]
+            if not texts:
+                break
+            docs += len(texts)
+            start, start_cpu = time.perf_counter(), time.process_time()
+            ids = tok.encode_batch(texts)  # one flat uint32 buffer + offsets (awkward), all cores
+            seconds += time.perf_counter() - start
+            cpu += time.process_time() - start_cpu
+            tokens += int(len(ids.layout.content))
+            del ids
 print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens, "documents": docs}))
 """
 
@@ -199,8 +227,9 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=32_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--sides", default="ours,megatron,datatrove,floor",
-                        help="any of ours, ours-chunk (ours with --chunk-lines CHUNK), megatron, datatrove, floor")
+    parser.add_argument("--sides", default="ours,ours-fast,megatron,datatrove,floor,gigatoken",
+                        help="any of ours, ours-fast (--encoder fast), ours-chunk (ours with --chunk-lines CHUNK), "
+                             "megatron, datatrove, floor, gigatoken (the fast encoder alone)")
     parser.add_argument("--chunk", type=int, default=4096, help="--chunk-lines of the ours-chunk side")
     parser.add_argument("--quick", action="store_true", help="20 MB, one round")
     parser.add_argument("--keep", action="store_true", help="keep the outputs in benchmarks/.data/lm/runs")
@@ -226,8 +255,9 @@ def main() -> None:
         "ours": lambda out: [sys.executable, "-m", "tokenmill", "prepare", "-q", "--input",
                              str(files[0].parent / "part-*.jsonl"), "--output-prefix", str(out / "corpus"),
                              "--json-keys", "text", "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model",
-                             str(tok), "--append-eod", "--workers", str(args.workers)],
+                             str(tok), "--append-eod", "--workers", str(args.workers), "--encoder", "reference"],
         "ours-chunk": lambda out: [*commands["ours"](out), "--chunk-lines", str(args.chunk)],
+        "ours-fast": lambda out: [*commands["ours"](out)[:-2], "--encoder", "fast"],
         "megatron": lambda out: [megatron_python, str(HERE / "lm_megatron_style.py"), "--input", *map(str, files),
                                  "--output-prefix", str(out / "corpus"), "--tokenizer-model", str(tok), "--append-eod",
                                  "--workers", str(args.workers)],
@@ -236,6 +266,7 @@ def main() -> None:
                                   "--tokenizer-model", str(tok), "--output", str(out),
                                   "--workers", str(args.workers)],
         "floor": lambda out: [sys.executable, "-c", FLOOR, str(tok), *map(str, files)],
+        "gigatoken": lambda out: [sys.executable, "-c", GIGA, str(tok), *map(str, files)],
     }
     results: dict[str, list[dict]] = {s: [] for s in sides}
     checks: dict[str, str] = {}
@@ -258,6 +289,9 @@ def main() -> None:
                 info = json.loads(m.stdout.strip().splitlines()[-1])
                 row.update(encode_s=info["seconds"], encode_cpu_s=info["cpu"], floor_tokens=info["tokens"],
                            documents=info["documents"])
+            if side == "gigatoken":
+                info = json.loads(m.stdout.strip().splitlines()[-1])
+                row.update(encode_s=info["seconds"], encode_cpu_s=info["cpu"], giga_tokens=info["tokens"])
             if side.startswith("ours"):
                 manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
                 row["stages"] = {k: v["seconds"] for k, v in manifest["run"]["stages"].items()}
@@ -269,6 +303,14 @@ def main() -> None:
 
             store = IndexedDataset(ours)
             total_tokens, documents = store.num_tokens, len(store)
+            if "ours-fast" in sides:
+                same = all(same_bytes(Path(f"{ours}{x}"), work / "ours-fast" / f"corpus_text_document{x}")
+                           for x in (".bin", ".idx"))
+                checks["ours-fast"] = "yes: .bin and .idx byte-identical" if same else "NO: differs"
+            if "gigatoken" in sides:
+                n = results["gigatoken"][-1]["giga_tokens"] + documents
+                checks["gigatoken"] = "yes: same token count (+ one EOD per document)" if n == total_tokens else \
+                    f"NO: {n} vs ours {total_tokens}"
             if "ours-chunk" in sides:
                 same = same_bytes(Path(f"{ours}.bin"), work / "ours-chunk" / "corpus_text_document.bin")
                 checks["ours-chunk"] = "yes: .bin byte-identical" if same else "NO: .bin differs"
@@ -301,33 +343,48 @@ def main() -> None:
         for call in ("encode_batch", "encode_batch_fast"):
             floor_s[call] = statistics.median(r["encode_s"][call] for r in results["floor"])
             floor_cpu[call] = statistics.median(r["encode_cpu_s"][call] for r in results["floor"])
-    names = {"ours": "tokenmill prepare (Megatron flags)",
+    giga_s = statistics.median(r["encode_s"] for r in results["gigatoken"]) if "gigatoken" in sides else None
+    names = {"ours": "tokenmill prepare (Megatron flags, --encoder reference)",
+             "ours-fast": "tokenmill prepare (Megatron flags, --encoder fast)",
              "ours-chunk": f"tokenmill prepare --chunk-lines {args.chunk}",
              "megatron": "Megatron-style (Pool(2) + IndexedDatasetBuilder)",
              "datatrove": "datatrove JsonlReader -> DocumentTokenizer"}
     calls = ("encode_batch", "encode_batch_fast")
-    print("| | wall s | tokens/s | MB/s | s per GB | x floor wall (encode_batch / _fast) | CPU s "
+    print("| | wall s | tokens/s | MB/s | s per GB | x floor wall (encode_batch / _fast) | x gigatoken alone | CPU s "
           "| x floor CPU (encode_batch / _fast) | peak RSS, process tree | peak RSS, largest process "
           "| load 1-min before/after | same ids as ours |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+
+    def giga(value: float) -> str:
+        return f"{value / giga_s:.2f}x" if giga_s else "-"
+
 
     def ratios(value: float, base: dict) -> str:
         return " / ".join(f"{value / base[c]:.2f}x" for c in calls) if base else "-"
 
-    for side in [s for s in ("ours", "ours-chunk", "megatron", "datatrove") if s in sides]:
+    for side in [s for s in ("ours", "ours-fast", "ours-chunk", "megatron", "datatrove") if s in sides]:
         s, cpu = med(side, "seconds"), med(side, "cpu_s")
         same = checks.get(side, "-")
         print(f"| {names[side]} | {s:.1f} | {total_tokens / s / 1e6:.2f} M | {mb / s:.2f} | {s / mb * 1000:.0f} | "
-              f"{ratios(s, floor_s)} | {cpu:.1f} | {ratios(cpu, floor_cpu)} | {med(side, 'tree_rss_mb'):,.0f} MB | "
+              f"{ratios(s, floor_s)} | {giga(s)} | {cpu:.1f} | {ratios(cpu, floor_cpu)} | "
+              f"{med(side, 'tree_rss_mb'):,.0f} MB | "
               f"{med(side, 'process_rss_mb'):,.0f} MB | {med(side, 'load_before'):.1f} / {med(side, 'load_after'):.1f} "
               f"| {same} |")
+    if giga_s:
+        cpu = statistics.median(r["encode_cpu_s"] for r in results["gigatoken"])
+        print(f"| gigatoken encode_batch alone (encode calls only) | {giga_s:.1f} | "
+              f"{total_tokens / giga_s / 1e6:.2f} M | {mb / giga_s:.2f} | {giga_s / mb * 1000:.0f} | "
+              f"{ratios(giga_s, floor_s)} | 1.00x | {cpu:.1f} | "
+              f"{ratios(cpu, floor_cpu)} | {med('gigatoken', 'tree_rss_mb'):,.0f} MB (whole script) | "
+              f"{med('gigatoken', 'process_rss_mb'):,.0f} MB | {med('gigatoken', 'load_before'):.1f} / "
+              f"{med('gigatoken', 'load_after'):.1f} | {checks.get('gigatoken', '-')} |")
     for call, s in floor_s.items():
         print(f"| floor: tokenizers {call} (encode calls only) | {s:.1f} | {total_tokens / s / 1e6:.2f} M | "
-              f"{mb / s:.2f} | {s / mb * 1000:.0f} | {ratios(s, floor_s)} | {floor_cpu[call]:.1f} | "
+              f"{mb / s:.2f} | {s / mb * 1000:.0f} | {ratios(s, floor_s)} | {giga(s)} | {floor_cpu[call]:.1f} | "
               f"{ratios(floor_cpu[call], floor_cpu)} | {med('floor', 'tree_rss_mb'):,.0f} MB (whole script) | "
               f"{med('floor', 'process_rss_mb'):,.0f} MB | {med('floor', 'load_before'):.1f} / "
               f"{med('floor', 'load_after'):.1f} (both calls) | {checks.get('floor', '-')} |")
-    for side in [s for s in ("ours", "ours-chunk") if s in sides]:
+    for side in [s for s in ("ours", "ours-fast", "ours-chunk") if s in sides]:
         stages = {k: statistics.median(r["stages"].get(k, 0.0) for r in results[side])
                   for k in results[side][0]["stages"]}
         other = med(side, "seconds") - sum(stages.values())

@@ -47,7 +47,9 @@ def one_and_two_workers(settings: dict, tmp_path: Path, monkeypatch) -> tuple[di
     runs = {}
     for workers in (1, 2):
         out = tmp_path / f"w{workers}"
-        prepare(build_config({**settings, "workers": workers, "destdir": str(out)}), progress=False)
+        # the reference library: the fast encoder (--encoder auto) encodes on its own threads, not on workers
+        prepare(build_config({**settings, "workers": workers, "destdir": str(out), "encoder": "reference"}),
+                progress=False)
         runs[workers] = outputs(out)
     return runs[1], runs[2], len(ran)
 

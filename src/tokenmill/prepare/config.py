@@ -61,7 +61,17 @@ LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's v
 EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
 command line's choices; a program may register more (checked against the registry when validated)."""
-RUN_ONLY = ("engine", "tasks", "ray_address")
+Encoder = Literal["auto", "reference", "fast"]  # tokenmill.vocab.encoder_choice.EncoderMode's values
+_ENCODER_HELP = (
+    "auto: encode with the fast encoder (pip install 'tokenmill[fast]') where it supports the model, proven on a "
+    "sample of each run's documents (other ids: the tokenizer's own library, with a warning); reference: always the "
+    "tokenizer's own library; fast: the fast encoder or an error."
+)
+_CHECK_HELP = (
+    "Random documents in the sample that proves the fast encoder (besides the longest ones, ones in other scripts "
+    "and ones holding special-token text)."
+)
+RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")
 """Settings of how a run is carried out, not of what it makes: left out of the manifest's settings (the
 output is the same for every value) and recorded under its ``run`` key instead."""
 TOKENIZERS: tuple[str, ...] = get_args(Tokenizer)
@@ -344,6 +354,8 @@ class PrepareConfig:
         default=65536,
         metadata={"help": "Lines per batch handed to the tokenizer."},
     )
+    encoder: Encoder = field(default="auto", metadata={"help": _ENCODER_HELP})
+    encoder_check_docs: Annotated[int, AtLeast0] = field(default=1000, metadata={"help": _CHECK_HELP})
 
     # ---- beyond one machine
     engine: EngineName = field(

@@ -27,6 +27,8 @@ class PrepareSummary:
     """Stage -> wall seconds it took when it ran (in this invocation or the one that made it)."""
     warnings: list[str] = field(default_factory=list)
     """What the user should know about the result (also logged as it happens)."""
+    encoders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Encode stage -> which encoder ran and what its check found (see vocab.encoder_choice)."""
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Tasked stage -> one row per task (lines, seconds, attempts, host), when the run used tasks."""
     merge_seconds: dict[str, float] = field(default_factory=dict)

@@ -48,6 +48,8 @@ from tokenmill.prepare.tokenizing import Found, UnknownSurfaces, backend_name, k
 from tokenmill.store import IndexedWriter
 from tokenmill.text import Cleaner
 from tokenmill.text.readers import Source
+from tokenmill.vocab.encoder_choice import EncoderChoice, choose_encoder, run_checked
+from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
@@ -78,6 +80,8 @@ class EncodeStage(TaskedStage):
         return self.merge(ctx, tasks)
 
     def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
+        if info.get("encoder") is not None:
+            ctx.summary.encoders[self.name] = info["encoder"]
         if info.get("clean") is not None:  # the input was read here (see reads_input)
             ctx.split_info(self.split)["clean"] = info["clean"]
         if self.split != "train":
@@ -90,6 +94,15 @@ class EncodeStage(TaskedStage):
 
     # ---------------------------------------------------------------- one process
     def _one_process(self, ctx: RunContext) -> Outputs:
+        """The stage in this process, with the encoder ``--encoder`` chooses (see encoder_choice)."""
+        cfg = ctx.config
+        reference = None if splits_words(cfg) else tokenizer_for(ctx, self.lang)
+        choice = choose_encoder(reference, cfg.encoder, check_docs=cfg.encoder_check_docs, seed=cfg.seed)
+        (outputs, info), record = run_checked(choice, lambda c: self._encode_with(ctx, c), ctx.summary.warn,
+                                              cfg.workers)
+        return outputs, {**info, "encoder": record}
+
+    def _encode_with(self, ctx: RunContext, choice: EncoderChoice) -> Outputs:
         split, lang, folder = self.split, self.lang, ctx.folder
         prefix = folder.ids_prefix(split, lang)
         source = cleaned_source(ctx, split, lang)
@@ -107,15 +120,15 @@ class EncodeStage(TaskedStage):
         words = splits_words(ctx.config)
         counted = False
         with ctx.bar(source.scan(), f"encode {split}.{lang}") as bar:
-            if cleaner is None and encodes_in_workers(ctx, source):
+            if cleaner is None and choice.fast is None and encodes_in_workers(ctx, source):
                 table = self._in_workers(ctx, source, prefix, bar)
                 counted = split == "train"  # see _in_workers
             elif words:
                 table = None
                 write_json(folder.words_path(split, lang), encode_words(lines(), prefix, bar, self.name))
             else:
-                table = encode_lines(ctx, lang, lines(), prefix, threads=ctx.config.workers, bar=bar,
-                                     crash_name=self.name)
+                table = encode_lines(ctx, lang, choice.tap(lines()), prefix, threads=ctx.config.workers, bar=bar,
+                                     crash_name=self.name, tokenizer=choice.encoder)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if counted:
             outputs.append(folder.counts_path(split, lang))
@@ -225,11 +238,12 @@ def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
 def encode_lines(
     ctx: RunContext, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int,
     bar: tqdm | None = None, crash_name: str = "encode", counts: IdCounts | None = None,
+    tokenizer: Tokenizer | None = None,
 ) -> dict[str, list[int]] | None:
     """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
-    bincount, when given); returns the unknown surfaces' table (surface -> [work id, count]) when they are
-    kept (fairseq fidelity), else None."""
-    tokenizer = tokenizer_for(ctx, lang)
+    bincount, when given) with ``tokenizer`` (default: ``lang``'s); returns the unknown surfaces' table
+    (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
+    tokenizer = tokenizer_for(ctx, lang) if tokenizer is None else tokenizer
     surfaces = UnknownSurfaces(tokenizer) if keeps_unknown_surfaces(ctx.config) else None
 
     def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None]:

@@ -50,7 +50,7 @@ def publish_run(ctx: RunContext, summary: dict[str, Any]) -> None:
         ctx.out, settings=jsonable(settings), vocab=ctx.summary.vocab,
         summary=jsonable(summary), meanings=ctx.meanings,
         run={"stages": ctx.summary.stage_table(), "warnings": ctx.summary.warnings, **how,
-             "tasks": ctx.task_table, "merge_seconds": ctx.merge_seconds},
+             "encoders": ctx.summary.encoders, "tasks": ctx.task_table, "merge_seconds": ctx.merge_seconds},
     )
     publish(ctx.root, ctx.out, manifest, before_manifest=lambda: crash_point("publish:before-manifest"))
     if ctx.url:

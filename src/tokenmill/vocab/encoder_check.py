@@ -1,0 +1,192 @@
+"""The proof a fast encoder owes every run: a sample of the run's own documents, encoded by the fast encoder
+and by the reference library, must match id for id.
+
+The sample is taken while the documents stream past the encoder (:meth:`CheckSample.tap`, no extra read),
+and is a pure function of the documents and the seed, whatever the chunking:
+
+* ``docs`` documents at random: the ones whose input position has the smallest seeded hash;
+* ``docs // 4`` more at random among the documents that are not plain ASCII (other scripts, symbols, emoji);
+* the longest documents (at most :data:`LONGEST` of them, and at most :data:`LONGEST_CHARS` characters
+  together, but always the longest one);
+* the first :data:`SPECIAL_DOCS` documents holding the text of a special or added token;
+
+the random part within a budget of characters (:data:`BUDGET_SHARE`), the special-text part within a quarter
+of it, the longest part within :data:`LONGEST_CHARS` (always the first document of each part).
+
+The check itself (:func:`check_sample`) encodes the sample with both and says whether every id list is
+equal, and where the first difference is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tokenmill.vocab.tokenizer import Tokenizer
+
+LONGEST = 16
+"""At most this many of the longest documents join the sample..."""
+LONGEST_CHARS = 1 << 20
+"""...and at most this many characters of them (the longest one always)."""
+SPECIAL_DOCS = 64
+"""Documents holding special-token text that join the sample (the first ones met)."""
+BUDGET_MIN_CHARS = 1 << 19
+BUDGET_SHARE = 400
+"""The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
+characters (0.25% of a large stage), so that the reference library's pass over it stays a small share of the
+run."""
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(index: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded 64-bit hash of each input position (splitmix64's finalizer): the random order of the sample."""
+    with np.errstate(over="ignore"):
+        z = index.astype(np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return (z ^ (z >> np.uint64(31))) & _MASK
+
+
+class _BottomK:
+    """The ``k`` documents of smallest hash seen so far (ties cannot happen: positions are distinct)."""
+
+    def __init__(self, k: int, seed: int) -> None:
+        self.k, self.seed = k, seed
+        self.keys = np.empty(0, dtype=np.uint64)
+        self.items: list[tuple[int, str]] = []
+
+    def add(self, positions: np.ndarray, chunk: Sequence[str], base: int) -> None:
+        if self.k <= 0 or not len(positions):
+            return
+        keys = _mix(positions, self.seed)
+        if len(self.keys) >= self.k:
+            wanted = keys < self.keys.max()
+            positions, keys = positions[wanted], keys[wanted]
+            if not len(positions):
+                return
+        all_keys = np.concatenate([self.keys, keys])
+        items = self.items + [(int(p), chunk[int(p) - base]) for p in positions.tolist()]
+        keep = np.argsort(all_keys, kind="stable")[: self.k]
+        self.keys = all_keys[keep]
+        self.items = [items[i] for i in keep.tolist()]
+
+
+@dataclass
+class CheckResult:
+    """What the check found: how many documents and characters, and the first document that differs."""
+
+    documents: int
+    characters: int
+    mismatches: int
+    first_mismatch: int | None
+    """Input position (0-based) of the first differing document, None when all match."""
+
+    @property
+    def matched(self) -> bool:
+        return self.mismatches == 0
+
+    def record(self) -> dict[str, Any]:
+        return {"documents": self.documents, "characters": self.characters, "mismatches": self.mismatches,
+                "first_mismatch": self.first_mismatch, "matched": self.matched}
+
+
+class CheckSample:
+    """The sample of one encode stage's documents, gathered as they stream past (see the module)."""
+
+    def __init__(self, docs: int, seed: int, special_texts: Iterable[str] = ()) -> None:
+        self.random = _BottomK(docs, seed)
+        self.scripts = _BottomK(docs // 4, seed + 1)
+        self.specials = tuple(sorted({t for t in special_texts if t}))
+        self._heads = tuple(sorted({t[:2] for t in self.specials}))
+        self.special: list[tuple[int, str]] = []
+        self.longest: list[tuple[int, int, str]] = []  # (-length, position, text)
+        self.seen = 0
+        self.chars = 0
+
+    def tap(self, chunks: Iterable[Sequence[str]]) -> Iterator[Sequence[str]]:
+        """``chunks`` unchanged, each observed on its way (call in input order)."""
+        for chunk in chunks:
+            self.observe(chunk)
+            yield chunk
+
+    def observe(self, chunk: Sequence[str]) -> None:
+        base, n = self.seen, len(chunk)
+        self.seen += n
+        if not n:
+            return
+        positions = np.arange(base, base + n, dtype=np.int64)
+        self.random.add(positions, chunk, base)
+        ascii_only = np.fromiter(map(str.isascii, chunk), dtype=bool, count=n)
+        self.scripts.add(positions[~ascii_only], chunk, base)
+        self._observe_longest(chunk, base)
+        if len(self.special) < SPECIAL_DOCS and self._heads:
+            self._observe_special(chunk, base)
+
+    def _observe_longest(self, chunk: Sequence[str], base: int) -> None:
+        lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+        self.chars += int(lengths.sum())
+        top = np.argsort(-lengths, kind="stable")[:LONGEST].tolist()
+        merged = sorted(self.longest + [(-int(lengths[i]), base + i, chunk[i]) for i in top])
+        kept, chars = [], 0
+        for item in merged[:LONGEST]:
+            if kept and chars - item[0] > LONGEST_CHARS:
+                break
+            kept.append(item)
+            chars -= item[0]
+        self.longest = kept
+
+    def _observe_special(self, chunk: Sequence[str], base: int) -> None:
+        joined = "\0".join(chunk)
+        if not any(head in joined for head in self._heads):
+            return
+        for i, text in enumerate(chunk):
+            if any(head in text for head in self._heads) and any(t in text for t in self.specials):
+                self.special.append((base + i, text))
+                if len(self.special) >= SPECIAL_DOCS:
+                    return
+
+    def budget(self) -> int:
+        """The most characters the sample holds (see :data:`BUDGET_SHARE`)."""
+        return max(BUDGET_MIN_CHARS, self.chars // BUDGET_SHARE)
+
+    def documents(self) -> list[tuple[int, str]]:
+        """(input position, text) of every sampled document, once each, in input order: the longest ones (within
+        :data:`LONGEST_CHARS`), the special-text ones (within a quarter of the budget), then the random ones in
+        hash order (within the budget); the first of each part always."""
+        keyed = sorted([(int(k), item) for k, item in zip(self.random.keys.tolist(), self.random.items, strict=True)]
+                       + [(int(k), item) for k, item in zip(self.scripts.keys.tolist(), self.scripts.items,
+                                                            strict=True)])
+        chosen: dict[int, str] = {}
+        budget = self.budget()
+        for part, cap in (([(p, t) for _, p, t in self.longest], LONGEST_CHARS), (self.special, budget // 4),
+                          ([item for _, item in keyed], budget)):
+            used = 0
+            for position, text in part:
+                if position in chosen:
+                    continue
+                if used and used + len(text) > cap:
+                    break
+                chosen[position] = text
+                used += len(text)
+        return sorted(chosen.items())
+
+
+def check_sample(reference: Tokenizer, fast: Tokenizer, documents: Sequence[tuple[int, str]],
+                 num_threads: int = 1) -> CheckResult:
+    """Encode ``documents`` with both; equal when every document's id list is."""
+    texts = [text for _, text in documents]
+    ref_flat, ref_lengths = reference.encode_batch(texts, num_threads=num_threads)
+    fast_flat, fast_lengths = fast.encode_batch(texts, num_threads=num_threads)
+    chars = sum(map(len, texts))
+    if np.array_equal(ref_lengths, fast_lengths) and np.array_equal(ref_flat, fast_flat):
+        return CheckResult(len(texts), chars, 0, None)
+    ref_ends, fast_ends = np.cumsum(ref_lengths), np.cumsum(fast_lengths)
+    differing = [
+        i for i in range(len(texts))
+        if not np.array_equal(ref_flat[ref_ends[i] - ref_lengths[i] : ref_ends[i]],
+                              fast_flat[fast_ends[i] - fast_lengths[i] : fast_ends[i]])
+    ]
+    return CheckResult(len(texts), chars, len(differing), documents[differing[0]][0])

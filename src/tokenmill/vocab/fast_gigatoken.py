@@ -1,0 +1,120 @@
+"""gigatoken as the fast encoder of byte-level BPE ``tokenizer.json`` files, tiktoken ranks and SentencePiece
+BPE models with byte fallback (one builder each; see :mod:`tokenmill.vocab.fast_encoder`).
+
+gigatoken (PyPI, Rust) encodes a batch on its own thread pool and returns the ids as one flat ``uint32``
+buffer with offsets, which become the ``(flat ids, lengths)`` pair without a Python object per token. It
+refuses what it cannot reproduce (unigram and WordPiece models, BPE without byte fallback or a byte-level
+alphabet): those refusals are :class:`~tokenmill.vocab.fast_encoder.Unsupported`, and the reference
+library encodes. Its thread pool is sized like ``tokenizers``' (``RAYON_NUM_THREADS``, set from the first
+parallel call's ``num_threads`` when nobody set it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import numpy as np
+
+from tokenmill._core.optional import require
+from tokenmill.vocab.fast_encoder import FAST_EXTRA, EncodeFn, FastBuild, Unsupported
+from tokenmill.vocab.tiktoken_patterns import PRESETS, SCHEME_OF_PRESET
+from tokenmill.vocab.tokenizer import Tokenizer
+
+gigatoken = require("gigatoken", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken")
+awkward = require("awkward", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken")
+sentencepiece_to_tokenizer_json = require(  # gigatoken's own reader of a .model (its from_sentencepiece's first step)
+    "gigatoken._load.sentencepiece", extra=FAST_EXTRA, needed_by="tokenmill.vocab.fast_gigatoken"
+).sentencepiece_to_tokenizer_json
+
+try:
+    LIBRARY = f"gigatoken {version('gigatoken')}"
+except PackageNotFoundError:  # imported from a source tree
+    LIBRARY = "gigatoken"
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
+def batch_encoder(tokenizer: Any) -> EncodeFn:
+    """``encode_batch`` of a loaded gigatoken tokenizer as ``(lines, num_threads) -> (flat, lengths)``."""
+
+    def encode(lines: Sequence[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+        parallel = num_threads > 1
+        if parallel:
+            os.environ.setdefault("RAYON_NUM_THREADS", str(num_threads))  # read once, when the pool starts
+        layout = awkward.to_layout(tokenizer.encode_batch(list(lines), parallel=parallel))
+        offsets = np.asarray(layout.offsets.data)
+        flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]].astype(np.int64)
+        return flat, np.diff(offsets)
+
+    return encode
+
+
+def from_hf(reference: Tokenizer) -> FastBuild:
+    """A BPE ``tokenizer.json`` (byte-level, or SentencePiece-style with byte fallback)."""
+    data = reference.path.read_bytes()
+    try:
+        spec = json.loads(data)
+        kind = spec["model"].get("type")
+    except (ValueError, KeyError, AttributeError, TypeError):
+        raise Unsupported(f"{reference.path} is not a tokenizer.json gigatoken reads") from None
+    if kind != "BPE":
+        raise Unsupported(f"gigatoken encodes BPE models, not {kind}")
+    try:
+        tokenizer = gigatoken.Tokenizer.from_json(data)
+    except (RuntimeError, ValueError) as error:
+        raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
+    added = tuple(str(token["content"]) for token in spec.get("added_tokens") or () if token.get("content"))
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, added)
+
+
+def from_tiktoken(reference: Tokenizer) -> FastBuild:
+    """A ``.tiktoken`` ranks file with one of the r50k/cl100k/o200k split patterns, encoded as ordinary text
+    (the reference's ``encode_ordinary``: special-token text is not the special token)."""
+    settings = reference.settings  # type: ignore[attr-defined]
+    schemes = {PRESETS[preset][0]: scheme for preset, scheme in SCHEME_OF_PRESET.items()}
+    scheme = schemes.get(settings.pattern)
+    if scheme is None:
+        raise Unsupported("gigatoken knows the r50k, cl100k and o200k split patterns, not this one")
+    try:
+        tokenizer = gigatoken.Tokenizer.from_tiktoken(reference.path, pretokenizer=scheme, special_tokens={})
+    except (RuntimeError, ValueError) as error:
+        raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, tuple(settings.special_tokens or ()))
+
+
+def from_sentencepiece(reference: Tokenizer) -> FastBuild:
+    """A SentencePiece BPE ``.model`` with byte fallback, identity normalization, ``remove_extra_whitespaces``
+    off and no user-defined symbols (Llama 2's layout; gigatoken differs from SentencePiece on the others, see
+    the reasons below). gigatoken reads it as the
+    Hugging Face converters do, where the text of a control piece (``</s>``) in a line is that piece;
+    SentencePiece encodes that text as plain text, so the control pieces are taken out of the added tokens
+    (and out of the merges) before loading."""
+    try:
+        spec = json.loads(sentencepiece_to_tokenizer_json(reference.path.read_bytes()))
+    except (RuntimeError, ValueError) as error:
+        raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
+    steps = {step.get("type") for step in spec.get("normalizer", {}).get("normalizers", [])}
+    if "Precompiled" in steps:
+        raise Unsupported("gigatoken's NFKC tables differ from SentencePiece's on combining sequences (é́); "
+                          "it encodes models with identity normalization")
+    if "Strip" in steps:
+        raise Unsupported("gigatoken strips every whitespace character where SentencePiece's "
+                          "remove_extra_whitespaces strips spaces only; it encodes models without that option")
+    added = spec.get("added_tokens") or []
+    user_defined = [token["content"] for token in added if not token.get("special")]
+    if user_defined:
+        raise Unsupported(f"gigatoken matches SentencePiece user-defined symbols ({', '.join(user_defined[:3])}) "
+                          "with other whitespace rules than SentencePiece")
+    control = {token["content"] for token in added}
+    spec["added_tokens"] = []
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if "".join(m) not in control]
+    try:
+        tokenizer = gigatoken.Tokenizer.from_json(json.dumps(spec, ensure_ascii=False))
+    except (RuntimeError, ValueError) as error:
+        raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
+    return FastBuild(batch_encoder(tokenizer), LIBRARY, tuple(sorted(control)))
