@@ -49,9 +49,9 @@ def _sentence(text: str) -> str:
 
 @functools.cache
 def _field_docs(cls: type) -> tuple[dict[str, str], dict[str, str]]:
-    """(help, section) per dataclass field: the docstring under the field or the trailing ``# comment``
-    on its line; the last ``# ---- name`` comment above it. Read from the class's source, so only when
-    ``--help`` is shown (it costs more than the rest of the command's set-up)."""
+    """(help, section) per dataclass field: its ``metadata["help"]``, else the docstring under the field or
+    the trailing ``# comment`` on its line; the last ``# ---- name`` comment above it. Read from the class's
+    source, so only when ``--help`` is shown (it costs more than the rest of the command's set-up)."""
     source = pyinspect.getsource(cls)
     docs: dict[str, str] = {}
     sections: dict[str, str] = {}
@@ -59,11 +59,14 @@ def _field_docs(cls: type) -> tuple[dict[str, str], dict[str, str]]:
     body = tree.body[0].body  # type: ignore[attr-defined]
     lines = source.splitlines()
     headings = [(number, m.group(1).strip()) for number, line in enumerate(lines, 1) if (m := _SECTION.search(line))]
+    metadata = {item.name: item.metadata.get("help") for item in dataclasses.fields(cls)}
     for i, node in enumerate(body):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id[0] != "_":
             name = node.target.id
             following = body[i + 1] if i + 1 < len(body) else None
-            if isinstance(following, ast.Expr) and isinstance(getattr(following, "value", None), ast.Constant):
+            if metadata.get(name):  # help given as field metadata
+                docs[name] = _sentence(str(metadata[name]))
+            elif isinstance(following, ast.Expr) and isinstance(getattr(following, "value", None), ast.Constant):
                 docs[name] = _sentence(str(following.value.value))
             elif "#" in lines[node.lineno - 1]:
                 docs[name] = _sentence(lines[node.lineno - 1].split("#", 1)[1])

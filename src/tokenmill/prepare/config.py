@@ -56,6 +56,7 @@ LANG_CODE_RE = re.compile(LANG_CODE.regex)
 _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
+CleanPreset = Literal["bitext"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 EngineName = Literal["local", "ray", "slurm"]
 RUN_ONLY = ("engine", "tasks", "ray_address")
@@ -123,6 +124,15 @@ class PrepareConfig:
     """Drop exact duplicate training pairs (the first occurrence is kept)."""
     leakage: Leakage = "pair"
     """Drop training pairs that also appear in valid/test: the same pair, source, target, either side, or off."""
+    clean_preset: CleanPreset | None = field(default=None, metadata={"help": (
+        "Turn on a set of filters: bitext = bicleaner-hardrules' model-free rules and OpusFilter's numeral, "
+        "punctuation, HTML, repetition and common-substring filters at their tools' thresholds (filters you "
+        "give yourself win; see docs/how-to/cleaning.md)")})
+    decontaminate: list[str] = field(default_factory=list, metadata={"help": (
+        "Drop training items that share a word n-gram with any of these text files (e.g. a FLORES or WMT test "
+        "set, one segment per line), either side of a pair; comma-separated")})
+    decontaminate_ngram: Annotated[int, AtLeast1] = field(default=13, metadata={"help": (
+        "Words per n-gram of --decontaminate (a line with fewer words is compared whole)")})
 
     # ---- tokenizer
     tokenizer: Tokenizer = "sentencepiece"
@@ -479,7 +489,7 @@ _PREFIXES = ("trainpref", "validpref", "testpref")
 
 
 _PATH_SETTINGS = ("destdir", "tokenizer_model", "spm_model", "srcdict", "tgtdict", "vocab_file", "merge_file")
-_PATH_LIST_SETTINGS = ("trainpref", "validpref", "testpref", "input")
+_PATH_LIST_SETTINGS = ("trainpref", "validpref", "testpref", "input", "decontaminate")
 
 
 def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
@@ -655,7 +665,7 @@ def build_config(
             return labels.get(name) or name  # a mapping in YAML or Python; its flags are its fields'
         return labels.get(name) or flag_name(*reversed(name.split(".", 1)))
 
-    merged = megatron_defaults(merged)
+    merged = preset_defaults(megatron_defaults(merged))
     values: dict[str, Any] = {}
     for key, value in merged.items():
         if key == "directions":
@@ -734,6 +744,32 @@ def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
         elif out.get(key) in (None, [], "") and value is not None:
             out[key] = value
     return out
+
+
+CLEAN_PRESETS: dict[str, dict[str, Any]] = {
+    "bitext": {
+        "not_too_long": 1024, "not_too_short": 3, "length_ratio": 3.0, "no_identical": True, "no_literals": True,
+        "no_only_symbols": 0.1, "no_only_numbers": 0.5, "no_urls": True, "no_breadcrumbs": True,
+        "no_glued_words": True, "no_repeated_words": 1, "no_unicode_noise": True, "no_space_noise": True,
+        "no_paren": True, "no_escaped_unicode": True, "no_bad_encoding": True, "no_titles": True,
+        "no_number_inconsistencies": True, "no_script_inconsistencies": True, "terminal_punctuation": -2.0,
+        "html_tags": True, "repetition": 2, "common_substring": 0.9,
+    },
+}
+"""The filters each ``--clean-preset`` turns on, with their thresholds (bicleaner-hardrules' defaults for its
+rules, OpusFilter's for its filters; OpusFilter's numerals filter is left out: no_number_inconsistencies
+already drops pairs whose digits differ)."""
+
+
+def preset_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings with the filters of ``clean_preset`` added under those given (given filters always win)."""
+    preset = settings.get("clean_preset")
+    if preset is None or preset not in CLEAN_PRESETS:  # an unknown name is reported by the type check
+        return settings
+    given = settings.get("filters")
+    if given is not None and not isinstance(given, dict):
+        return settings  # not a mapping: reported as such by the filters' check
+    return {**settings, "filters": {**CLEAN_PRESETS[preset], **(given or {})}}
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -106,8 +106,9 @@ from tokenmill.store.manifest import build_manifest, file_checksum
 from tokenmill.store.meaning import FAIRSEQ, T2T, TOKENIZER, store_meaning
 from tokenmill.store.remote import is_url
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
+from tokenmill.text.decontaminate import Contamination
 from tokenmill.text.documents import documents_by_file
-from tokenmill.text.filters import PairFilter, piece_filters, without_piece_filters
+from tokenmill.text.filters import PairFilter, piece_filters, with_rule_langs, without_piece_filters
 from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
@@ -390,7 +391,11 @@ class Pipeline:
         filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
         if self.piece_filter() is not None:  # counted in the tokenizer's pieces after encoding instead
             filters = without_piece_filters(filters)
-        clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
+        filters = with_rule_langs(filters, cfg.source_lang, cfg.target_lang)
+        contamination = Contamination.of_files(cfg.decontaminate, cfg.decontaminate_ngram) if (
+            cfg.decontaminate and not heldout) else None
+        clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout,
+                                   decontaminate=contamination)
         leakage_refs = [] if heldout or cfg.leakage == "off" else [
             self.clean_settings(s).key for s in ("valid", "test") if s in cfg.split_prefixes()
         ]
