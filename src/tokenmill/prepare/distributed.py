@@ -95,7 +95,7 @@ PART = "part"
 COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
 Block = tuple[np.ndarray, np.ndarray]
 """(tokens, item sizes) of consecutive items."""
-STEP_ORDER = ("normalize", "filter", "leakage")
+STEP_ORDER = ("normalize", "filter", "decontaminate", "leakage")
 
 
 CLUSTER_ENGINES = ("ray",)
