@@ -11,6 +11,7 @@ from tokenmill.text.filters.pairs import (
     char_lengths,
     piece_filters,
     whitespace_token_lengths,
+    with_rule_langs,
     without_piece_filters,
 )
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, Rule
@@ -27,5 +28,6 @@ __all__ = [
     "char_lengths",
     "piece_filters",
     "whitespace_token_lengths",
+    "with_rule_langs",
     "without_piece_filters",
 ]

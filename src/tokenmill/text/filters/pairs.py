@@ -355,6 +355,14 @@ def without_piece_filters(config: FilterConfig) -> FilterConfig:
     return replace(config, min_tokens=0, max_tokens=None, max_ratio=ratio)
 
 
+def with_rule_langs(config: FilterConfig, source: str | None, target: str | None) -> FilterConfig:
+    """``config`` with the run's languages as the rules' languages where none were given (only when a rule is
+    on, so a run without rules keeps its settings and stage keys)."""
+    if not config.rules:
+        return config
+    return replace(config, rule_src_lang=config.rule_src_lang or source, rule_tgt_lang=config.rule_tgt_lang or target)
+
+
 def _outside(lengths: np.ndarray, low: int, high: int | None) -> np.ndarray:
     out = lengths < low
     if high is not None:
@@ -378,5 +386,6 @@ __all__ = [
     "char_lengths",
     "piece_filters",
     "whitespace_token_lengths",
+    "with_rule_langs",
     "without_piece_filters",
 ]

@@ -10,12 +10,14 @@ exactly when it is bad there (see tests/text/test_rules_oracle.py for the checks
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.registry import CJK, counts, flags, regex_module, register
+from tokenmill.text.filters.prefilter import class_counts, may_glue, word_repeat_starts
+from tokenmill.text.filters.registry import CJK, counts, flags, flags_where, regex_module, register
 
 LITERALS = ("Re:", "{{", "%s", "}}", "+++", "***", '="')
 """What no_literals looks for (bicleaner-hardrules' default list)."""
@@ -28,6 +30,9 @@ RELAXED_NOISE_LANGS = frozenset({"is", "fi", "az"})
 """Languages whose words may hold several Latin-1 letters in a row (Icelandic 'þýðir'): 7 make noise, not 3."""
 A_TILDE_LANGS = frozenset({"pt"})
 A_CIRCUMFLEX_LANGS = frozenset({"cy", "fr", "fa", "it", "pt", "tr", "vi", "lij", "ro"})
+
+
+_DOT_LETTER = re.compile(r"\.[a-z]")  # every URL match holds one: the cheap test before the pattern
 
 
 @functools.cache
@@ -62,7 +67,7 @@ def has_literal(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
 
 def _share_bad(lines: Sequence[str], pattern: str, bad: Any) -> np.ndarray:
     lengths = counts(lines, len)
-    found = counts(lines, lambda line: len(_pattern(pattern).findall(line)))
+    found = class_counts(lines, {"alpha": "[[:alpha:]]", "digit": "[[:digit:]]"}[pattern])
     with np.errstate(divide="ignore", invalid="ignore"):
         share = found / lengths
     return (lengths > 0) & bad(share)
@@ -85,43 +90,64 @@ def only_numbers(lines: Sequence[str], share: float, lang: str | None) -> np.nda
 @register("no_urls", "holds a URL", "bicleaner-hardrules no_urls")
 def has_url(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side holding something shaped like a host name with a top-level domain (``example.com``)."""
-    return flags(lines, _pattern("url").search)
+    return flags_where(lines, flags(lines, _DOT_LETTER.search), _pattern("url").search)
 
 
 @register("no_breadcrumbs", "navigation breadcrumbs", "bicleaner-hardrules no_breadcrumbs")
 def breadcrumbs(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side with at least 3 plain separators (`` - ``, `` / ``, ``<``, ``>``, ``*``, `` : ``) and at least
     2 typographic ones (`` » ``, ``|``, arrows, bullets, ``¬``)."""
-    plain = counts(lines, lambda line: len(_pattern("crumb_plain").findall(line)))
-    fancy = counts(lines, lambda line: len(_pattern("crumb_fancy").findall(line)))
-    return (plain >= 3) & (fancy >= 2)
+    candidates = class_counts(lines, "[»|→←•·¬]") >= 2  # each typographic separator holds one of these
+    bad = np.zeros(len(lines), dtype=bool)
+    where = np.flatnonzero(candidates)
+    picked = [lines[i] for i in where.tolist()]
+    plain = counts(picked, lambda line: len(_pattern("crumb_plain").findall(line)))
+    fancy = counts(picked, lambda line: len(_pattern("crumb_fancy").findall(line)))
+    bad[where] = (plain >= 3) & (fancy >= 2)
+    return bad
 
 
 @register("no_glued_words", "glued words (lowerUpper)", "bicleaner-hardrules no_glued_words")
 def glued_words(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side with two capitalized runs glued together (``WordWord``)."""
-    return flags(lines, _pattern("glued").search)
+    return flags_where(lines, may_glue(lines), _pattern("glued").search)
 
 
 @register("no_repeated_words", "repeated words", "bicleaner-hardrules no_repeated_words")
 def repeated_words(lines: Sequence[str], times: int, lang: str | None) -> np.ndarray:
     """A side with ``times`` or more repeats of more than 7 characters (4 for CJK) holding a letter:
     repeated whole words in :data:`WORD_REPEAT_LANGS`, any repeated string elsewhere."""
-    pattern = _pattern("repeat_words" if lang in WORD_REPEAT_LANGS else "repeat_any")
     least = 4 if lang in CJK else 7
     alpha = _pattern("alpha")
 
-    def bad(line: str) -> bool:
-        found = 0
-        for match in pattern.finditer(line):
-            text = match.group().strip()
-            if len(text) > least and alpha.search(text):
-                found += 1
-                if found >= times:
-                    return True
-        return False
+    def qualifies(text: str) -> bool:
+        return len(text) > least and bool(alpha.search(text))
 
-    return flags(lines, bad)
+    if lang not in WORD_REPEAT_LANGS:
+        pattern = _pattern("repeat_any")
+        return flags(lines, lambda line: sum(map(qualifies, (m.group().strip() for m in pattern.finditer(line))))
+                     >= times)
+    return _repeated_words(lines, times, qualifies)
+
+
+def _repeated_words(lines: Sequence[str], times: int, qualifies: Any) -> np.ndarray:
+    """The pattern's ``finditer`` walk, tried only at the places a match can start (see
+    :func:`~tokenmill.text.filters.prefilter.word_repeat_starts`): the leftmost match from the current
+    position is the first of those places where the pattern matches, as a search would find it."""
+    match = _pattern("repeat_words").match
+    bad = np.zeros(len(lines), dtype=bool)
+    current, position, found = -1, 0, 0
+    for i, start in zip(*(part.tolist() for part in word_repeat_starts(lines)), strict=True):
+        if i != current:
+            current, position, found = i, 0, 0
+        if bad[i] or start < position:
+            continue
+        hit = match(lines[i], start)
+        if hit is not None:
+            position = hit.end()
+            found += qualifies(hit.group().strip())
+            bad[i] = found >= times
+    return bad
 
 
 @register("no_unicode_noise", "Latin-1 noise (mojibake)", "bicleaner-hardrules no_unicode_noise")

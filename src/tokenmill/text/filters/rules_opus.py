@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill.text.filters.prefilter import may_share_substring, string_repeat_starts
 from tokenmill.text.filters.registry import counts, flags, regex_module, register
 
 Langs = tuple[str | None, str | None]
@@ -81,7 +82,12 @@ REPETITION_SHORTEST, REPETITION_LONGEST = 3, 100
 def repetition(lines: Sequence[str], threshold: int, lang: str | None) -> np.ndarray:
     """A side where a string of 3 to 100 characters (not starting with a space) follows itself ``threshold``
     more times, spaces between allowed (OpusFilter's default 2: three in a row)."""
-    return flags(lines, _pattern("repeat", threshold, REPETITION_SHORTEST, REPETITION_LONGEST).search)
+    match = _pattern("repeat", threshold, REPETITION_SHORTEST, REPETITION_LONGEST).match
+    bad = np.zeros(len(lines), dtype=bool)
+    for i, start in zip(*(part.tolist() for part in string_repeat_starts(lines, threshold + 1)), strict=True):
+        if not bad[i] and match(lines[i], start) is not None:  # a search finds a match iff one starts here
+            bad[i] = True
+    return bad
 
 
 def _common_share(a: str, b: str) -> float:
@@ -97,8 +103,12 @@ def _common_share(a: str, b: str) -> float:
 def common_substring(src: Sequence[str], tgt: Sequence[str], threshold: float, langs: Langs) -> np.ndarray:
     """Pairs whose longest common substring is ``threshold`` of the shorter side or more (untranslated
     copies; OpusFilter's default 0.9)."""
-    shares = np.fromiter(map(_common_share, src, tgt), dtype=np.float64, count=len(src))
-    return ~(shares < threshold)
+    bad = np.zeros(len(src), dtype=bool)
+    where = np.flatnonzero(may_share_substring(src, tgt, threshold)).tolist()
+    shares = np.fromiter(map(_common_share, map(src.__getitem__, where), map(tgt.__getitem__, where)),
+                         dtype=np.float64, count=len(where))
+    bad[where] = ~(shares < threshold)
+    return bad
 
 
 __all__ = ["REPETITION_LONGEST", "REPETITION_SHORTEST"]
