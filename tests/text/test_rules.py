@@ -122,3 +122,43 @@ def test_a_changed_reference_file_changes_the_settings(tmp_path):
     first = Contamination.of_files([str(reference)], 3)
     reference.write_text("one two four\n", encoding="utf-8")
     assert repr(first) != repr(Contamination.of_files([str(reference)], 3))
+
+
+def _random_lines(seed: int, count: int = 3000) -> list[str]:
+    """Short lines over a tiny alphabet (cases, spaces, punctuation, ß/ẞ, a digit): repeats everywhere."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.array(list("abAB  .-ßẞ1Kk"))
+
+    def text(most: int) -> str:
+        return "".join(rng.choice(alphabet, size=int(rng.integers(0, most))))
+
+    lines = [text(40) for _ in range(count)]
+    for i in range(0, count, 7):  # a string repeated 2-4 times, spaces between or not
+        lines[i] = text(8) + (text(6) + " " * int(rng.integers(0, 3))) * int(rng.integers(2, 5)) + text(8)
+    return lines
+
+
+def test_the_numpy_shortcuts_decide_as_the_patterns_themselves():
+    """The numpy tests (prefilter.py) only skip lines where the exact pattern cannot match: on lines full of
+    repeats, each rule decides as the plain pattern run on every line."""
+    regex = pytest.importorskip("regex")
+    lines = _random_lines(5)
+    glued = regex.compile(r"([[:alpha:]]*[[:upper:]][[:lower:]]+){2}")
+    repeat = regex.compile(r"(\S.{2,100}?)(?: *\1){2,}")
+    words = regex.compile(r"(?i)(\b\S+(.+))\s+\b\1\b")
+    alpha = regex.compile(r"[[:alpha:]]")
+
+    def repeated(line: str) -> bool:
+        found = [m.group().strip() for m in words.finditer(line)]
+        return any(len(text) > 7 and alpha.search(text) for text in found)
+
+    expected = {
+        "no_glued_words": [bool(glued.search(line)) for line in lines],
+        "repetition": [bool(repeat.search(line)) for line in lines],
+        "no_repeated_words": [repeated(line) for line in lines],
+    }
+    values = {"no_glued_words": True, "repetition": 2, "no_repeated_words": 1}
+    for name, bad in expected.items():
+        config = FilterConfig(drop_empty=False, rule_src_lang="en", **{name: values[name]})
+        assert (~PairFilter(config)(lines).keep).tolist() == bad, name
+        assert any(bad), name  # the lines do exercise the rule

@@ -19,6 +19,9 @@ import numpy as np
 from tokenmill.text.charclass import CharView
 from tokenmill.text.filters.registry import regex_module
 
+REPEAT_LONGEST = 100
+"""The longest repeated string OpusFilter's repetition filter looks for (its ``max_length`` default)."""
+
 
 @functools.cache
 def _every_char() -> str:
@@ -84,6 +87,61 @@ def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray) -> 
     return sorted_at, same
 
 
+_BASE = 0x100000001B3
+_MAX_PAIRS = 1 << 22
+
+
+def _powers(base: int, count: int) -> np.ndarray:
+    out = np.full(count, base, dtype=np.uint64)
+    out[:1] = 1
+    with np.errstate(over="ignore"):
+        return np.cumprod(out, dtype=np.uint64)
+
+
+class _Windows:
+    """Hashes of any stretch of a chunk's code points in O(1): ``(prefix sums of v[j] * B^-j) * B^end``
+    modulo 2^64, the same value for the same characters wherever they are."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        inverse = _BASE
+        for _ in range(7):
+            inverse = (inverse * (2 - _BASE * inverse)) & ((1 << 64) - 1)
+        with np.errstate(over="ignore"):
+            weighted = (values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1))
+            self.prefix = np.cumsum(weighted * _powers(inverse, len(values)), dtype=np.uint64)
+        self.up = _powers(_BASE, len(values))
+
+    def __call__(self, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+        last = start + length - 1
+        with np.errstate(over="ignore"):
+            before = np.where(start > 0, self.prefix[np.maximum(start - 1, 0)], np.uint64(0))
+            return (self.prefix[last] - before) * self.up[last]
+
+
+def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same: np.ndarray, second: np.ndarray,
+                  gap: np.ndarray, longest: int) -> np.ndarray:
+    """Positions p (of ``sorted_at``, grouped by equal keys) for which a later q of the same group, with
+    ``second[q]``, starts a copy of ``text[p : q - g]``, where g is the run of ``gap`` characters right
+    before q (and that stretch is 1 to ``longest`` characters): what ``X<gap>X`` needs. Too many pairs to
+    check: every position that has a later ``second`` in its group is returned (still a superset)."""
+    group_start = np.maximum.accumulate(np.where(~same, np.arange(len(same)), 0))
+    seconds = np.flatnonzero(second[sorted_at])
+    earlier = seconds - group_start[seconds]
+    if earlier.sum() > _MAX_PAIRS:
+        last = np.maximum.reduceat(np.where(second[sorted_at], sorted_at, -1), np.flatnonzero(~same))
+        return np.sort(sorted_at[sorted_at < last[np.cumsum(~same) - 1]])
+    q = np.repeat(sorted_at[seconds], earlier)
+    offsets = np.arange(int(earlier.sum())) - np.repeat(np.cumsum(earlier) - earlier, earlier)
+    p = sorted_at[np.repeat(group_start[seconds], earlier) + offsets]
+    index = np.arange(len(gap))
+    run = index - np.maximum.accumulate(np.where(gap, -1, index))  # gap characters ending at each position
+    length = q - run[q - 1] - p
+    ok = (length >= 1) & (length <= longest) & (codes.left[q] >= length)
+    windows = _Windows(values)
+    p, q, length = p[ok], q[ok], length[ok]
+    return np.unique(p[windows(p, length) == windows(q, length)])
+
+
 def _line_starts(codes: Codes) -> np.ndarray:
     """bool per position: the first of its line."""
     first = np.ones(len(codes.points), dtype=bool)
@@ -127,12 +185,16 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     codes = Codes(lines)
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    where = np.flatnonzero((codes.left >= 3) & ~codes.flags(r"\s"))
-    keys = codes.trigrams()
-    sorted_at, same = _repeats_within_lines(codes, keys, where)
+    visible = (codes.left >= 3) & ~codes.flags(r"\s")
+    sorted_at, same = _repeats_within_lines(codes, codes.trigrams(), np.flatnonzero(visible))
     group = np.cumsum(~same) - 1
     size = np.bincount(group)[group]
-    return _in_line(codes, np.sort(sorted_at[size >= copies]))
+    often = np.zeros(len(codes.points), dtype=bool)
+    often[sorted_at[size >= copies]] = True  # the first three characters occur `copies` times in the line
+    keep = often[sorted_at]
+    sorted_at, same = sorted_at[keep], _regrouped(same, keep)
+    spaces = codes.points == ord(" ")
+    return _in_line(codes, _copied_later(codes, codes.points, sorted_at, same, often, spaces, REPEAT_LONGEST + 1))
 
 
 def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -153,10 +215,16 @@ def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start))
     if not len(sorted_at):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    group_starts = np.flatnonzero(~same)
-    later = np.where(after_space[sorted_at], sorted_at, -1)
-    last_after_space = np.maximum.reduceat(later, group_starts)[np.cumsum(~same) - 1]
-    return _in_line(codes, np.sort(sorted_at[sorted_at < last_after_space]))
+    folded_points = np.take(fold_table(), codes.points)
+    return _in_line(codes, _copied_later(codes, folded_points, sorted_at, same, after_space, space, len(space)))
+
+
+def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``same`` (each sorted position repeats the key before it) for the ``keep`` subset of the positions."""
+    group = np.cumsum(~same)[keep]
+    out = np.zeros(len(group), dtype=bool)
+    out[1:] = group[1:] == group[:-1]
+    return out
 
 
 def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -167,15 +235,19 @@ def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return lines, positions - line_start[lines]
 
 
-def may_glue(lines: Sequence[str]) -> np.ndarray:
-    """Lines with an uppercase letter followed by a lowercase one at two places or more (glued words)."""
+def glued(lines: Sequence[str]) -> np.ndarray:
+    """Lines where one run of alphabetic characters holds two places of an uppercase letter followed by a
+    lowercase one (``FileManager``, ``ABcDe``): exactly where ``(?:[[:alpha:]]*[[:upper:]][[:lower:]]+){2}``
+    finds a match, as upper- and lowercase letters are alphabetic, counted in numpy."""
     codes = Codes(lines)
     if not len(codes.points):
         return np.zeros(len(lines), dtype=bool)
-    upper, lower = codes.flags(r"[[:upper:]]"), codes.flags(r"[[:lower:]]")
-    pair = upper[:-1] & lower[1:] & (codes.left[:-1] >= 2)
-    counts = np.bincount(codes.line[:-1][pair], minlength=codes.count)
-    return counts >= 2
+    upper, lower, alpha = codes.flags(r"[[:upper:]]"), codes.flags(r"[[:lower:]]"), codes.flags(r"[[:alpha:]]")
+    pair = np.zeros(len(codes.points), dtype=bool)
+    pair[:-1] = upper[:-1] & lower[1:] & (codes.left[:-1] >= 2)
+    run = np.cumsum(~alpha | _line_starts(codes))  # a new run at every non-letter and at every line start
+    per_run = np.bincount(run[pair], minlength=int(run[-1]) + 1)
+    return codes.per_line_any(pair & (per_run[run] >= 2))
 
 
 def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
@@ -184,4 +256,4 @@ def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
     return view.per_line(np.take(class_table(pattern), view.codepoints))
 
 
-__all__ = ["class_counts", "may_glue", "may_share_substring", "string_repeat_starts", "word_repeat_starts"]
+__all__ = ["class_counts", "glued", "may_share_substring", "string_repeat_starts", "word_repeat_starts"]

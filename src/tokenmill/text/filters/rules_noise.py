@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import class_counts, may_glue, word_repeat_starts
+from tokenmill.text.filters.prefilter import class_counts, glued, word_repeat_starts
 from tokenmill.text.filters.registry import CJK, counts, flags, flags_where, regex_module, register
 
 LITERALS = ("Re:", "{{", "%s", "}}", "+++", "***", '="')
@@ -44,7 +44,6 @@ def _pattern(name: str) -> Any:
         "url": r"[-a-zA-Z0-9@:%._+~#=]{2,256}\.[a-z]{2,6}\b",  # a host-like name and a top-level domain
         "crumb_plain": r" [-/] |[<>*]| : ",
         "crumb_fancy": r" » |[|→←•·¬]",
-        "glued": r"(?:[[:alpha:]]*[[:upper:]][[:lower:]]+){2}",
         "repeat_words": r"(?i)(\b\S+(.+))\s+\b\1\b",
         "repeat_any": r"(.+)\1",
         "latin1_run": r"[\x80-\xff]{3,}",
@@ -109,8 +108,9 @@ def breadcrumbs(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
 
 @register("no_glued_words", "glued words (lowerUpper)", "bicleaner-hardrules no_glued_words")
 def glued_words(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
-    """A side with two capitalized runs glued together (``WordWord``)."""
-    return flags_where(lines, may_glue(lines), _pattern("glued").search)
+    """A side with two capitalized runs glued together (``WordWord``): bicleaner's pattern
+    ``([[:alpha:]]*[[:upper:]][[:lower:]]+){2}``, decided in numpy."""
+    return glued(lines)
 
 
 @register("no_repeated_words", "repeated words", "bicleaner-hardrules no_repeated_words")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import may_share_substring, string_repeat_starts
+from tokenmill.text.filters.prefilter import REPEAT_LONGEST, may_share_substring, string_repeat_starts
 from tokenmill.text.filters.registry import counts, flags, regex_module, register
 
 Langs = tuple[str | None, str | None]
@@ -74,7 +74,7 @@ def html_tags(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     return flags(lines, _pattern("tag").search)
 
 
-REPETITION_SHORTEST, REPETITION_LONGEST = 3, 100
+REPETITION_SHORTEST, REPETITION_LONGEST = 3, REPEAT_LONGEST
 """Lengths of the repeated string OpusFilter's RepetitionFilter looks for (its defaults)."""
 
 
