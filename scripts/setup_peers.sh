@@ -12,6 +12,8 @@ probe() {
     megatron) echo "import megatron.core.datasets.indexed_dataset" ;;
     fairseq) echo "import fairseq.data" ;;
     t2t) echo "from tensor2tensor.data_generators import text_encoder" ;;
+    bicleaner) echo "from hardrules.hardrules import Hardrules" ;;
+    opusfilter) echo "from opusfilter import filters" ;;
   esac
 }
 
@@ -32,7 +34,15 @@ for name in "${@:-megatron}"; do
     t2t)
       "$pip" install -q tensorflow-cpu
       "$pip" install -q --no-deps tensor2tensor six ;;
-    *) echo "unknown peer $name (known: megatron fairseq t2t)" >&2; exit 2 ;;
+    bicleaner)
+      # needs Debian's libhunspell-dev. A plain install backtracks to 2.8.0 (2.10's pins do not resolve on
+      # Python 3.11); the oracle is 2.10.8 with the packages its model-free rules import (kenlm builds here).
+      "$pip" install -q pybind11 wheel setuptools
+      "$pip" install -q --no-build-isolation bicleaner-hardrules
+      "$pip" install -q --no-deps bicleaner-hardrules==2.10.8
+      "$pip" install -q kenlm ;;
+    opusfilter) "$pip" install -q opusfilter ;;
+    *) echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter)" >&2; exit 2 ;;
   esac
   "$py" -c "$(probe "$name")" 2>/dev/null && echo "peer $name: ready"
 done
