@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the peers our interop tests use as oracles, each in its own venv under .peers/<name>
 # (their pins clash with ours). Idempotent: a peer that already imports is left alone.
-#   bash scripts/setup_peers.sh megatron fairseq t2t
+#   bash scripts/setup_peers.sh megatron fairseq t2t [bicleaner opusfilter]
 #
 # The peers are built once per machine: in $TOKENMILL_PEERS_DIR if set, else in
 # ${XDG_CACHE_HOME:-~/.cache}/tokenmill-peers, which the checkout links as .peers (a .peers folder or link
@@ -14,11 +14,13 @@ probe() {
     megatron) echo "import megatron.core.datasets.indexed_dataset" ;;
     fairseq) echo "import fairseq.data" ;;
     t2t) echo "from tensor2tensor.data_generators import text_encoder" ;;
+    bicleaner) echo "from hardrules.hardrules import Hardrules" ;;
+    opusfilter) echo "from opusfilter import filters" ;;
   esac
 }
 
 for name in "${@:-megatron}"; do
-  if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t)" >&2; exit 2; fi
+  if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter)" >&2; exit 2; fi
 done
 
 CACHE=${TOKENMILL_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenmill-peers}
@@ -59,6 +61,15 @@ for name in "${@:-megatron}"; do
     t2t)
       "$pip" install -q tensorflow-cpu
       "$pip" install -q --no-deps tensor2tensor six ;;
+    bicleaner)
+      # needs Debian's libhunspell-dev. A plain install backtracks to 2.8.0 (2.10's pins do not resolve on
+      # Python 3.11); the oracle is 2.10.8 with the packages its model-free rules import (kenlm builds here).
+      "$pip" install -q pybind11 wheel setuptools
+      "$pip" install -q --no-build-isolation bicleaner-hardrules
+      "$pip" install -q --no-deps bicleaner-hardrules==2.10.8
+      "$pip" install -q kenlm ;;
+    opusfilter) "$pip" install -q opusfilter ;;
+    *) echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter)" >&2; exit 2 ;;
   esac
   "$py" -c "$(probe "$name")" && probe "$name" > "$mark" && echo "peer $name: ready"
 done

@@ -20,6 +20,8 @@ _PROBES = {
     "megatron": "import megatron.core.datasets.indexed_dataset",
     "fairseq": "import fairseq.data",
     "t2t": "from tensor2tensor.data_generators import text_encoder",
+    "bicleaner": "from hardrules.hardrules import Hardrules",
+    "opusfilter": "from opusfilter import filters",
 }
 
 

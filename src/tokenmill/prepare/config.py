@@ -57,6 +57,7 @@ LANG_CODE_RE = re.compile(LANG_CODE.regex)
 _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
+CleanPreset = Literal["bitext"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
@@ -71,6 +72,9 @@ _CHECK_HELP = (
     "Random documents in the sample that proves the fast encoder (besides the longest ones, ones in other scripts "
     "and ones holding special-token text)."
 )
+RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram")
+"""Settings added after manifests were first written: the manifest records them only when they differ from
+their defaults (see :meth:`PrepareConfig.recorded`)."""
 RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")
 """Settings of how a run is carried out, not of what it makes: left out of the manifest's settings (the
 output is the same for every value) and recorded under its ``run`` key instead."""
@@ -180,6 +184,21 @@ class PrepareConfig:
         default="pair",
         metadata={"help": "Drop training pairs that also appear in valid/test: the same pair, source, target, either "
                           "side, or off."},
+    )
+    clean_preset: CleanPreset | None = field(
+        default=None,
+        metadata={"help": "Turn on a set of filters: bitext = bicleaner-hardrules' model-free rules and OpusFilter's "
+                          "numeral, punctuation, HTML, repetition and common-substring filters at their tools' "
+                          "thresholds (filters you give yourself win; see docs/how-to/cleaning.md)."},
+    )
+    decontaminate: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Drop training items that share a word n-gram with any of these text files (e.g. a FLORES "
+                          "or WMT test set, one segment per line), either side of a pair; comma-separated."},
+    )
+    decontaminate_ngram: Annotated[int, AtLeast1] = field(
+        default=13,
+        metadata={"help": "Words per n-gram of --decontaminate (a line with fewer words is compared whole)."},
     )
 
     # ---- tokenizer
@@ -629,6 +648,20 @@ class PrepareConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def recorded(self) -> dict[str, Any]:
+        """The settings as the manifest records them: :meth:`to_dict` less the settings of
+        :data:`RECORDED_IF_SET` at their defaults and the bitext rules that are off
+        (:meth:`FilterConfig.recorded`), so a run that uses none of them writes the manifest it wrote before
+        they existed."""
+        settings = self.to_dict()
+        for item in fields(self):
+            if item.name in RECORDED_IF_SET and getattr(self, item.name) == (
+                    item.default if item.default_factory is dataclasses.MISSING else item.default_factory()):
+                del settings[item.name]
+        kept = self.filters.recorded()
+        settings["filters"] = {name: value for name, value in settings["filters"].items() if name in kept}
+        return settings
+
 
 NESTED: dict[str, type] = {"normalize": Normalizer, "filters": FilterConfig}
 NESTED_HELP: dict[str, dict[str, str]] = {
@@ -675,11 +708,11 @@ that opens each: a field is in the section last opened at or above it, in field 
 
 
 def field_help(group: str | None, item: dataclasses.Field) -> str:  # type: ignore[type-arg]
-    """The help text of a config field: its own ``metadata["help"]``, or for a field of a nested group
-    (``normalize``, ``filters``) the group's entry in :data:`NESTED_HELP`; ``""`` when there is none."""
-    if group is not None:
-        return NESTED_HELP.get(group, {}).get(item.name, "")
-    return str(item.metadata.get("help", ""))
+    """The help text of a config field: for a field of a nested group (``normalize``, ``filters``) the group's
+    entry in :data:`NESTED_HELP`, else the field's own ``metadata["help"]`` (the bitext rules of
+    :mod:`tokenmill.text.filters` carry theirs); ``""`` when there is none."""
+    nested = NESTED_HELP.get(group, {}).get(item.name) if group is not None else None
+    return nested or str(item.metadata.get("help", ""))
 
 
 def field_sections() -> dict[str, str]:
@@ -696,7 +729,7 @@ _PREFIXES = ("trainpref", "validpref", "testpref")
 
 
 _PATH_SETTINGS = ("destdir", "tokenizer_model", "spm_model", "srcdict", "tgtdict", "vocab_file", "merge_file")
-_PATH_LIST_SETTINGS = ("trainpref", "validpref", "testpref", "input")
+_PATH_LIST_SETTINGS = ("trainpref", "validpref", "testpref", "input", "decontaminate")
 
 
 def absolute_paths(settings: dict[str, Any]) -> dict[str, Any]:
@@ -872,7 +905,7 @@ def build_config(
             return labels.get(name) or name  # a mapping in YAML or Python; its flags are its fields'
         return labels.get(name) or flag_name(*reversed(name.split(".", 1)))
 
-    merged = megatron_defaults(merged)
+    merged = preset_defaults(megatron_defaults(merged))
     values: dict[str, Any] = {}
     for key, value in merged.items():
         if key == "directions":
@@ -965,6 +998,32 @@ def _flow_depth(text: str) -> int:
         depth = depth + 1 if bracket in "[{" else max(depth - 1, 0)
         deepest = max(deepest, depth)
     return deepest
+
+
+CLEAN_PRESETS: dict[str, dict[str, Any]] = {
+    "bitext": {
+        "not_too_long": 1024, "not_too_short": 3, "length_ratio": 3.0, "no_identical": True, "no_literals": True,
+        "no_only_symbols": 0.1, "no_only_numbers": 0.5, "no_urls": True, "no_breadcrumbs": True,
+        "no_glued_words": True, "no_repeated_words": 1, "no_unicode_noise": True, "no_space_noise": True,
+        "no_paren": True, "no_escaped_unicode": True, "no_bad_encoding": True, "no_titles": True,
+        "no_number_inconsistencies": True, "no_script_inconsistencies": True, "terminal_punctuation": -2.0,
+        "html_tags": True, "repetition": 2, "common_substring": 0.9,
+    },
+}
+"""The filters each ``--clean-preset`` turns on, with their thresholds (bicleaner-hardrules' defaults for its
+rules, OpusFilter's for its filters; OpusFilter's numerals filter is left out: no_number_inconsistencies
+already drops pairs whose digits differ)."""
+
+
+def preset_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings with the filters of ``clean_preset`` added under those given (given filters always win)."""
+    preset = settings.get("clean_preset")
+    if preset is None or preset not in CLEAN_PRESETS:  # an unknown name is reported by the type check
+        return settings
+    given = settings.get("filters")
+    if given is not None and not isinstance(given, dict):
+        return settings  # not a mapping: reported as such by the filters' check
+    return {**settings, "filters": {**CLEAN_PRESETS[preset], **(given or {})}}
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:

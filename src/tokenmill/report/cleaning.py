@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenmill.store.layout import dropped_path
-from tokenmill.text.filters import FILTER_STEPS
+from tokenmill.text.filters import FILTER_STEPS, RULES
 
 REASON_LABELS = {
     "read": "skipped while reading (invalid UTF-8 or malformed)",
@@ -26,6 +26,8 @@ REASON_LABELS = {
     "nonletter": "mostly non-letters",
     "script": "wrong script",
     "langid": "wrong language (language ID)",
+    **{name: rule.label for name, rule in RULES.items()},
+    "decontaminate": "shares an n-gram with --decontaminate files",
     "leakage": "also in valid/test (leakage)",
     "dedup": "duplicate",
 }
@@ -56,7 +58,7 @@ def read_dropped(root: str | Path, split: str, direction: str | None = None) -> 
     return out
 
 
-_TEXT_STEPS = ("read", "normalize", "filter", "leakage", "dedup", "kept")
+_TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup", "kept")
 LATER_STEP_LABELS = {"pieces": "counted in tokenizer pieces"}
 
 
@@ -87,6 +89,9 @@ def funnel(clean: dict[str, Any]) -> dict[str, Any]:
     unknown = [k.removeprefix("dropped_") for k in filters if k.startswith("dropped_")]  # newer steps, kept
     for name in known + [n for n in unknown if n not in known]:
         step(name, REASON_LABELS.get(name, name), int(filters[f"dropped_{name}"]), ["filter", f"dropped_{name}"])
+    if "decontaminate" in clean:
+        step("decontaminate", REASON_LABELS["decontaminate"],
+             int((clean.get("decontaminate") or {}).get("contaminated", 0)), ["decontaminate", "contaminated"])
     if "leakage" in clean:
         step("leakage", REASON_LABELS["leakage"], int((clean.get("leakage") or {}).get("leaked", 0)),
              ["leakage", "leaked"])

@@ -22,11 +22,12 @@ chunking or workers. A worker's per-chunk sample merges into the parent's with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from itertools import compress
 
 import numpy as np
 
+from tokenmill.text.decontaminate import Contamination, Decontaminator
 from tokenmill.text.dedup import Deduplicator, LeakageFilter, pair_hashes, side_hashes
 from tokenmill.text.drop_sample import DEFAULT_SIZE, DropSample
 from tokenmill.text.filters import FilterConfig, PairFilter
@@ -42,6 +43,13 @@ class CleanConfig:
     normalize: Normalizer = field(default_factory=Normalizer)  # unicode clean-up, see normalize.py
     filters: FilterConfig = field(default_factory=FilterConfig)  # pair filters, see filters.py
     dedup: bool = True  # drop exact duplicate pairs (first occurrence kept)
+    decontaminate: Contamination | None = None  # drop items sharing an n-gram with these files
+
+    def __repr__(self) -> str:
+        """The dataclass repr, less ``decontaminate`` when it is off: runs without it keep their stage keys."""
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name != "decontaminate" or self.decontaminate is not None]
+        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 @dataclass
@@ -54,18 +62,6 @@ class CleanChunk(Chunk):
 
 RESERVE_ITEMS = 1 << 23
 """The most items :meth:`Cleaner.reserve` sizes the dedup table for up front (2^24 slots: 128 MiB)."""
-
-# Settings that switch each filter step on, with its thresholds (used to tell why a pair was dropped).
-_STEP_FIELDS = {
-    "empty": ("drop_empty",),
-    "chars": ("min_chars", "max_chars"),
-    "tokens": ("min_tokens", "max_tokens"),
-    "ratio": ("max_ratio", "ratio_unit"),
-    "identical": ("drop_identical",),
-    "nonletter": ("max_nonletter",),
-    "script": ("src_script", "tgt_script", "min_script_fraction"),
-    "langid": ("src_lang", "tgt_lang", "langid_candidates"),
-}
 
 
 class Cleaner:
@@ -81,10 +77,11 @@ class Cleaner:
         self.filter = PairFilter(self.config.filters)
         self.leakage = leakage
         self.deduplicator = Deduplicator() if self.config.dedup else None
-        self.stats = {name: StepStats(name) for name in ("normalize", "filter", "leakage", "dedup")}
+        contamination = self.config.decontaminate
+        self.decontaminator = Decontaminator(contamination) if contamination is not None else None
+        self.stats = {name: StepStats(name) for name in ("normalize", "filter", "decontaminate", "leakage", "dedup")}
         self.sample_size = sample_size
         self.dropped = DropSample(sample_size)
-        self._single_step: dict[str, PairFilter] = {}
 
     def new_drop_sample(self) -> DropSample:
         """An empty sample with this cleaner's settings (a worker starts one per chunk, like its stats)."""
@@ -103,7 +100,8 @@ class Cleaner:
     def keeps_everything(self) -> bool:
         """Whether every item passes unchanged (nothing normalized, filtered, leak-checked or deduplicated):
         then the text may go to the tokenizer as read, with :meth:`local` only counting."""
-        return not (self.config.normalize.enabled or self.filter.steps or self.leakage or self.deduplicator)
+        return not (self.config.normalize.enabled or self.filter.steps or self.leakage or self.deduplicator
+                    or self.decontaminator)
 
     def local(self, chunk: Chunk, *, keys: bool = True) -> tuple[CleanChunk, np.ndarray | None]:
         """Normalize, filter and leak-check one chunk; returns it with the dedup keys of its items (None with
@@ -115,9 +113,11 @@ class Cleaner:
         result = self.filter(src, tgt, stats=self.stats["filter"], collapsed=collapsed)
         keep = result.keep
         sampling = self.sample_size > 0
-        if sampling and not keep.all():
-            for reason, where in self._filter_reasons(src, tgt, np.flatnonzero(~keep), result.counts, collapsed):
+        if sampling:
+            for reason, where in result.dropped.items():  # each drop under the first step that rejected it
                 self.dropped.add(reason, line_numbers(chunk, where), src, tgt, where)
+        if self.decontaminator is not None:
+            self._decontaminate(chunk, src, tgt, keep)
         hashes = None
         if self.leakage is not None and self.leakage.empty:  # no held-out set: nothing to pick or hash
             self.leakage.nothing_leaked(int(np.count_nonzero(keep)), self.stats["leakage"])
@@ -142,42 +142,15 @@ class Cleaner:
             hashes = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
         return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), hashes
 
-    def _filter_reasons(
-        self,
-        src: Sequence[str],
-        tgt: Sequence[str] | None,
-        dropped: np.ndarray,
-        counts: dict[str, int],
-        collapsed: bool,
-    ) -> list[tuple[str, np.ndarray]]:
-        """Which step dropped each of the ``dropped`` positions: the first step (in filter order)
-        that rejects it, found by running each step alone on the drops not yet explained. The last
-        step that dropped anything takes the rest without running (so language-ID never runs twice)."""
-        steps = [step for step in self.filter.steps if counts.get(step, 0)]
-        out: list[tuple[str, np.ndarray]] = []
-        remaining = dropped
-        for i, step in enumerate(steps):
-            if not len(remaining):
-                break
-            if i == len(steps) - 1:
-                out.append((step, remaining))
-                break
-            picked = remaining.tolist()
-            sub_src = [src[j] for j in picked]
-            sub_tgt = None if tgt is None else [tgt[j] for j in picked]
-            bad = ~self._step_filter(step)(sub_src, sub_tgt, collapsed=collapsed).keep
-            out.append((step, remaining[bad]))
-            remaining = remaining[~bad]
-        return out
-
-    def _step_filter(self, step: str) -> PairFilter:
-        """A filter that runs ``step`` alone, with this cleaner's thresholds."""
-        if step not in self._single_step:
-            config = self.config.filters
-            off = FilterConfig(drop_empty=False)
-            only = {name: getattr(config, name) for name in _STEP_FIELDS[step]}
-            self._single_step[step] = PairFilter(replace(off, **only))
-        return self._single_step[step]
+    def _decontaminate(self, chunk: Chunk, src: list[str], tgt: list[str] | None, keep: np.ndarray) -> None:
+        """Drop (in ``keep``) the kept items that share an n-gram with the reference files; count and sample them."""
+        assert self.decontaminator is not None
+        idx = np.flatnonzero(keep)
+        sides = [_pick(src, keep)] + ([] if tgt is None else [_pick(tgt, keep)])
+        gone = idx[~self.decontaminator(sides, self.stats["decontaminate"])]
+        keep[gone] = False
+        if self.sample_size and len(gone):
+            self.dropped.add("decontaminate", line_numbers(chunk, gone), src, tgt, gone)
 
     def dedup(self, chunk: Chunk, keys: np.ndarray) -> Chunk:
         """Drop items seen before (call in input order, in one process)."""

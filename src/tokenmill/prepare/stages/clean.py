@@ -62,7 +62,7 @@ from tokenmill.text.readers import Chunk, Source
 PARALLEL_CLEAN_MIN_LINES = 200_000  # below this, starting worker processes costs more than it saves
 NUMBERS_RAW = "numbers.raw"
 DROPPED = "dropped.json"
-STEP_ORDER = ("normalize", "filter", "leakage")
+STEP_ORDER = ("normalize", "filter", "decontaminate", "leakage")
 NAME = "clean.train"
 
 

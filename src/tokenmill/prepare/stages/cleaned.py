@@ -19,7 +19,8 @@ from tokenmill.prepare.run.tasking import task_count
 from tokenmill.prepare.state import file_identity, fingerprint
 from tokenmill.prepare.tokenizing import piece_filter, samples_by_bytes
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
-from tokenmill.text.filters import without_piece_filters
+from tokenmill.text.decontaminate import Contamination
+from tokenmill.text.filters import with_rule_langs, without_piece_filters
 from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Source
 
@@ -85,7 +86,11 @@ def clean_plan(ctx: RunContext, split: str) -> CleanPlan:
     filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
     if piece_filter(cfg) is not None:  # counted in the tokenizer's pieces after encoding instead
         filters = without_piece_filters(filters)
-    clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout)
+    filters = with_rule_langs(filters, cfg.source_lang, cfg.target_lang)
+    contamination = Contamination.of_files(cfg.decontaminate, cfg.decontaminate_ngram) if (
+        cfg.decontaminate and not heldout) else None
+    clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout,
+                               decontaminate=contamination)
     leakage_refs = [] if heldout or cfg.leakage == "off" else [
         clean_plan(ctx, s).key for s in ("valid", "test") if s in cfg.split_prefixes()
     ]

@@ -44,7 +44,7 @@ def write_log(ctx: RunContext, title: str) -> None:
 
 def publish_run(ctx: RunContext, summary: dict[str, Any]) -> None:
     """Put this run's outputs (and nothing else) in place and write the manifest (see publish.py)."""
-    settings = ctx.config.to_dict()
+    settings = ctx.config.recorded()
     how = {name: settings.pop(name) for name in RUN_ONLY}
     manifest = build_manifest(
         ctx.out, settings=jsonable(settings), vocab=ctx.summary.vocab,

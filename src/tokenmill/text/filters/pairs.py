@@ -14,7 +14,10 @@ there and not looked at by later ones, so the per-step counts add up to the pair
                   Unicode L* and M*) is above ``max_nonletter``.
 7. ``script``     a side whose letters are less than ``min_script_fraction`` in the expected
                   script (``src_script``/``tgt_script``; lines without letters pass).
-8. ``langid``     a side whose language (py3langid) is not ``src_lang``/``tgt_lang``.
+8. the bitext rules that are switched on (see :mod:`tokenmill.text.filters.registry`: bicleaner-hardrules'
+   model-free rules and OpusFilter's numeral, punctuation, HTML, repetition and common-substring filters),
+   in :data:`~tokenmill.text.filters.registry.RULE_ORDER`, each counted under its own name.
+9. ``langid``     a side whose language (py3langid) is not ``src_lang``/``tgt_lang``.
 
 Monolingual chunks (``tgt=None``) run the one-sided steps on the source only. Every step works on
 whole chunks: lengths via ``map(len, ...)`` into numpy, masks combined with numpy; the character
@@ -24,7 +27,7 @@ and language steps only look at pairs that survived the earlier steps.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import compress, repeat
 from typing import Annotated, Literal
 
@@ -33,12 +36,24 @@ import numpy as np
 from tokenmill.errors import ConfigError
 from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
+from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
+from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
 from tokenmill.text.langid import LanguageIdentifier
 from tokenmill.text.stats import StepStats
 
-FILTER_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script", "langid")
+BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
+FILTER_STEPS = (*BASE_STEPS, *RULE_ORDER, "langid")
+
+
+def _rule(help_text: str, default: object = None) -> object:
+    """A bitext rule's setting: off by default, its help text as field metadata (``--help`` shows it)."""
+    return field(default=default, metadata={"help": help_text})
 _FRACTION = Range(0, 1, what="a fraction")
 _RATIO = Range(1, why="it compares the longer side to the shorter")
+_BEFORE_RULES = frozenset({
+    "drop_empty", "min_chars", "max_chars", "min_tokens", "max_tokens", "max_ratio", "ratio_unit", "drop_identical",
+    "max_nonletter", "src_script", "tgt_script", "min_script_fraction", "src_lang", "tgt_lang", "langid_candidates",
+})
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,78 @@ class FilterConfig:
     src_lang: str | None = None  # expected language of the source (py3langid code, e.g. "en")
     tgt_lang: str | None = None  # expected language of the target
     langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; default: all
+    # The bitext rules (tokenmill.text.filters.registry): off unless given; --clean-preset bitext turns on a set.
+    not_too_long: Annotated[int | None, Range(1)] = _rule(
+        "drop a pair with a side of this many characters or more (bicleaner-hardrules: 1024)")
+    not_too_short: Annotated[int | None, Range(1)] = _rule(
+        "drop a pair with a side of fewer words than this, counted as blanks + 1; CJK sides count characters "
+        "(bicleaner-hardrules: 3)")
+    length_ratio: Annotated[float | None, _RATIO] = _rule(
+        "drop a pair whose source/target length in characters (UTF-8 bytes with a CJK side) is outside "
+        "[1/R, R] (bicleaner-hardrules: 3.0)")
+    no_identical: bool = _rule("drop a pair whose sides have the same letters, ignoring case (bicleaner-hardrules)",
+                               False)
+    no_literals: bool = _rule("drop a pair with a side holding {{, }}, %s, Re:, +++, ***, or =\" "
+                              "(bicleaner-hardrules)", False)
+    no_only_symbols: Annotated[float | None, _FRACTION] = _rule(
+        "drop a pair with a side whose alphabetic characters are at most this share of it (bicleaner-hardrules: 0.1)")
+    no_only_numbers: Annotated[float | None, _FRACTION] = _rule(
+        "drop a pair with a side whose digits are at least this share of it; CJK sides 0.2 more "
+        "(bicleaner-hardrules: 0.5)")
+    no_urls: bool = _rule("drop a pair with a side holding a URL or host name (bicleaner-hardrules)", False)
+    no_breadcrumbs: bool = _rule("drop a pair with a side of navigation breadcrumbs (bicleaner-hardrules)", False)
+    no_glued_words: bool = _rule("drop a pair with a side holding glued words like WordWord (bicleaner-hardrules)",
+                                 False)
+    no_repeated_words: Annotated[int | None, Range(1)] = _rule(
+        "drop a pair with a side holding this many repeated words or strings (bicleaner-hardrules: 1)")
+    no_unicode_noise: bool = _rule("drop a pair with a side holding 3 Latin-1 characters in a row, mojibake "
+                                   "(bicleaner-hardrules)", False)
+    no_space_noise: bool = _rule("drop a pair with a side s p a c e d  o u t (bicleaner-hardrules)", False)
+    no_paren: bool = _rule("drop a pair with unbalanced or too many brackets (bicleaner-hardrules)", False)
+    no_escaped_unicode: bool = _rule("drop a pair with a side holding escapes like \\u00e9 (bicleaner-hardrules)",
+                                     False)
+    no_bad_encoding: bool = _rule("drop a pair with a side holding Ã or Â where its language does not write them "
+                                  "(bicleaner-hardrules)", False)
+    no_titles: bool = _rule("drop a pair whose sides are both in Title Case (bicleaner-hardrules)", False)
+    no_number_inconsistencies: bool = _rule("drop a pair whose sides hold different digits (bicleaner-hardrules)",
+                                            False)
+    no_script_inconsistencies: bool = _rule("drop a pair with a side mixing writing systems (bicleaner-hardrules)",
+                                            False)
+    numerals: Annotated[float | None, _FRACTION] = _rule(
+        "drop a pair whose non-zero digits match with a similarity below this (OpusFilter NonZeroNumeralsFilter: 0.5)")
+    terminal_punctuation: float | None = _rule(
+        "drop a pair whose terminal punctuation penalty -log(1 + mismatch) is below this "
+        "(OpusFilter TerminalPunctuationFilter: -2)")
+    html_tags: bool = _rule("drop a pair with a side holding an HTML tag (OpusFilter HtmlTagFilter)", False)
+    repetition: Annotated[int | None, Range(1)] = _rule(
+        "drop a pair with a side where a string of 3-100 characters repeats this many more times in a row "
+        "(OpusFilter RepetitionFilter: 2)")
+    common_substring: Annotated[float | None, _FRACTION] = _rule(
+        "drop a pair whose longest common substring is at least this share of the shorter side "
+        "(OpusFilter LongestCommonSubstringFilter: 0.9)")
+    rule_src_lang: str | None = _rule(
+        "ISO 639-1 language of the source for the rules that treat some languages differently "
+        "(CJK, ...); default: --source-lang")
+    rule_tgt_lang: str | None = _rule("the same for the target; default: --target-lang")
+
+    def __repr__(self) -> str:
+        """The dataclass repr of the settings that existed before the bitext rules, then the rule settings
+        that differ from their defaults: a run without rules keeps its stage keys (they hold this repr)."""
+        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name in _BEFORE_RULES or getattr(self, f.name) != f.default]
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def recorded(self) -> dict[str, object]:
+        """The settings as a manifest records them: those that existed before the bitext rules, then the rule
+        settings that differ from their defaults (as :meth:`__repr__`), so a run without rules records what
+        it recorded before the rules came."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name in _BEFORE_RULES or getattr(self, f.name) != f.default}
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """The bitext rules switched on, in the order they run."""
+        return tuple(name for name in RULE_ORDER if getattr(self, name) not in (None, False))
 
     def __post_init__(self) -> None:
         def bad(msg: str) -> ConfigError:
@@ -82,6 +169,7 @@ class FilterResult:
 
     keep: np.ndarray  # bool, one per input pair
     counts: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, np.ndarray] = field(default_factory=dict)  # step -> positions it dropped (steps that dropped)
 
     @property
     def kept(self) -> int:
@@ -118,6 +206,12 @@ class PairFilter:
         for script in (cfg.src_script, cfg.tgt_script):
             if script is not None:
                 script_table(script)  # fail now on an unknown script or a missing package
+        if cfg.rules:
+            try:
+                regex_module()
+            except ModuleNotFoundError as error:
+                raise ConfigError(f"filter settings: {error}") from None
+        self._langs = (base_lang(cfg.rule_src_lang), base_lang(cfg.rule_tgt_lang))
         self._langid = None
         if cfg.src_lang is not None or cfg.tgt_lang is not None:
             self._langid = LanguageIdentifier(cfg.langid_candidates)
@@ -138,8 +232,9 @@ class PairFilter:
             "nonletter": cfg.max_nonletter is not None,
             "script": cfg.src_script is not None or cfg.tgt_script is not None,
             "langid": self._langid is not None,
+            **dict.fromkeys(cfg.rules, True),
         }
-        return tuple(s for s in FILTER_STEPS if on[s])
+        return tuple(s for s in FILTER_STEPS if on.get(s))
 
     def __call__(
         self,
@@ -165,9 +260,13 @@ class PairFilter:
         chars: list[np.ndarray] | None = None
         tokens: list[np.ndarray] | None = None
 
+        dropped: dict[str, np.ndarray] = {}
+
         def drop(step: str, bad: np.ndarray) -> None:
             hit = bad & keep
             counts[step] = int(hit.sum())
+            if counts[step]:
+                dropped[step] = np.flatnonzero(hit)
             keep[hit] = False
 
         for step in self.steps:
@@ -195,15 +294,33 @@ class PairFilter:
                 drop(step, same)
             elif step in ("nonletter", "script", "langid"):
                 drop(step, self._costly(step, sides, keep))
+            elif step in RULES and (tgt is not None or RULES[step].per_side):
+                drop(step, self._rule(step, sides, keep))
             else:
                 counts[step] = 0
-        result = FilterResult(keep, counts)
+        result = FilterResult(keep, counts, dropped)
         if stats is not None:
             stats.add("pairs", n)
             for step in self.steps:
                 stats.add(f"dropped_{step}", counts.get(step, 0))
             stats.add("kept", result.kept)
         return result
+
+    def _rule(self, name: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
+        """Bad mask of a bitext rule, computed on the pairs still kept only."""
+        rule, value = RULES[name], getattr(self.config, name)
+        idx = np.flatnonzero(keep)
+        bad = np.zeros(len(keep), dtype=bool)
+        if not len(idx):
+            return bad
+        survivors = keep.tolist()
+        picked = [list(compress(side, survivors)) if len(idx) < len(keep) else side for side in sides]
+        if rule.per_side:
+            for lines, lang in zip(picked, self._langs, strict=False):
+                bad[idx] |= rule.test(lines, value, lang)
+        else:
+            bad[idx] = rule.test(picked[0], picked[1], value, self._langs)
+        return bad
 
     def _costly(self, step: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
         """Bad mask for a step that inspects characters: computed on the surviving pairs only."""
@@ -245,6 +362,14 @@ def without_piece_filters(config: FilterConfig) -> FilterConfig:
     return replace(config, min_tokens=0, max_tokens=None, max_ratio=ratio)
 
 
+def with_rule_langs(config: FilterConfig, source: str | None, target: str | None) -> FilterConfig:
+    """``config`` with the run's languages as the rules' languages where none were given (only when a rule is
+    on, so a run without rules keeps its settings and stage keys)."""
+    if not config.rules:
+        return config
+    return replace(config, rule_src_lang=config.rule_src_lang or source, rule_tgt_lang=config.rule_tgt_lang or target)
+
+
 def _outside(lengths: np.ndarray, low: int, high: int | None) -> np.ndarray:
     out = lengths < low
     if high is not None:
@@ -260,10 +385,14 @@ def _checked_lengths(lengths: np.ndarray, n: int) -> np.ndarray:
 
 
 __all__ = [
+    "BASE_STEPS",
     "FILTER_STEPS",
     "FilterConfig",
     "FilterResult",
     "PairFilter",
     "char_lengths",
+    "piece_filters",
     "whitespace_token_lengths",
+    "with_rule_langs",
+    "without_piece_filters",
 ]

@@ -1,0 +1,259 @@
+"""Chunk-wide numpy tests that rule out most lines before a costly pattern runs.
+
+The slow rules (repeated words, repeated strings, common substrings, glued words) use backtracking
+patterns or difflib whose cost grows with the square or cube of a line's length. Each has a *necessary*
+condition that numpy checks for a whole chunk at once over its code points: a line (pair) that fails it
+cannot be bad, so only the rest go through the exact test, and the decisions stay those of the exact test.
+Character classes come from per-code-point tables built once from the ``regex`` package's own classes,
+so they are the classes the exact patterns use.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from tokenmill.text.charclass import CharView
+from tokenmill.text.filters.registry import regex_module
+
+REPEAT_LONGEST = 100
+"""The longest repeated string OpusFilter's repetition filter looks for (its ``max_length`` default)."""
+
+
+@functools.cache
+def _every_char() -> str:
+    cps = np.arange(sys.maxunicode + 1, dtype=np.uint32)
+    cps[0xD800:0xE000] = 0
+    return cps.tobytes().decode("utf-32-le")
+
+
+@functools.cache
+def class_table(pattern: str) -> np.ndarray:
+    """bool per code point: the character matches the one-character ``regex`` class ``pattern``."""
+    members = "".join(regex_module().compile(pattern).findall(_every_char()))
+    table = np.zeros(sys.maxunicode + 1, dtype=bool)
+    table[np.frombuffer(members.encode("utf-32-le"), dtype=np.uint32)] = True
+    return table
+
+
+@functools.cache
+def fold_table() -> np.ndarray:
+    """uint32 per code point: the first code point of its casefold, so that characters a case-insensitive
+    match equates share a value (coarser is fine: it only lets more lines through to the exact test)."""
+    folded = [c.casefold()[:1] or c for c in _every_char()]
+    return np.frombuffer("".join(folded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
+
+
+class Codes:
+    """The code points of a chunk's lines, with each position's line and distance to its line's end."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        view = CharView(list(lines))
+        self.count = len(lines)
+        self.points = view.codepoints.astype(np.uint32, copy=False)
+        self.line = np.repeat(np.arange(len(lines), dtype=np.int64), view.lengths)
+        self.left = np.repeat(view.bounds[1:], view.lengths) - np.arange(len(self.points), dtype=np.int64)
+        """characters from each position to its line's end (1 for the last one)."""
+
+    def flags(self, pattern: str) -> np.ndarray:
+        return np.take(class_table(pattern), self.points)
+
+    def trigrams(self, points: np.ndarray | None = None) -> np.ndarray:
+        """uint64 key of the three characters starting at each position (garbage where fewer than three are
+        left in the line: mask with ``left >= 3``)."""
+        p = (self.points if points is None else points).astype(np.uint64)
+        nxt = np.concatenate([p[1:], np.zeros(1, np.uint64)])
+        third = np.concatenate([p[2:], np.zeros(2, np.uint64)])
+        return (p << np.uint64(42)) | (nxt << np.uint64(21)) | third
+
+    def per_line_any(self, hit: np.ndarray) -> np.ndarray:
+        """bool per line: some position of it has ``hit``."""
+        out = np.zeros(self.count, dtype=bool)
+        out[self.line[hit]] = True
+        return out
+
+
+def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``where`` sorted by (line, key, position), and whether each repeats the one before it."""
+    order = np.lexsort((where, keys[where], codes.line[where]))
+    sorted_at = where[order]
+    same = np.zeros(len(sorted_at), dtype=bool)
+    if len(sorted_at) > 1:
+        lines, grams = codes.line[sorted_at], keys[sorted_at]
+        same[1:] = (lines[1:] == lines[:-1]) & (grams[1:] == grams[:-1])
+    return sorted_at, same
+
+
+_BASE = 0x100000001B3
+_MAX_PAIRS = 1 << 22
+
+
+def _powers(base: int, count: int) -> np.ndarray:
+    out = np.full(count, base, dtype=np.uint64)
+    out[:1] = 1
+    with np.errstate(over="ignore"):
+        return np.cumprod(out, dtype=np.uint64)
+
+
+class _Windows:
+    """Hashes of any stretch of a chunk's code points in O(1): ``(prefix sums of v[j] * B^-j) * B^end``
+    modulo 2^64, the same value for the same characters wherever they are."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        inverse = _BASE
+        for _ in range(7):
+            inverse = (inverse * (2 - _BASE * inverse)) & ((1 << 64) - 1)
+        with np.errstate(over="ignore"):
+            weighted = (values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1))
+            self.prefix = np.cumsum(weighted * _powers(inverse, len(values)), dtype=np.uint64)
+        self.up = _powers(_BASE, len(values))
+
+    def __call__(self, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+        last = start + length - 1
+        with np.errstate(over="ignore"):
+            before = np.where(start > 0, self.prefix[np.maximum(start - 1, 0)], np.uint64(0))
+            return (self.prefix[last] - before) * self.up[last]
+
+
+def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same: np.ndarray, second: np.ndarray,
+                  gap: np.ndarray, longest: int) -> np.ndarray:
+    """Positions p (of ``sorted_at``, grouped by equal keys) for which a later q of the same group, with
+    ``second[q]``, starts a copy of ``text[p : q - g]``, where g is the run of ``gap`` characters right
+    before q (and that stretch is 1 to ``longest`` characters): what ``X<gap>X`` needs. Too many pairs to
+    check: every position that has a later ``second`` in its group is returned (still a superset)."""
+    group_start = np.maximum.accumulate(np.where(~same, np.arange(len(same)), 0))
+    seconds = np.flatnonzero(second[sorted_at])
+    earlier = seconds - group_start[seconds]
+    if earlier.sum() > _MAX_PAIRS:
+        last = np.maximum.reduceat(np.where(second[sorted_at], sorted_at, -1), np.flatnonzero(~same))
+        return np.sort(sorted_at[sorted_at < last[np.cumsum(~same) - 1]])
+    q = np.repeat(sorted_at[seconds], earlier)
+    offsets = np.arange(int(earlier.sum())) - np.repeat(np.cumsum(earlier) - earlier, earlier)
+    p = sorted_at[np.repeat(group_start[seconds], earlier) + offsets]
+    index = np.arange(len(gap))
+    run = index - np.maximum.accumulate(np.where(gap, -1, index))  # gap characters ending at each position
+    length = q - run[q - 1] - p
+    ok = (length >= 1) & (length <= longest) & (codes.left[q] >= length)
+    windows = _Windows(values)
+    p, q, length = p[ok], q[ok], length[ok]
+    return np.unique(p[windows(p, length) == windows(q, length)])
+
+
+def _line_starts(codes: Codes) -> np.ndarray:
+    """bool per position: the first of its line."""
+    first = np.ones(len(codes.points), dtype=bool)
+    first[1:] = codes.line[1:] != codes.line[:-1]
+    return first
+
+
+def may_share_substring(src: Sequence[str], tgt: Sequence[str], share: float) -> np.ndarray:
+    """Pairs where the source has at least ``share`` x the shorter length - 3 positions whose three characters
+    also occur in the target: a common substring that long needs it (OpusFilter's common substring)."""
+    a, b = Codes(src), Codes(tgt)
+    out = np.ones(len(src), dtype=bool)
+    if not len(a.points) or not len(b.points):
+        return out
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        a_keys = a.trigrams() * mix + a.line.astype(np.uint64)
+        b_keys = b.trigrams() * mix + b.line.astype(np.uint64)
+    a_ok, b_ok = a.left >= 3, b.left >= 3
+    found = _members(a_keys[a_ok], np.sort(b_keys[b_ok]))
+    shared = np.bincount(a.line[a_ok][found], minlength=len(src))
+    lengths_a = np.bincount(a.line, minlength=len(src))
+    lengths_b = np.bincount(b.line, minlength=len(tgt))
+    shorter = np.minimum(lengths_a, lengths_b)
+    needed = np.floor(share * shorter) - 3  # a common substring of k >= share*shorter chars has k - 2 trigrams
+    return (shared >= needed) | (shorter < 6)
+
+
+def _members(keys: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """bool per key: it is in ``sorted_set`` (binary search; numpy's hashing ``isin`` is slow on uint64)."""
+    if not len(sorted_set):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, keys), len(sorted_set) - 1)
+    return sorted_set[at] == keys
+
+
+def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray, np.ndarray]:
+    """(line, position in line) of every place a string repeated ``copies`` times can start (OpusFilter's
+    repetition): a non-space character whose three characters occur ``copies`` times or more in the line.
+    Sorted by line, then position."""
+    codes = Codes(lines)
+    if not len(codes.points):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    visible = (codes.left >= 3) & ~codes.flags(r"\s")
+    sorted_at, same = _repeats_within_lines(codes, codes.trigrams(), np.flatnonzero(visible))
+    group = np.cumsum(~same) - 1
+    size = np.bincount(group)[group]
+    often = np.zeros(len(codes.points), dtype=bool)
+    often[sorted_at[size >= copies]] = True  # the first three characters occur `copies` times in the line
+    keep = often[sorted_at]
+    sorted_at, same = sorted_at[keep], _regrouped(same, keep)
+    spaces = codes.points == ord(" ")
+    return _in_line(codes, _copied_later(codes, codes.points, sorted_at, same, often, spaces, REPEAT_LONGEST + 1))
+
+
+def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(line, position in line) of every place a match of bicleaner's repeated-words pattern ``X<space>X``
+    can start: a word start (a word character after a non-word one) whose two characters, case folded,
+    also start a later word that follows a space. Sorted by line, then position."""
+    codes = Codes(lines)
+    if not len(codes.points):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    first = _line_starts(codes)
+    word, space = codes.flags(r"\w"), codes.flags(r"\s")
+    before_word = np.concatenate([[False], word[:-1]])
+    before_space = np.concatenate([[False], space[:-1]])
+    start = word & (first | ~before_word) & (codes.left >= 2)
+    after_space = start & before_space & ~first
+    folded = np.take(fold_table(), codes.points).astype(np.uint64)
+    keys = (folded << np.uint64(21)) | np.concatenate([folded[1:], np.zeros(1, np.uint64)])
+    sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start))
+    if not len(sorted_at):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    folded_points = np.take(fold_table(), codes.points)
+    return _in_line(codes, _copied_later(codes, folded_points, sorted_at, same, after_space, space, len(space)))
+
+
+def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``same`` (each sorted position repeats the key before it) for the ``keep`` subset of the positions."""
+    group = np.cumsum(~same)[keep]
+    out = np.zeros(len(group), dtype=bool)
+    out[1:] = group[1:] == group[:-1]
+    return out
+
+
+def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(line, offset within the line) of chunk-wide ``positions``."""
+    lines = codes.line[positions]
+    line_start = np.zeros(codes.count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(codes.line, minlength=codes.count), out=line_start[1:])
+    return lines, positions - line_start[lines]
+
+
+def glued(lines: Sequence[str]) -> np.ndarray:
+    """Lines where one run of alphabetic characters holds two places of an uppercase letter followed by a
+    lowercase one (``FileManager``, ``ABcDe``): exactly where ``(?:[[:alpha:]]*[[:upper:]][[:lower:]]+){2}``
+    finds a match, as upper- and lowercase letters are alphabetic, counted in numpy."""
+    codes = Codes(lines)
+    if not len(codes.points):
+        return np.zeros(len(lines), dtype=bool)
+    upper, lower, alpha = codes.flags(r"[[:upper:]]"), codes.flags(r"[[:lower:]]"), codes.flags(r"[[:alpha:]]")
+    pair = np.zeros(len(codes.points), dtype=bool)
+    pair[:-1] = upper[:-1] & lower[1:] & (codes.left[:-1] >= 2)
+    run = np.cumsum(~alpha | _line_starts(codes))  # a new run at every non-letter and at every line start
+    per_run = np.bincount(run[pair], minlength=int(run[-1]) + 1)
+    return codes.per_line_any(pair & (per_run[run] >= 2))
+
+
+def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
+    """int64 per line: characters matching the one-character ``regex`` class ``pattern``."""
+    view = CharView(list(lines))
+    return view.per_line(np.take(class_table(pattern), view.codepoints))
+
+
+__all__ = ["class_counts", "glued", "may_share_substring", "string_repeat_starts", "word_repeat_starts"]
