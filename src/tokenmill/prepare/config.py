@@ -17,6 +17,8 @@ import difflib
 import functools
 import glob
 import importlib.util
+import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -41,11 +43,13 @@ from tokenmill.text.charclass import script_table
 from tokenmill.text.filters import FilterConfig
 from tokenmill.text.normalize import Normalizer
 from tokenmill.text.readers import OnInvalidUtf8, OnMalformed, resolve_prefix
+from tokenmill.text.sources import detect_format
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import SentencePieceEncoder
 
+log = logging.getLogger(__name__)
 SPLITS = ("train", "valid", "test")
-InputFormat = Literal["text", "tsv", "jsonl"]
+InputFormat = Literal["text", "tsv", "jsonl", "parquet", "arrow", "hf-dataset"]  # tokenmill.text.sources.FORMATS
 Documents = Literal["line", "blank-line"]
 Leakage = Literal["pair", "source", "target", "either", "off"]
 Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"]
@@ -88,12 +92,15 @@ class PrepareConfig:
     testpref: list[str] = field(default_factory=list)
     """Test prefixes or files, comma-separated."""
     input_format: InputFormat = "text"
-    """Input layout: text (one file per language), tsv (two columns) or jsonl (one object per line)."""
+    """Input layout: text (one file per language), tsv (two columns), jsonl (one object per line), parquet,
+    arrow (IPC file or stream) or hf-dataset (a datasets.save_to_disk folder); one row per item for the last
+    three (pip install tokenmill[parquet]). Parquet, Arrow and save_to_disk folders are found by their
+    content whatever is given."""
     source_key: Annotated[str | None, _NON_EMPTY] = None
-    """JSONL key of the source side (default: the source language; "text" for monolingual JSONL, as
-    Megatron's --json-keys)."""
+    """JSONL key or table column of the source side (default: the source language; "text" for monolingual
+    input, as Megatron's --json-keys); a dotted path reaches a struct field (translation.en)."""
     target_key: Annotated[str | None, _NON_EMPTY] = None
-    """JSONL key of the target side (default: the target language)."""
+    """JSONL key or table column of the target side (default: the target language; dotted paths as above)."""
     json_keys: list[str] = field(default_factory=list)
     """Megatron's name for --source-key with monolingual JSONL; one key per run (Megatron writes one
     dataset per key)."""
@@ -301,6 +308,7 @@ class PrepareConfig:
                     "per key; run prepare once per key, each with its own --destdir)"
                 )
             self.source_key = self.json_keys[0]
+        self._detect_input_format()
         if self.documents == "blank-line" and (not self.monolingual or self.input_format != "text"):
             raise ConfigError("--documents blank-line is for monolingual plain text (no --target-lang, text input)")
         if self.append_eod and (not self.monolingual or self.tokenizer == "t2t-subword"):
@@ -333,6 +341,20 @@ class PrepareConfig:
             if self.align_suffix:
                 self._check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])
         return self
+
+    def _detect_input_format(self) -> None:
+        """A table format found by content (Parquet's PAR1, Arrow's magic, a save_to_disk folder; a URL by its
+        extension) wins over the format given: such a file read as text or JSON lines is only garbage."""
+        first = next((p for prefixes in self.split_prefixes().values() for p in prefixes), None)
+        if first is None:
+            return
+        if not is_url(first) and any(c in first for c in "*?["):
+            first = next(iter(sorted(glob.glob(first))), first)
+        found = detect_format(first)
+        if found is not None and found != self.input_format:
+            log.info("--input-format %s: %s is %s by its content; reading it as %s", self.input_format, first,
+                     found, found)
+            self.input_format = found  # type: ignore[assignment]
 
     def _validate_engine(self) -> None:
         """Tasks and engines: what can be cut into tasks, and the engine's library is installed."""
@@ -452,7 +474,7 @@ class PrepareConfig:
                 if not glob.glob(path):
                     raise ConfigError(f"{flag}: {path}: no file matches this pattern")
                 continue
-            if not is_url(path) and not Path(path).is_file():
+            if not is_url(path) and not Path(path).is_file() and detect_format(path) != self.input_format:
                 state = "is a directory, not a file" if Path(path).is_dir() else "no such file"
                 raise ConfigError(
                     f"{flag}: {path}: {state} (with --input-format {self.input_format} the prefixes are the files)"
@@ -676,15 +698,24 @@ def build_config(
     return config.validate()
 
 
-_MAPPINGS = ("tokenizer_options", "spm_extra_options")
+_MAPPINGS = ("tokenizer_options", "spm_extra_options", "storage_options")
 
 
 def _mapping(value: Any, label: str) -> dict[str, Any]:
-    """A mapping setting: a YAML mapping, or ``key=value,key=value`` from a flag (values read as YAML scalars)."""
+    """A mapping setting: a YAML mapping, or from a flag a JSON object or ``key=value,key=value`` (values read
+    as YAML scalars)."""
     if value is None:
         return {}
     if isinstance(value, dict):
         return {str(k): v for k, v in value.items()}
+    if isinstance(value, str) and value.lstrip().startswith("{"):  # JSON from a flag
+        try:
+            parsed = json.loads(value)
+        except ValueError as error:
+            raise ConfigError(f"{label}: not valid JSON ({error}); give a JSON object or key=value,key=value") from None
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"{label}: expected a JSON object, got {value!r}")
+        return parsed
     if isinstance(value, str):
         result: dict[str, Any] = {}
         for part in (p for p in value.split(",") if p.strip()):

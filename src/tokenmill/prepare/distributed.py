@@ -199,7 +199,7 @@ class Tasked:
         tasks = self.task_set("clean.train", plan.key)
         if tasks.read_plan() is None or self.pipeline.stages.force:
             source = self.pipeline.open_inputs(plan)
-            counted = self.config.engine in CLUSTER_ENGINES
+            counted = self.config.engine in CLUSTER_ENGINES and source.line_indexed  # a table counts from metadata
             if counted:
                 source.restore_index(self.count_inputs(plan, execute))
             total = source.scan()

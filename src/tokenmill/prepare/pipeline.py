@@ -110,6 +110,7 @@ from tokenmill.text.documents import documents_by_file
 from tokenmill.text.filters import PairFilter, piece_filters, without_piece_filters
 from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Chunk, Source
+from tokenmill.text.sources import expand_inputs, get_format
 from tokenmill.text.stats import StepStats
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import SentencePieceOptions
@@ -310,8 +311,10 @@ class Pipeline:
     def _input_files(self, split: str) -> tuple[list[str], list[str] | None]:
         cfg = self.config
         prefixes = cfg.split_prefixes()[split]
-        if cfg.input_format != "text":
-            return [path for pattern in prefixes for path in self.inputs.files(pattern)], None
+        fmt = get_format(cfg.input_format)
+        if fmt.pairs_in_one_file:  # the prefixes are the files (URLs read in place where the format can)
+            listed = self.inputs.urls if fmt.reads_urls else self.inputs.files
+            return expand_inputs(fmt, [path for pattern in prefixes for path in listed(pattern)]), None
         suffixes = cfg.langs + ([cfg.align_suffix] if cfg.align_suffix else [])
         prefixes = [self.inputs.prefix(p, suffixes) for p in prefixes]
         src = [resolve_prefix(p, cfg.source_lang) for p in prefixes]  # type: ignore[arg-type]
@@ -327,6 +330,7 @@ class Pipeline:
             src_key=cfg.source_key or ("text" if cfg.monolingual else cfg.source_lang) or "src",
             tgt_key=None if cfg.monolingual else (cfg.target_key or cfg.target_lang),
             options=self.read_options,
+            opener=self.inputs.open,
         )
 
     def clean_path(self, split: str, lang: str) -> Path:
@@ -396,7 +400,8 @@ class Pipeline:
         ]
         align_files = self._align_files(split)
         key = fingerprint(
-            "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files], cfg.input_format,
+            "clean", split, [self.inputs.identity(f) for f in files + (tgt_files or []) + align_files],
+            cfg.input_format,
             cfg.source_key, cfg.target_key, repr(self.read_options), repr(clean_config), cfg.leakage, leakage_refs,
             *([cfg.documents] if cfg.documents != "line" else []),
         )
@@ -716,7 +721,7 @@ class Pipeline:
     @property
     def quoted_clean(self) -> bool:
         cfg = self.config
-        return cfg.input_format == "jsonl" and not cfg.normalize.collapse_whitespace
+        return get_format(cfg.input_format).newlines_in_items and not cfg.normalize.collapse_whitespace
 
     # ---------------------------------------------------------------- stage 3: encode
     def ids_prefix(self, split: str, lang: str) -> Path:
