@@ -163,7 +163,7 @@ class StagedInputs:
             return open_local(path)
         fs, remote = self._fs(path)
         try:
-            return fs.open(remote, "rb", cache_type="none")
+            return _RangedFile(fs.open(remote, "rb", cache_type="none"), path)  # type: ignore[return-value]
         except FileNotFoundError:
             raise TokenmillError(f"{path}: no such object; check the URL") from None
         except OSError as error:
@@ -199,6 +199,26 @@ class StagedInputs:
         for remote, name in names:
             self._copy(fs, remote, f"{scheme}://{remote}", home / name)
         return [str(home / name) for _, name in names]
+
+
+class _RangedFile:
+    """An fsspec file whose failed reads are ``OSError`` (an HTTP client's payload or timeout errors are not):
+    a reader retries a read that failed in transit without catching every exception there is."""
+
+    def __init__(self, handle: Any, url: str) -> None:
+        self._handle = handle
+        self._url = url
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._handle.read(size)
+        except OSError:
+            raise
+        except Exception as error:
+            raise OSError(f"{self._url}: {type(error).__name__}: {error}") from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
 
 
 def work_folder(url: str) -> Path:

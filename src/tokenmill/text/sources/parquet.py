@@ -10,13 +10,11 @@ from __future__ import annotations
 from typing import Any, BinaryIO
 
 from tokenmill._core.optional import require
-from tokenmill.errors import TokenmillError
 from tokenmill.text.io import Opener
 from tokenmill.text.sources.base import Source
 from tokenmill.text.sources.registry import OpenRequest
 from tokenmill.text.sources.table import TableSource
 
-pa = require("pyarrow", extra="parquet", needed_by="reading Parquet input")
 pq = require("pyarrow.parquet", extra="parquet", needed_by="reading Parquet input")
 
 
@@ -28,9 +26,9 @@ class ParquetTable:
         self._handle: BinaryIO = opener(path)
         try:
             self._file = pq.ParquetFile(self._handle, pre_buffer=True)
-        except (pa.ArrowException, OSError) as error:
+        except BaseException:
             self._handle.close()
-            raise TokenmillError(f"{path}: cannot read it as Parquet ({error}); is the file whole?") from None
+            raise
 
     def schema(self) -> Any:
         return self._file.schema_arrow

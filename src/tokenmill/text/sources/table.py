@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from tokenmill._core.optional import require
 from tokenmill.errors import TokenmillError
@@ -28,6 +28,7 @@ pa = require("pyarrow", extra="parquet", needed_by="reading Parquet and Arrow in
 READ_TRIES = 3
 """Attempts at reading one row group (the first and two retries on a fresh connection)."""
 RETRY_WAIT_S = 0.5
+T = TypeVar("T")
 
 
 class TableFile(Protocol):
@@ -73,9 +74,9 @@ class TableSource(Source):
     def _count(self) -> list[int]:
         groups = []
         for i in range(len(self.files)):
-            table = self._table(i)
-            self._columns(i, table)  # a missing column fails here, before anything is read
-            groups.append(table.group_rows())
+            # a missing column fails here, before anything is read
+            groups.append(self._attempt(i, "its metadata", lambda table, i=i: (self._columns(i, table),
+                                                                               table.group_rows())[1]))
         self._groups = groups
         return [sum(g) for g in groups]
 
@@ -118,23 +119,30 @@ class TableSource(Source):
             self._where[i] = [resolve(schema, key, self.files[i]) for key in self.keys]
         return self._where[i]
 
-    def _read(self, i: int, group: int) -> tuple[Any, list[ColumnPath]]:
-        """Row group ``group`` of file ``i`` (the columns the keys need), retried on a fresh file."""
+    def _attempt(self, i: int, what: str, action: Callable[[TableFile], T]) -> T:
+        """``action`` on file ``i``, retried on a freshly opened file when a read fails (a dropped connection);
+        then one error naming the file and ``what`` was read."""
         for attempt in range(1, READ_TRIES + 1):
             try:
-                table = self._table(i)
-                where = self._columns(i, table)
-                columns = list(dict.fromkeys(w.column for w in where))
-                return table.read_group(group, columns), where
+                return action(self._table(i))
             except (OSError, pa.ArrowException) as error:
                 self.close()
                 if attempt == READ_TRIES:
                     raise TokenmillError(
-                        f"{self.files[i]}: row group {group}: cannot read it after {READ_TRIES} tries ({error}). "
-                        "Check the connection (or that the file is whole), then run prepare again"
+                        f"{self.files[i]}: {what}: cannot read it as {self.format_name} after {READ_TRIES} tries "
+                        f"({error}). Check the connection and that the file is whole, then run prepare again"
                     ) from None
                 time.sleep(RETRY_WAIT_S * attempt)
         raise AssertionError("unreachable")
+
+    def _read(self, i: int, group: int) -> tuple[Any, list[ColumnPath]]:
+        """Row group ``group`` of file ``i`` (the columns the keys need): all of it or an error, never a part."""
+
+        def read(table: TableFile) -> tuple[Any, list[ColumnPath]]:
+            where = self._columns(i, table)
+            return table.read_group(group, list(dict.fromkeys(w.column for w in where))), where
+
+        return self._attempt(i, f"row group {group}", read)
 
     def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
         assert self._groups is not None
