@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from tokenmill.commands.peer_flags import apply_peer_flags, peer_options
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, flag_name
 from tokenmill.prepare.object_storage import upload_file
@@ -184,6 +185,7 @@ def _run(
             overrides.setdefault(group, {})[name] = value
         else:
             overrides[name] = value
+    apply_peer_flags(given, overrides, {**settings, **overrides})  # Megatron's/fairseq's flags without a field
     config: PrepareConfig = build_config(settings, overrides=overrides, config_file=config_path)
     if not quiet:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
@@ -242,6 +244,7 @@ prepare_command = _SectionedCommand(
                 help="YAML file with any of the settings below, '_' for '-' (flags given override it).",
                 section="Inputs"),
         *(option for option, _, _ in _OPTIONS),
+        *peer_options(_Option, section=RUN),
         _Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
         _Option(["-q", "--quiet"], is_flag=True, help="No progress bars or logs; errors still print."),
         _Option(["--json", "as_json"], is_flag=True, help="Print the summary as JSON."),

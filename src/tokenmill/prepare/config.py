@@ -55,7 +55,8 @@ Leakage = Literal["pair", "source", "target", "either", "off"]
 Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"]
 HFModelType = Literal["byte-level-bpe", "bpe", "unigram", "wordpiece"]
 NormalizationRule = Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"]
-MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer"]
+MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer",
+                            "Llama2Tokenizer"]  # the last one is refused with the way to get its ids (see below)
 LANG_CODE_RE = re.compile(LANG_CODE.regex)
 _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
@@ -86,7 +87,8 @@ class PrepareConfig:
     target_lang: Annotated[str | None, LANG_CODE] = None
     """Target language code; leave it out for monolingual data (fairseq's --only-source)."""
     trainpref: list[str] = field(default_factory=list)
-    """Training prefixes (files with --input-format tsv or jsonl), comma-separated; concatenated in order."""
+    """Training prefixes (with --input-format tsv, jsonl, parquet, arrow: files or globs; hf-dataset: folders),
+    comma-separated; concatenated in order."""
     validpref: list[str] = field(default_factory=list)
     """Validation prefixes or files, comma-separated."""
     testpref: list[str] = field(default_factory=list)
@@ -209,7 +211,8 @@ class PrepareConfig:
 
     # ---- megatron (tools/preprocess_data.py's flags)
     input: list[str] = field(default_factory=list)
-    """Megatron's --input: JSONL files or globs, comma-separated (monolingual; --json-keys picks the text)."""
+    """Megatron's --input: JSONL (or Parquet, Arrow, a save_to_disk folder) files or globs, comma-separated
+    (monolingual; --json-keys picks the text)."""
     output_prefix: str | None = None
     """Megatron's --output-prefix: writes {output_prefix}_{key}_document.bin/.idx in the Megatron layout,
     ids of the tokenizer itself, nothing cleaned unless a cleaning flag asks for it."""
@@ -239,7 +242,8 @@ class PrepareConfig:
     """--engine ray: the cluster to join (auto, or HOST:PORT of its head); default: start Ray here."""
     storage_options: dict[str, Any] = field(default_factory=dict)
     """fsspec options for URL inputs and --destdir URL (s3://..., gs://...; pip install tokenmill[s3]), e.g.
-    client_kwargs={endpoint_url: ...} in YAML; credentials also come from the environment as fsspec reads it."""
+    client_kwargs={endpoint_url: ...} in YAML, a JSON object or key=value,key=value on the command line;
+    credentials also come from the environment as fsspec reads it."""
 
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
     directions: dict[str, Any] = field(default_factory=dict)
@@ -370,6 +374,7 @@ class PrepareConfig:
 
     def _validate_tokenizer(self) -> None:
         """The tokenizer's files and Megatron's flags fit together (checked before any work)."""
+        _refuse_llama2(self.tokenizer_type)
         if self.tokenizer_model and self.spm_model and self.tokenizer_model != self.spm_model:
             raise ConfigError("--tokenizer-model and --spm-model name different models; give one")
         if self.tokenizer_model and self.tokenizer == "none":
@@ -734,6 +739,15 @@ MEGATRON_KEYS = ("input", "output_prefix", "tokenizer_type", "vocab_file", "merg
 """Settings that only Megatron's preprocess_data flags set: their presence means Megatron's semantics."""
 
 
+def _refuse_llama2(tokenizer_type: object) -> None:
+    """Megatron's Llama2Tokenizer: one error with the flags that give its ids."""
+    if tokenizer_type == "Llama2Tokenizer":
+        raise ConfigError(
+            "--tokenizer-type Llama2Tokenizer: use --tokenizer-type SentencePieceTokenizer --tokenizer-model "
+            "tokenizer.model (the same SentencePiece ids; Megatron's Llama2Tokenizer also puts a BOS id before "
+            "each document, which tokenmill does not add)")
+
+
 def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
     """Settings given with Megatron's flags (``--input``, ``--output-prefix``) mean what preprocess_data does:
     JSONL in, one key per run, the Megatron layout with the tokenizer's own ids, and nothing normalized,
@@ -757,6 +771,7 @@ def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
     }
     if out.get("output_prefix"):
         defaults["destdir"] = os.path.dirname(str(out["output_prefix"])) or "."
+    _refuse_llama2(out.get("tokenizer_type"))
     if out.get("tokenizer_type"):
         defaults["tokenizer"] = _MEGATRON_TOKENIZERS.get(str(out["tokenizer_type"]), out["tokenizer_type"])
     for key, value in defaults.items():
