@@ -14,6 +14,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tokenmill.text.lines as lines_module
 import tokenmill.text.readers as readers
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.text.readers import (
@@ -367,7 +368,7 @@ def test_open_source_dispatch(tmp_path: Path) -> None:
 @pytest.mark.parametrize("piece", [4, 16, 1 << 16])
 def test_sparse_index_found_piece_by_piece_equals_every_line_start(tmp_path, monkeypatch, piece: int) -> None:
     """scan_lines counts newlines in pieces and searches only the pieces holding a kept line start."""
-    monkeypatch.setattr(readers, "_PIECE", piece)
+    monkeypatch.setattr(lines_module, "_PIECE", piece)
     rng = np.random.default_rng(3)
     path = tmp_path / "lines.txt"
     path.write_bytes(b"".join(b"x" * int(n) + b"\n" for n in rng.integers(0, 30, 500)) + b"tail")

@@ -21,6 +21,7 @@ import click
 
 from tokenmill.commands.messages import KeptWarnings, capture_warnings, release, warning_lines
 from tokenmill.commands.params import click_type
+from tokenmill.commands.peer_flags import apply_peer_flags, peer_options
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, field_help, field_sections, flag_name
 from tokenmill.prepare.object_storage import upload_file
@@ -138,6 +139,7 @@ def _config(config_path: str | None, given: dict[str, Any]) -> PrepareConfig:
             overrides.setdefault(group, {})[name] = value
         else:
             overrides[name] = value
+    apply_peer_flags(given, overrides, {**settings, **overrides})  # Megatron's/fairseq's flags without a field
     return build_config(settings, overrides=overrides, config_file=config_path)
 
 
@@ -203,6 +205,7 @@ prepare_command = _SectionedCommand(
                 help="YAML file with any of the settings below, '_' for '-' (flags given override it).",
                 section="Inputs"),
         *(option for option, _, _ in _OPTIONS),
+        *peer_options(_Option, section=RUN),
         _Option(["--force"], is_flag=True, help="Redo every stage, even those already up to date."),
         _Option(["-q", "--quiet"], is_flag=True,
                 help="No progress bars or logs: only the summary's counts and warnings (errors still print)."),

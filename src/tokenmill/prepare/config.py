@@ -17,6 +17,8 @@ import dataclasses
 import difflib
 import functools
 import glob
+import json
+import logging
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -42,17 +44,20 @@ from tokenmill.text.charclass import script_table
 from tokenmill.text.filters import FilterConfig
 from tokenmill.text.normalize import Normalizer
 from tokenmill.text.readers import OnInvalidUtf8, OnMalformed, resolve_prefix
+from tokenmill.text.sources import detect_format
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import SentencePieceEncoder
 
+log = logging.getLogger(__name__)
 SPLITS = ("train", "valid", "test")
-InputFormat = Literal["text", "tsv", "jsonl"]
+InputFormat = Literal["text", "tsv", "jsonl", "parquet", "arrow", "hf-dataset"]  # tokenmill.text.sources.FORMATS
 Documents = Literal["line", "blank-line"]
 Leakage = Literal["pair", "source", "target", "either", "off"]
 Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"]
 HFModelType = Literal["byte-level-bpe", "bpe", "unigram", "wordpiece"]
 NormalizationRule = Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"]
-MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer"]
+MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer",
+                            "Llama2Tokenizer"]  # the last one is refused with the way to get its ids (see below)
 LANG_CODE_RE = re.compile(LANG_CODE.regex)
 _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
@@ -106,8 +111,8 @@ class PrepareConfig:
     )
     trainpref: list[str] = field(
         default_factory=list,
-        metadata={"help": "Training prefixes (files with --input-format tsv or jsonl), comma-separated; concatenated "
-                          "in order."},
+        metadata={"help": "Training prefixes (with --input-format tsv, jsonl, parquet, arrow: files or globs; "
+                          "hf-dataset: folders), comma-separated; concatenated in order."},
     )
     validpref: list[str] = field(
         default_factory=list,
@@ -116,17 +121,21 @@ class PrepareConfig:
     testpref: list[str] = field(default_factory=list, metadata={"help": "Test prefixes or files, comma-separated."})
     input_format: InputFormat = field(
         default="text",
-        metadata={"help": "Input layout: text (one file per language), tsv (two columns) or jsonl (one object per "
-                          "line)."},
+        metadata={"help": "Input layout: text (one file per language), tsv (two columns), jsonl (one object per "
+                          "line), parquet, arrow (IPC file or stream) or hf-dataset (a datasets.save_to_disk folder); "
+                          "one row per item for the last three (pip install tokenmill[parquet]). Parquet, Arrow and "
+                          "save_to_disk folders are found by their content whatever is given."},
     )
     source_key: Annotated[str | None, _NON_EMPTY] = field(
         default=None,
-        metadata={"help": 'JSONL key of the source side (default: the source language; "text" for monolingual JSONL, '
-                          "as Megatron's --json-keys)."},
+        metadata={"help": 'JSONL key or table column of the source side (default: the source language; "text" for '
+                          "monolingual input, as Megatron's --json-keys); a dotted path reaches a struct field "
+                          "(translation.en)."},
     )
     target_key: Annotated[str | None, _NON_EMPTY] = field(
         default=None,
-        metadata={"help": "JSONL key of the target side (default: the target language)."},
+        metadata={"help": "JSONL key or table column of the target side (default: the target language; dotted "
+                          "paths as above)."},
     )
     json_keys: list[str] = field(
         default_factory=list,
@@ -341,8 +350,8 @@ class PrepareConfig:
     # ---- megatron (tools/preprocess_data.py's flags)
     input: list[str] = field(
         default_factory=list,
-        metadata={"help": "Megatron's --input: JSONL files or globs, comma-separated (monolingual; --json-keys picks "
-                          "the text)."},
+        metadata={"help": "Megatron's --input: JSONL (or Parquet, Arrow, a save_to_disk folder) files or globs, "
+                          "comma-separated (monolingual; --json-keys picks the text)."},
     )
     output_prefix: str | None = field(
         default=None,
@@ -397,8 +406,9 @@ class PrepareConfig:
     storage_options: dict[str, Any] = field(
         default_factory=dict,
         metadata={"help": "fsspec options for URL inputs and --destdir URL (s3://..., gs://...; pip install "
-                          "tokenmill[s3]), e.g. client_kwargs={endpoint_url: ...} in YAML; credentials also come from"
-                          " the environment as fsspec reads it."},
+                          "tokenmill[s3]), e.g. client_kwargs={endpoint_url: ...} in YAML, a JSON object or "
+                          "key=value,key=value on the command line; credentials also come from the environment as "
+                          "fsspec reads it."},
     )
 
     # ---- many directions at once (Open-NLLB's data_bin/shardNNN layout)
@@ -479,6 +489,7 @@ class PrepareConfig:
                     "per key; run prepare once per key, each with its own --destdir)"
                 )
             self.source_key = self.json_keys[0]
+        self._detect_input_format()
         if self.documents == "blank-line" and (not self.monolingual or self.input_format != "text"):
             raise ConfigError("--documents blank-line is for monolingual plain text (no --target-lang, text input)")
         if self.append_eod and (not self.monolingual or self.tokenizer == "t2t-subword"):
@@ -512,6 +523,20 @@ class PrepareConfig:
                 self._check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])
         return self
 
+    def _detect_input_format(self) -> None:
+        """A table format found by content (Parquet's PAR1, Arrow's magic, a save_to_disk folder; a URL by its
+        extension) wins over the format given: such a file read as text or JSON lines is only garbage."""
+        first = next((p for prefixes in self.split_prefixes().values() for p in prefixes), None)
+        if first is None:
+            return
+        if not is_url(first) and any(c in first for c in "*?["):
+            first = next(iter(sorted(glob.glob(first))), first)
+        found = detect_format(first)
+        if found is not None and found != self.input_format:
+            log.info("--input-format %s: %s is %s by its content; reading it as %s", self.input_format, first,
+                     found, found)
+            self.input_format = found  # type: ignore[assignment]
+
     def _validate_engine(self) -> None:
         """Tasks and engines: the engine is registered (:mod:`tokenmill.prepare.engines`) and takes the engine
         options given, its library is installed, and what a cluster engine needs can be cut into tasks."""
@@ -525,6 +550,7 @@ class PrepareConfig:
 
     def _validate_tokenizer(self) -> None:
         """The tokenizer's files and Megatron's flags fit together (checked before any work)."""
+        _refuse_llama2(self.tokenizer_type)
         if self.tokenizer_model and self.spm_model and self.tokenizer_model != self.spm_model:
             raise ConfigError("--tokenizer-model and --spm-model name different models; give one")
         if self.tokenizer_model and self.tokenizer == "none":
@@ -629,7 +655,7 @@ class PrepareConfig:
                 if not glob.glob(path):
                     raise ConfigError(f"{flag}: {path}: no file matches this pattern")
                 continue
-            if not is_url(path) and not Path(path).is_file():
+            if not is_url(path) and not Path(path).is_file() and detect_format(path) != self.input_format:
                 state = "is a directory, not a file" if Path(path).is_dir() else "no such file"
                 raise ConfigError(
                     f"{flag}: {path}: {state} (with --input-format {self.input_format} the prefixes are the files)"
@@ -926,15 +952,24 @@ def build_config(
     return config.validate()
 
 
-_MAPPINGS = ("tokenizer_options", "spm_extra_options")
+_MAPPINGS = ("tokenizer_options", "spm_extra_options", "storage_options")
 
 
 def _mapping(value: Any, label: str) -> dict[str, Any]:
-    """A mapping setting: a YAML mapping, or ``key=value,key=value`` from a flag (values read as YAML scalars)."""
+    """A mapping setting: a YAML mapping, or from a flag a JSON object or ``key=value,key=value`` (values read
+    as YAML scalars)."""
     if value is None:
         return {}
     if isinstance(value, dict):
         return {str(k): v for k, v in value.items()}
+    if isinstance(value, str) and value.lstrip().startswith("{"):  # JSON from a flag
+        try:
+            parsed = json.loads(value)
+        except ValueError as error:
+            raise ConfigError(f"{label}: not valid JSON ({error}); give a JSON object or key=value,key=value") from None
+        if not isinstance(parsed, dict):
+            raise ConfigError(f"{label}: expected a JSON object, got {value!r}")
+        return parsed
     if isinstance(value, str):
         result: dict[str, Any] = {}
         for part in (p for p in value.split(",") if p.strip()):
@@ -951,6 +986,15 @@ def _mapping(value: Any, label: str) -> dict[str, Any]:
 
 MEGATRON_KEYS = ("input", "output_prefix", "tokenizer_type", "vocab_file", "merge_file")
 """Settings that only Megatron's preprocess_data flags set: their presence means Megatron's semantics."""
+
+
+def _refuse_llama2(tokenizer_type: object) -> None:
+    """Megatron's Llama2Tokenizer: one error with the flags that give its ids."""
+    if tokenizer_type == "Llama2Tokenizer":
+        raise ConfigError(
+            "--tokenizer-type Llama2Tokenizer: use --tokenizer-type SentencePieceTokenizer --tokenizer-model "
+            "tokenizer.model (the same SentencePiece ids; Megatron's Llama2Tokenizer also puts a BOS id before "
+            "each document, which tokenmill does not add)")
 
 
 def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
@@ -976,6 +1020,7 @@ def megatron_defaults(settings: dict[str, Any]) -> dict[str, Any]:
     }
     if out.get("output_prefix"):
         defaults["destdir"] = os.path.dirname(str(out["output_prefix"])) or "."
+    _refuse_llama2(out.get("tokenizer_type"))
     if out.get("tokenizer_type"):
         defaults["tokenizer"] = _MEGATRON_TOKENIZERS.get(str(out["tokenizer_type"]), out["tokenizer_type"])
     for key, value in defaults.items():

@@ -6,6 +6,8 @@ local files) or file pattern (``s3://bucket/corpus/*.jsonl.zst``) is copied into
 object's ETag and size next to it. The coordinator checks each object once per run and copies it again
 only when it changed; a task (on any machine sharing the folder) reads the copies. The pipeline reads
 local files from there on, so every reader, the line index and the stage keys work as for local input.
+A format that reads objects itself (Parquet: footer and row groups by ranged requests) is given the URLs
+instead (:meth:`StagedInputs.urls`, :meth:`StagedInputs.open`): nothing is copied.
 
 Outputs. ``--destdir s3://bucket/data-bin`` runs in a local folder, ``$TOKENMILL_CACHE/prepare/
 <name>-<hash>`` (a re-run resumes there; on a cluster, point ``TOKENMILL_CACHE`` at a shared file
@@ -23,15 +25,16 @@ import json
 import posixpath
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import xxhash
 
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.fsutil import atomic_path, cache_root, write_json
+from tokenmill.prepare.state import file_identity
 from tokenmill.store.manifest import MANIFEST_NAME, REPORT_NAME, data_files
 from tokenmill.store.remote import is_url, url_filesystem
-from tokenmill.text.readers import COMPRESSED_SUFFIXES
+from tokenmill.text.io import COMPRESSED_SUFFIXES, open_local
 
 INPUTS_DIR = "inputs"
 SOURCE_SUFFIX = ".source.json"
@@ -65,6 +68,7 @@ class StagedInputs:
         self.storage_options = dict(storage_options or {})
         self.refresh = refresh
         self._done: dict[str, str] = {}
+        self._identities: dict[str, dict[str, Any]] = {}
 
     def _fs(self, url: str) -> tuple[Any, str]:
         return url_filesystem(url, self.storage_options)
@@ -120,6 +124,51 @@ class StagedInputs:
         """A copy already there that a task may use without asking the remote."""
         return not self.refresh and target.exists() and target.with_name(target.name + SOURCE_SUFFIX).exists()
 
+    def urls(self, pattern: str) -> list[str]:
+        """The objects a URL names or its pattern matches, as URLs in name order (nothing copied: for a format
+        that reads objects itself by ranged requests); a local path or pattern gives its files."""
+        if not is_url(pattern):
+            return self.files(pattern)
+        fs, path = self._fs(pattern)
+        try:
+            matched = sorted(fs.glob(path)) if has_wildcards(path) else [path]
+        except OSError as error:
+            raise TokenmillError(f"{pattern}: cannot list it ({error}); check the endpoint and credentials") from None
+        if not matched:
+            raise TokenmillError(f"{pattern}: no object matches; check the URL")
+        scheme = pattern.split("://", 1)[0]
+        return [f"{scheme}://{m}" if "://" not in m else m for m in matched]
+
+    def identity(self, path: str) -> dict[str, Any]:
+        """What identifies an input for the stage keys: a local file's path, size and mtime; an object's URL,
+        version (ETag) and size (asked once per run)."""
+        if not is_url(path):
+            return file_identity(path)
+        if path not in self._identities:
+            fs, remote = self._fs(path)
+            try:
+                info = fs.info(remote)
+            except FileNotFoundError:
+                raise TokenmillError(f"{path}: no such object; check the URL") from None
+            except OSError as error:
+                raise TokenmillError(f"{path}: cannot read it ({error}); check the endpoint and credentials") from None
+            self._identities[path] = {"url": path, "version": _version(info), "bytes": int(info.get("size") or 0)}
+        return self._identities[path]
+
+    def open(self, path: str) -> BinaryIO:
+        """Open an input for random access: a local file, or an object read by ranged requests (fsspec's
+        file with no read-ahead cache: a reader asks for the byte ranges it needs, e.g. Parquet's footer and
+        one row group's column chunks)."""
+        if not is_url(path):
+            return open_local(path)
+        fs, remote = self._fs(path)
+        try:
+            return _RangedFile(fs.open(remote, "rb", cache_type="none"), path)  # type: ignore[return-value]
+        except FileNotFoundError:
+            raise TokenmillError(f"{path}: no such object; check the URL") from None
+        except OSError as error:
+            raise TokenmillError(f"{path}: cannot open it ({error}); check the endpoint and credentials") from None
+
     def files(self, pattern: str) -> list[str]:
         """The local copies of the objects a URL names or its pattern (``*``, ``?``, ``[...]``) matches, in
         name order; a local path comes back as it is."""
@@ -150,6 +199,26 @@ class StagedInputs:
         for remote, name in names:
             self._copy(fs, remote, f"{scheme}://{remote}", home / name)
         return [str(home / name) for _, name in names]
+
+
+class _RangedFile:
+    """An fsspec file whose failed reads are ``OSError`` (an HTTP client's payload or timeout errors are not):
+    a reader retries a read that failed in transit without catching every exception there is."""
+
+    def __init__(self, handle: Any, url: str) -> None:
+        self._handle = handle
+        self._url = url
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._handle.read(size)
+        except OSError:
+            raise
+        except Exception as error:
+            raise OSError(f"{self._url}: {type(error).__name__}: {error}") from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
 
 
 def work_folder(url: str) -> Path:

@@ -123,13 +123,13 @@ def _read_and_clean(bounds: tuple[int, int]) -> CleanedBlock:
 
 
 def reads_in_workers(source: Source) -> bool:
-    """Whether workers may read ``source`` by item ranges themselves: every file plain (a compressed one
-    cannot seek), and bad input stops the run (a policy that replaces or skips lines keeps its counters'
-    order by reading in one process)."""
+    """Whether workers may read ``source`` by item ranges themselves: a short range costs its own size
+    (plain files seek; a compressed one cannot, a table is read by whole row groups), and bad input stops
+    the run (a policy that replaces or skips lines keeps its counters' order by reading in one process)."""
     options = source.options
     if options.on_invalid_utf8 != "error" or options.on_malformed != "error":
         return False
-    return all(state["compression"] is None for state in source.index_state())
+    return source.seeks_ranges
 
 
 def clean_blocks(

@@ -11,12 +11,15 @@ Typical use (single process; see :mod:`~tokenmill.text.cleaner` for splitting it
         chunk = cleaner(chunk)  # chunk.src[i] pairs with chunk.tgt[i]
     print(format_table([source.stats, *cleaner.stats.values()]))
 
-Modules: :mod:`~tokenmill.text.readers` (sources, line index, byte ranges),
+Modules: :mod:`~tokenmill.text.sources` (the input formats, one module each, and their registry),
+:mod:`~tokenmill.text.io` (compression, opening), :mod:`~tokenmill.text.lines` (line index, byte ranges,
+decoding), :mod:`~tokenmill.text.chunks` (what a source yields),
 :mod:`~tokenmill.text.normalize`, :mod:`~tokenmill.text.cleaner`, :mod:`~tokenmill.text.filters`,
 :mod:`~tokenmill.text.dedup`, :mod:`~tokenmill.text.langid`, :mod:`~tokenmill.text.charclass`,
 :mod:`~tokenmill.text.stats`.
 """
 
+from tokenmill.text.chunks import Chunk, ReadOptions
 from tokenmill.text.cleaner import CleanConfig, Cleaner
 from tokenmill.text.dedup import Deduplicator, HashSet, LeakageFilter, pair_hashes, side_hashes
 from tokenmill.text.filters import (
@@ -27,31 +30,25 @@ from tokenmill.text.filters import (
     char_lengths,
     whitespace_token_lengths,
 )
+from tokenmill.text.io import count_lines, detect_compression, open_binary, resolve_prefix
+from tokenmill.text.lines import LineIndex, byte_ranges, iter_byte_range, line_offsets, scan_lines
 from tokenmill.text.normalize import STEPS as NORMALIZE_STEPS
 from tokenmill.text.normalize import Normalizer
-from tokenmill.text.readers import (
-    Chunk,
+from tokenmill.text.sources import (
+    FORMATS,
     JsonlSource,
-    LineIndex,
     MonoSource,
     ParallelFiles,
-    ReadOptions,
     Source,
     TsvSource,
-    byte_ranges,
-    count_lines,
-    detect_compression,
-    iter_byte_range,
-    line_offsets,
-    open_binary,
+    detect_format,
     open_source,
-    resolve_prefix,
-    scan_lines,
 )
 from tokenmill.text.stats import StepStats, format_table, merge_all
 
 __all__ = [
     "FILTER_STEPS",
+    "FORMATS",
     "NORMALIZE_STEPS",
     "Chunk",
     "CleanConfig",
@@ -75,6 +72,7 @@ __all__ = [
     "char_lengths",
     "count_lines",
     "detect_compression",
+    "detect_format",
     "format_table",
     "iter_byte_range",
     "line_offsets",

@@ -205,7 +205,7 @@ class CleanStage(TaskedStage):
         tasks = ctx.folder.task_set(NAME, plan.key)
         if fresh_plan(ctx, tasks):
             source = open_inputs(ctx, plan.files, plan.tgt_files)
-            counted = ctx.engine.counts_in_tasks
+            counted = ctx.engine.counts_in_tasks and source.line_indexed  # a table counts from metadata
             if counted:
                 source.restore_index(count.count_inputs(ctx, plan))
             total = source.scan()

@@ -8,7 +8,6 @@ cleaning keeps every line as read: :func:`reads_input`). Every stage after ``cle
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -16,13 +15,14 @@ from tokenmill.prepare.clean_parts import PartsSource
 from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import task_count
-from tokenmill.prepare.state import file_identity, fingerprint
+from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tokenizing import piece_filter, samples_by_bytes
 from tokenmill.text import CleanConfig, Cleaner, FilterConfig, LeakageFilter, ReadOptions, open_source, resolve_prefix
 from tokenmill.text.decontaminate import Contamination
 from tokenmill.text.filters import with_rule_langs, without_piece_filters
 from tokenmill.text.line_block import line_text
 from tokenmill.text.readers import Source
+from tokenmill.text.sources import expand_inputs, get_format
 
 CLEAN_CHUNK_LINES = 16384  # pairs per cleaning chunk (strings are ~200 bytes each in Python)
 
@@ -48,8 +48,10 @@ def input_files(ctx: RunContext, split: str) -> tuple[list[str], list[str] | Non
     """The source (and target) input files of ``split``, URL inputs staged."""
     cfg = ctx.config
     prefixes = cfg.split_prefixes()[split]
-    if cfg.input_format != "text":
-        return [path for pattern in prefixes for path in ctx.inputs.files(pattern)], None
+    fmt = get_format(cfg.input_format)
+    if fmt.pairs_in_one_file:  # the prefixes are the files (URLs read in place where the format can)
+        listed = ctx.inputs.urls if fmt.reads_urls else ctx.inputs.files
+        return expand_inputs(fmt, [path for pattern in prefixes for path in listed(pattern)]), None
     suffixes = cfg.langs + ([cfg.align_suffix] if cfg.align_suffix else [])
     prefixes = [ctx.inputs.prefix(p, suffixes) for p in prefixes]
     src = [resolve_prefix(p, cfg.source_lang) for p in prefixes]  # type: ignore[arg-type]
@@ -74,6 +76,7 @@ def open_inputs(ctx: RunContext, files: list[str], tgt_files: list[str] | None) 
         src_key=cfg.source_key or ("text" if cfg.monolingual else cfg.source_lang) or "src",
         tgt_key=None if cfg.monolingual else (cfg.target_key or cfg.target_lang),
         options=ctx.read_options,
+        opener=ctx.inputs.open,
     )
 
 
@@ -95,7 +98,7 @@ def clean_plan(ctx: RunContext, split: str) -> CleanPlan:
         clean_plan(ctx, s).key for s in ("valid", "test") if s in cfg.split_prefixes()
     ]
     key = fingerprint(
-        "clean", split, [file_identity(f) for f in files + (tgt_files or []) + align_files(ctx, split)],
+        "clean", split, [ctx.inputs.identity(f) for f in files + (tgt_files or []) + align_files(ctx, split)],
         cfg.input_format, cfg.source_key, cfg.target_key, repr(ctx.read_options), repr(clean_config), cfg.leakage,
         leakage_refs, *([cfg.documents] if cfg.documents != "line" else []),
     )
@@ -114,8 +117,10 @@ def train_tasked(ctx: RunContext) -> bool:
 
 
 def train_input_bytes(ctx: RunContext) -> int:
+    """The training input's size: local files' sizes, or an object's size as its listing gives it (URL
+    inputs read in place have no local copy)."""
     plan = clean_plan(ctx, "train")
-    return sum(os.path.getsize(f) for f in plan.files + (plan.tgt_files or []))
+    return sum(int(ctx.inputs.identity(f)["bytes"]) for f in plan.files + (plan.tgt_files or []))
 
 
 def reads_input(ctx: RunContext, split: str) -> bool:
@@ -137,7 +142,7 @@ def reads_input(ctx: RunContext, split: str) -> bool:
 
 def quoted_clean(config: PrepareConfig) -> bool:
     """Whether the cleaned files hold JSON objects (lines that may hold a newline: JSONL kept as it is)."""
-    return config.input_format == "jsonl" and not config.normalize.collapse_whitespace
+    return get_format(config.input_format).newlines_in_items and not config.normalize.collapse_whitespace
 
 
 def clean_text(ctx: RunContext, lines: list[str]) -> str:

@@ -1,0 +1,172 @@
+"""The base of the table formats (Parquet, Arrow, ``datasets`` folders): one item per row, read by row group.
+
+A table file is cut into row groups (Parquet's row groups, Arrow's record batches). The counting pass
+reads only metadata: rows per group, per file. Reading a range reads each row group it overlaps, one at
+a time (memory bounded by one row group, never a whole file), and slices it into chunks of
+``chunk_lines`` rows. A row group read fails as a whole or not at all; a failed read (a dropped
+connection to object storage) is retried on a freshly opened file, then one clear error naming the
+file and row group: a row is never yielded twice or skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from tokenmill._core.optional import require
+from tokenmill.errors import TokenmillError
+from tokenmill.text.chunks import Block, ReadOptions
+from tokenmill.text.io import PathLike
+from tokenmill.text.sources.base import Source
+from tokenmill.text.sources.columns import ColumnPath, column_of, resolve, text_values
+from tokenmill.text.stats import StepStats
+
+pa = require("pyarrow", extra="parquet", needed_by="reading Parquet and Arrow input")
+
+READ_TRIES = 3
+"""Attempts at reading one row group (the first and two retries on a fresh connection)."""
+RETRY_WAIT_S = 0.5
+T = TypeVar("T")
+
+
+class TableFile(Protocol):
+    """One open table file: its schema, rows per row group, and one row group's columns."""
+
+    path: str
+
+    def schema(self) -> Any: ...
+
+    def group_rows(self) -> list[int]: ...
+
+    def read_group(self, group: int, columns: list[str]) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+TableOpener = Callable[[str], TableFile]
+
+
+class TableSource(Source):
+    """Rows of table files; ``keys`` name the text column of each side (dotted paths reach struct fields)."""
+
+    unit = "row"
+    line_indexed = False
+    format_name = "table"
+
+    def __init__(
+        self,
+        files: Sequence[PathLike],
+        keys: Sequence[str],
+        open_table: TableOpener,
+        options: ReadOptions | None = None,
+    ) -> None:
+        super().__init__(files, options)
+        self.keys = tuple(keys)
+        self.parallel = len(self.keys) > 1
+        self._open_table = open_table
+        self._groups: list[list[int]] | None = None
+        self._where: dict[int, list[ColumnPath]] = {}
+        self._open: tuple[int, TableFile] | None = None  # the file being read (one at a time)
+
+    # counting ------------------------------------------------------------------------------------
+    def _count(self) -> list[int]:
+        groups = []
+        for i in range(len(self.files)):
+            # a missing column fails here, before anything is read
+            groups.append(self._attempt(i, "its metadata", lambda table, i=i: (self._columns(i, table),
+                                                                               table.group_rows())[1]))
+        self._groups = groups
+        return [sum(g) for g in groups]
+
+    def index_state(self) -> list[dict[str, Any]]:
+        """Per file: rows and rows per row group (``compression`` holds the format's name: such a file is
+        read by whole row groups, never by seeking to a line)."""
+        self.scan()
+        assert self._groups is not None
+        return [{"path": path, "rows": sum(groups), "groups": list(groups), "compression": self.format_name}
+                for path, groups in zip(self.files, self._groups, strict=True)]
+
+    def restore_index(self, state: Sequence[dict[str, Any]]) -> None:
+        paths = [str(d["path"]) for d in state]
+        if [_same(p) for p in paths] != [_same(p) for p in self.files]:
+            raise TokenmillError(
+                "the saved row index is for other files than this source's; re-run the plan step "
+                "(tokenmill prepare ... --phase plan)"
+            )
+        self._groups = [[int(n) for n in d["groups"]] for d in state]
+        self._set_counts([sum(g) for g in self._groups])
+
+    # reading -------------------------------------------------------------------------------------
+    def _table(self, i: int) -> TableFile:
+        if self._open is not None and self._open[0] == i:
+            return self._open[1]
+        self.close()
+        table = self._open_table(self.files[i])
+        self._open = (i, table)
+        return table
+
+    def close(self) -> None:
+        """Close the file being read (a later read opens it again)."""
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    def _columns(self, i: int, table: TableFile) -> list[ColumnPath]:
+        if i not in self._where:
+            schema = table.schema()
+            self._where[i] = [resolve(schema, key, self.files[i]) for key in self.keys]
+        return self._where[i]
+
+    def _attempt(self, i: int, what: str, action: Callable[[TableFile], T]) -> T:
+        """``action`` on file ``i``, retried on a freshly opened file when a read fails (a dropped connection);
+        then one error naming the file and ``what`` was read."""
+        for attempt in range(1, READ_TRIES + 1):
+            try:
+                return action(self._table(i))
+            except (OSError, pa.ArrowException) as error:
+                self.close()
+                if attempt == READ_TRIES:
+                    raise TokenmillError(
+                        f"{self.files[i]}: {what}: cannot read it as {self.format_name} after {READ_TRIES} tries "
+                        f"({error}). Check the connection and that the file is whole, then run prepare again"
+                    ) from None
+                time.sleep(RETRY_WAIT_S * attempt)
+        raise AssertionError("unreachable")
+
+    def _read(self, i: int, group: int) -> tuple[Any, list[ColumnPath]]:
+        """Row group ``group`` of file ``i`` (the columns the keys need): all of it or an error, never a part."""
+
+        def read(table: TableFile) -> tuple[Any, list[ColumnPath]]:
+            where = self._columns(i, table)
+            return table.read_group(group, list(dict.fromkeys(w.column for w in where))), where
+
+        return self._attempt(i, f"row group {group}", read)
+
+    def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
+        assert self._groups is not None
+        n, policy = self.options.chunk_lines, self.options.on_malformed
+        lo = 0
+        for group, rows in enumerate(self._groups[i]):
+            hi = lo + rows
+            a, b = max(start, lo), min(stop, hi)
+            if a < b:
+                table, where = self._read(i, group)
+                for s in range(a - lo, b - lo, n):
+                    piece = table.slice(s, min(n, b - lo - s))
+                    at = (self.files[i], group, lo + s)
+                    cols = [text_values(column_of(piece, w), w, at, policy) for w in where]
+                    yield cols[0], (cols[1] if len(cols) > 1 else None)
+                del table
+            lo = hi
+            if lo >= stop:
+                break
+        self.close()
+
+
+def _same(path: str) -> str:
+    return path if "://" in path else os.path.realpath(path)
+
+
+__all__ = ["READ_TRIES", "TableFile", "TableOpener", "TableSource"]
