@@ -378,3 +378,20 @@ def test_sparse_index_found_piece_by_piece_equals_every_line_start(tmp_path, mon
             index = readers.scan_lines(path, every, block)
             assert index.n_lines == 501
             assert index.offsets.tolist() == [*starts[::every].tolist(), path.stat().st_size]
+
+
+def test_a_lone_surrogate_escape_in_jsonl_follows_the_invalid_utf8_policy(tmp_path):
+    """``"\\ud800"`` is valid JSON but not text: an error naming the line, U+FFFD (counted) or a counted skip."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": "bad \\ud800 here"}\n{"text": "also fine"}\n', encoding="utf-8")
+    with pytest.raises(TokenmillError, match=r"docs\.jsonl:2: .*lone surrogate"):
+        list(JsonlSource([path], "text", None).chunks())
+    for policy, expected, counter in (
+        ("replace", ["fine", "bad \ufffd here", "also fine"], "invalid_utf8_replaced"),
+        ("skip", ["fine", "also fine"], "invalid_utf8_lines"),
+    ):
+        stats = StepStats("read")
+        source = JsonlSource([path], "text", None, ReadOptions(on_invalid_utf8=policy))
+        lines = [line for chunk in source.chunks(stats=stats) for line in chunk.src]
+        assert lines == expected
+        assert stats.counts[counter] == 1

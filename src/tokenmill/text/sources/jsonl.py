@@ -38,24 +38,43 @@ class JsonlSource(LineSource):
         assert self._indexes is not None
         path = self.files[i]
         for line0, lines in self._lines(path, self._indexes[i], start, stop, stats):
-            cols = self._parse(lines, path, line0)
+            cols = self._parse(lines, path, line0, stats)
             yield cols[0], (cols[1] if len(cols) > 1 else None)
 
-    def _parse(self, lines: list[str | None], path: str, line0: int) -> list[list]:
+    def _parse(self, lines: list[str | None], path: str, line0: int, stats: StepStats) -> list[list]:
         try:  # fast path: the whole block parses and has the keys with string values (else json's own errors
             # and values, line by line, below: a string value is the same str for both parsers)
             objs = list(map(fast_loads, lines))  # type: ignore[arg-type]
             cols = [list(map(itemgetter(k), objs)) for k in self.keys]
-            if all(set(map(type, c)) <= {str} for c in cols):
+            if all(set(map(type, c)) <= {str} for c in cols) and all(map(_encodable, map("".join, cols))):
                 return cols
         except (ValueError, KeyError, TypeError, IndexError):
             pass
         cols = [[] for _ in self.keys]
         for j, line in enumerate(lines):
-            values = self._parse_one(line, path, line0 + j + 1)
+            values = self._surrogates(self._parse_one(line, path, line0 + j + 1), path, line0 + j + 1, stats)
             for c, v in zip(cols, values, strict=True):
                 c.append(v)
         return cols
+
+    def _surrogates(self, values: list, path: str, line_no: int, stats: StepStats) -> list:
+        """A value holding a lone surrogate (a JSON escape such as ``\\ud800``: valid JSON, not text a tokenizer
+        can take) follows ``--on-invalid-utf8`` as an invalid byte does: an error naming the line, U+FFFD
+        (counted), or the line skipped (counted)."""
+        if all(not isinstance(v, str) or _encodable(v) for v in values):
+            return values
+        policy = self.options.on_invalid_utf8
+        if policy == "error":
+            raise TokenmillError(
+                f"{path}:{line_no}: a string holds a lone surrogate escape (e.g. \\ud800), which is not text; "
+                "fix the line, or give --on-invalid-utf8 replace (U+FFFD) or skip"
+            )
+        if policy == "replace":
+            stats.add("invalid_utf8_replaced")
+            return [v.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if isinstance(v, str) else v
+                    for v in values]
+        stats.add("invalid_utf8_lines")
+        return [None] * len(values)
 
     def _parse_one(self, line: str | None, path: str, line_no: int) -> list:
         if line is None:
@@ -79,6 +98,15 @@ class JsonlSource(LineSource):
                 f"{' and '.join(map(repr, self.keys))}. {MALFORMED_FIX}"
             )
         return [MALFORMED] * len(self.keys)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode text (no lone surrogate, which a JSON ``\\ud800`` escape can make)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def open_format(request: OpenRequest) -> Source:
