@@ -27,6 +27,7 @@ import numpy as np
 import tokenizers
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
+from tokenmill._core.interruptible import interruptible
 from tokenmill.errors import ConfigError
 from tokenmill.fsutil import atomic_path
 from tokenmill.vocab.tokenizer import SPECIAL_KEYS, TokenizerBase, bad_model, flatten
@@ -184,7 +185,7 @@ class HFTokenizer(TokenizerBase):
             tokenizer.decoder = decoders.WordPiece()
             trainer = trainers.WordPieceTrainer(min_frequency=settings.min_frequency, **common)
         try:
-            tokenizer.train_from_iterator(lines, trainer=trainer, length=len(lines))
+            interruptible(tokenizer.train_from_iterator, lines, trainer=trainer, length=len(lines))  # Ctrl-C-able
         except Exception as error:
             raise ConfigError(f"hf {settings.kind} training failed: {' '.join(str(error).split())}") from None
         with atomic_path(out_path) as tmp:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import sentencepiece
 
+from tokenmill._core.interruptible import interruptible
 from tokenmill.errors import ConfigError
 from tokenmill.fsutil import atomic_write
 
@@ -174,8 +175,9 @@ def train_sentencepiece(
         raise ConfigError("no training lines left for SentencePiece (all filtered out, or empty input)")
     model = io.BytesIO()
     try:
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines), model_writer=model, **options.trainer_options()
+        interruptible(  # minutes of C++: Ctrl-C must not wait for it
+            sentencepiece.SentencePieceTrainer.train,
+            sentence_iterator=iter(lines), model_writer=model, **options.trainer_options(),
         )
     except (RuntimeError, ValueError) as error:
         raise _training_error(error, options) from None

@@ -1,0 +1,44 @@
+"""Long native calls that Ctrl-C can still stop within a fraction of a second.
+
+Python runs its signal handlers only between bytecodes of the main thread, so a long C++ call made
+from the main thread (SentencePiece's trainer runs for minutes) holds a Ctrl-C back until it returns.
+:func:`interruptible` makes the call in a daemon thread instead and has the main thread wait for it in
+short steps: a Ctrl-C raises :class:`KeyboardInterrupt` in the main thread at once, and the process
+exits as a killed run does (the call's half-done output lives in memory or in temporary files only),
+while the abandoned thread ends with the process. The call must release the GIL to be worth it
+(SentencePiece's and Hugging Face ``tokenizers``' trainers do); otherwise the main thread waits as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+POLL_SECONDS = 0.1
+"""How often the waiting main thread lets Python run its signal handlers."""
+
+
+def interruptible(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call(*args, **kwargs)`` run in a daemon thread while this thread waits for it, Ctrl-C-able;
+    returns its result or raises its exception here."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = call(*args, **kwargs)
+        except BaseException as error:  # handed to the waiting thread, which raises it
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name=f"tokenmill-{getattr(call, '__name__', 'call')}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL_SECONDS)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]
+
+
+__all__ = ["interruptible"]

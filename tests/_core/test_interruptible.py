@@ -1,0 +1,30 @@
+"""A long native call made through :func:`interruptible` returns its result, raises its error, and lets
+Ctrl-C through at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from tokenmill._core.interruptible import interruptible
+
+
+def test_the_call_returns_its_result_and_raises_its_error():
+    assert interruptible(divmod, 17, 5) == (3, 2)
+    with pytest.raises(ZeroDivisionError):
+        interruptible(divmod, 1, 0)
+
+
+def test_ctrl_c_stops_the_wait_while_the_call_goes_on():
+    # time.sleep releases the GIL as SentencePiece's trainer does; a direct call would hold Ctrl-C for 30 s
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        interruptible(time.sleep, 30)
+    timer.join()
+    assert time.monotonic() - started < 10  # stopped at the Ctrl-C, not at the end of the 30 s call
