@@ -93,6 +93,10 @@ def test_adding_a_direction_encodes_only_the_new_one_and_keeps_every_id(raw, tmp
     assert "__ell_Grek__" in new_dict
     assert {p.name: p.read_bytes() for p in (out / "shard000").glob("train.*.bin") if p.name in before} == before
     assert (out / "shard000" / "train.eng_Latn-ell_Grek.ell_Grek.idx").exists()
+    # the kept model has no Greek: one warning, in the summary and in the manifest
+    unknown = [w for w in again.warnings if w.startswith("direction eng_Latn-ell_Grek: ") and "ell_Grek tokens" in w]
+    assert len(unknown) == 1 and "<unk>" in unknown[0], again.warnings
+    assert unknown[0] in json.loads((out / "manifest.json").read_text(encoding="utf-8"))["run"]["warnings"]
     retrained = prepare(build_config(settings(raw, tmp_path, [*first, "eng_Latn-ell_Grek"], retrain_tokenizer=True)),
                         progress=False)
     assert "tokenizer" in retrained.ran

@@ -306,13 +306,13 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
 
 
 def _warn_unknown(name: str, direction: RunContext) -> None:
-    """A direction added after the model was trained: say so when the model does not cover it."""
+    """A direction added after the model was trained: warn (in the log, the printed summary and the
+    manifest; the direction's summary shares the run's warnings) when the model does not cover it."""
     for lang, row in direction.summary.splits["train"].get("langs", {}).items():
         if row["unk_percent"] > 0.5:
-            log.warning(
-                "direction %s: %.2f%% of %s tokens are <unk>: spm.model was trained before this direction was "
-                "added and does not cover its characters; re-run with --retrain-tokenizer",
-                name, row["unk_percent"], lang,
+            direction.summary.warn(
+                f"direction {name}: {row['unk_percent']:.2f}% of {lang} tokens are <unk>: spm.model was trained "
+                "before this direction was added and does not cover its characters; re-run with --retrain-tokenizer"
             )
 
 
