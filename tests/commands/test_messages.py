@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -188,3 +190,28 @@ def test_ctrl_c_exits_130(tmp_path, monkeypatch):
     monkeypatch.setattr(command, "read_manifest", interrupted)
     result = CliRunner().invoke(cli, ["verify", str(tmp_path)])
     assert result.exit_code == 130 and "Aborted!" in result.output
+
+
+def _limited_file_size() -> None:
+    """The child may write no file over 300 kB: its writes then fail as on a full disk (EFBIG, no file named)."""
+    resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+
+
+def test_a_failed_write_names_the_stage_the_folder_and_the_fix(tmp_path):
+    words = [f"w{i}x" for i in range(2000)]
+    rng = np.random.default_rng(0)
+    for lang in ("en", "de"):
+        lines = (" ".join(rng.choice(words, size=12)) for _ in range(20_000))
+        (tmp_path / f"train.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "tokenmill", "prepare", "--trainpref", str(tmp_path / "train"), "--source-lang", "en",
+         "--target-lang", "de", "--destdir", str(out), "--vocab-size", "300"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, preexec_fn=_limited_file_size,
+        check=False,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: stage clean.train: writing in ") and str(out) in last, last
+    assert "File too large" in last and "then re-run" in last
+    assert not (out / "manifest.json").exists()

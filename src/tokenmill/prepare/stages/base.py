@@ -14,9 +14,11 @@ is a loop over the stages; the phase boundaries of a run cut for a scheduler com
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
+from tokenmill.errors import TokenmillError
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.tasks import TaskSet
 
@@ -49,9 +51,30 @@ class Stage:
 
     def execute(self, ctx: RunContext) -> dict[str, Any]:
         """Run the stage unless up to date; its info, after :meth:`after`."""
-        info = ctx.record(self.name, self.key(ctx), lambda: self.run(ctx))
+        try:
+            info = ctx.record(self.name, self.key(ctx), lambda: self.run(ctx))
+        except OSError as error:
+            raise stage_io_error(self.name, error, ctx.root) from error
         self.after(ctx, info)
         return info
+
+
+_FIXES = {
+    errno.ENOSPC: "free space on that device or choose another --destdir, then re-run: finished stages are kept",
+    errno.EDQUOT: "free space within your quota or choose another --destdir, then re-run: finished stages are kept",
+    errno.EFBIG: "the file outgrew a size limit (ulimit -f); raise it or choose another --destdir, then re-run",
+    errno.EACCES: "make the folder writable or choose another --destdir",
+    errno.EPERM: "make the folder writable or choose another --destdir",
+    errno.EROFS: "the file system is read-only: choose another --destdir",
+}
+
+
+def stage_io_error(stage: str, error: OSError, destdir: Path) -> TokenmillError:
+    """An operating-system failure inside ``stage`` (a full disk, an unwritable folder) as one error line that
+    names the stage, the file (or the folder written to when the system names none) and the fix."""
+    where = error.filename if error.filename else f"writing in {destdir}"
+    fix = _FIXES.get(error.errno or 0, "check the path and re-run: finished stages are kept")
+    return TokenmillError(f"stage {stage}: {where}: {error.strerror or error}; {fix}")
 
 
 class TaskedStage(Stage):
