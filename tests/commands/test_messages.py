@@ -215,3 +215,30 @@ def test_a_failed_write_names_the_stage_the_folder_and_the_fix(tmp_path):
     assert last.startswith("error: stage clean.train: writing in ") and str(out) in last, last
     assert "File too large" in last and "then re-run" in last
     assert not (out / "manifest.json").exists()
+
+
+def prepare_error(*args: str) -> str:
+    """The ``error:`` line that ends a refused ``prepare`` (after its progress lines)."""
+    result = tokenmill("prepare", *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: "), result.stderr
+    return last
+
+
+def test_empty_training_files_are_named(tmp_path):
+    for lang in ("en", "de"):
+        (tmp_path / f"train.{lang}").write_text("", encoding="utf-8")
+    line = prepare_error("--trainpref", str(tmp_path / "train"), "--source-lang", "en", "--target-lang", "de",
+                         "--destdir", str(tmp_path / "out"))
+    assert "the train files hold no text" in line
+    assert str(tmp_path / "train.en") in line and str(tmp_path / "train.de") in line
+
+
+def test_training_text_all_filtered_out_names_the_files_and_the_filter(tmp_path):
+    (tmp_path / "train.en").write_text("hello world\n2024\n", encoding="utf-8")
+    (tmp_path / "train.de").write_text("hallo welt\n2024\n", encoding="utf-8")
+    line = prepare_error("--trainpref", str(tmp_path / "train"), "--source-lang", "en", "--target-lang", "de",
+                         "--destdir", str(tmp_path / "out"), "--filter-min-chars", "50")
+    assert "cleaning dropped all 2 read from" in line and str(tmp_path / "train.en") in line
+    assert "filter dropped_chars 2" in line and "loosen the filters" in line

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tokenmill.errors import ConfigError
 from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.summary import jsonable
@@ -20,7 +21,7 @@ from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sample_tasks import merged_sample, part_candidates
 from tokenmill.prepare.stages.base import Outputs, Stage, TaskedStage
 from tokenmill.prepare.stages.clean import clean_parts
-from tokenmill.prepare.stages.cleaned import cleaned_chunks
+from tokenmill.prepare.stages.cleaned import cleaned_chunks, input_files
 from tokenmill.prepare.state import file_identity, fingerprint
 from tokenmill.prepare.tokenizing import (
     backend_name,
@@ -142,6 +143,8 @@ class TokenizerStage(Stage):
         sizes = {}
         for model, langs in groups.items():
             sample = training_sample(ctx, langs)
+            if not sample:
+                raise empty_training_text(ctx, name)
             with ctx.elapsed(f"training {model.name} on {len(sample):,} lines"):  # no progress of its own
                 made = train_tokenizer(name, sample, settings, model)
             written += [path for path, _ in made.model_files()]  # type: ignore[attr-defined]  # SentencePiece: 2
@@ -150,6 +153,22 @@ class TokenizerStage(Stage):
             sizes[model.name] = trained.vocab_size
         sampled = {m.name: langs for m, langs in groups.items()}
         return written, {"trained": True, "sampled_from": sampled, "pieces": sizes}
+
+
+def empty_training_text(ctx: RunContext, backend: str) -> ConfigError:
+    """No line to train ``backend`` on: name the train files, and what cleaning dropped if they held any."""
+    files, tgt_files = input_files(ctx, "train")
+    named = ", ".join([*files, *(tgt_files or [])])
+    steps = ctx.summary.splits.get("train", {}).get("clean", {})
+    read = steps.get("read", {}).get("read", 0)
+    if not read:
+        return ConfigError(f"no training lines for the {backend} tokenizer: the train files hold no text ({named}); "
+                           "check --trainpref (or --input) and the files")
+    dropped = [f"{step} {key} {value}" for step, counts in steps.items() for key, value in counts.items()
+               if value and (key.startswith("dropped") or key in ("duplicates", "leaked"))]
+    why = ", ".join(dropped) or "see the counts above"
+    return ConfigError(f"no training lines for the {backend} tokenizer: cleaning dropped all {read} read from "
+                       f"{named} ({why}); loosen the filters or check the files")
 
 
 def training_sample(ctx: RunContext, langs: list[str]) -> list[str]:
