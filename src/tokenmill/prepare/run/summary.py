@@ -72,17 +72,41 @@ class PrepareSummary:
         """What the command prints: the table, the stage times and the warnings."""
         lines = [self.table()]
         if self.stage_seconds:
-            total = sum(self.stage_seconds.values())
-            shown = ", ".join(
-                f"{name} {seconds:.1f}s" + ("" if row["ran"] else " (up to date)")
-                for name, row in self.stage_table().items()
-                for seconds in [row["seconds"]]
-                if row["ran"] or seconds >= 0.05
-            )
-            lines.append(f"stage times ({total:.1f}s in all): {shown}")
+            lines.append(self.stage_line())
         lines.extend(task_lines(self.tasks, self.merge_seconds))
         lines.extend(f"warning: {message}" for message in self.warnings)
         return "\n".join(lines)
+
+
+    def stage_line(self) -> str:
+        """The stage times in one short line: one entry per kind of stage (every split, language and
+        direction of a kind summed; the manifest and the report keep each stage's own), and which time is
+        this run's: a stage that was up to date shows the seconds of the run that made it."""
+        kinds: dict[str, list[float]] = {}  # kind -> [seconds, stages, stages that ran]
+        for name, row in self.stage_table().items():
+            entry = kinds.setdefault(stage_kind(name), [0.0, 0, 0])
+            entry[0] += row["seconds"]
+            entry[1] += 1
+            entry[2] += row["ran"]
+        shown = []
+        for kind, (seconds, count, ran) in kinds.items():
+            state = "" if ran == count else " (up to date)" if not ran else f" ({ran} of {count} ran)"
+            shown.append(f"{kind} {seconds:.1f}s{state}")
+        ran_seconds = sum(row["seconds"] for row in self.stage_table().values() if row["ran"])
+        ran = sum(entry[2] for entry in kinds.values())
+        fresh = len(self.stage_seconds) - ran
+        head = f"{ran_seconds:.1f}s in {ran} stage{'s' if ran != 1 else ''} this run"
+        if fresh:
+            head += f"; {fresh} up to date, their times from the run that made them"
+        return f"stage times ({head}): {', '.join(shown)}"
+
+
+def stage_kind(name: str) -> str:
+    """``encode.train.en`` -> ``encode``; a direction's ``eng_Latn-deu_Latn.clean.train`` -> ``clean``."""
+    parts = name.split(".")
+    if len(parts) > 1 and "-" in parts[0]:
+        parts = parts[1:]
+    return parts[0]
 
 
 def task_lines(tasks: dict[str, list[dict[str, Any]]], merges: dict[str, float]) -> list[str]:
