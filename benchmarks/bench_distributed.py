@@ -68,6 +68,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _datatrove_out import load_stream  # noqa: E402
 from _peer import how_to_get, peer_python  # noqa: E402
 from _procstat import PAGE, TICK, _children  # noqa: E402
 from dist_corpus import prefix_corpus, write_corpus  # noqa: E402
@@ -369,17 +370,6 @@ def measure_prepare(name: str, cmd: list[str], out: Path, pairs: int, tasks: int
 
 
 # ---------------------------------------------------------------- datatrove side by side
-def load_stream(files: list[Path], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens and global document ends of datatrove ``.ds`` files concatenated in order."""
-    tokens, ends, offset = [], [], 0
-    for f in files:
-        t = np.fromfile(f, dtype=dtype)
-        ends.append(np.fromfile(f"{f}.index", dtype=np.uint64).astype(np.int64) + offset)
-        tokens.append(t)
-        offset += len(t)
-    return np.concatenate(tokens), np.concatenate(ends)
-
-
 def doc_multiset(tokens: np.ndarray, ends: np.ndarray) -> list[bytes]:
     starts = np.concatenate([[0], ends[:-1]])
     return sorted(hashlib.blake2b(tokens[s:e].tobytes(), digest_size=12).digest()

@@ -12,6 +12,9 @@ Timed, each a fresh process (``_procstat.run_measured``: wall and CPU seconds, p
   ``text`` column as Python strings, checked for nulls and type), against ``JsonlSource.chunks()`` over the
   JSONL and pyarrow's floor (``read_row_group(...).column("text").to_pylist()`` with nothing checked). MB/s
   are of the documents' UTF-8 text, per CPU second (= per core).
+* datatrove (``--datatrove``; its venv, ``bash scripts/setup_peers.sh datatrove``): ``ParquetReader ->
+  DocumentTokenizer`` on the same Parquet files and tokenizer, documents unshuffled, with 1 and 2 tasks (2 workers):
+  wall and CPU seconds, peak RSS, and whether its token stream equals ours and changes with its task count.
 * prepare: ``tokenmill prepare --input FILES --output-prefix ... --json-keys text --tokenizer-type
   HuggingFaceTokenizer --tokenizer-model tokenizer.json --append-eod --workers 2`` on the Parquet files and on
   the JSONL files, order alternated each round; the two ``.bin``/``.idx`` are compared byte for byte.
@@ -33,12 +36,18 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _datatrove_out import load_stream  # noqa: E402
+from _peer import how_to_get, peer_python  # noqa: E402
 from _procstat import run_measured  # noqa: E402
 from bench_lm_prepare import same_bytes, tokenizer_model  # noqa: E402
 from tok_corpus import DATA, jsonl_corpus  # noqa: E402
+
+from tokenmill.store import IndexedDataset  # noqa: E402
 
 READ = r"""
 import json, sys, time
@@ -116,6 +125,39 @@ def prepare_side(pattern: str, out: Path, tok: Path, workers: int) -> dict:
             "process_rss_mb": round(m.process_peak_mb or 0, 1)}
 
 
+def datatrove_side(files: list[Path], tok: Path, ours: Path, work: Path) -> dict:
+    """datatrove's ParquetReader -> DocumentTokenizer with 1 and 2 tasks: time, RSS and its token stream compared
+    with ours (``ours``: the Parquet run's store) and with itself across task counts."""
+    python = peer_python("datatrove")
+    if python is None:
+        print(f"datatrove peer missing ({how_to_get('datatrove')}); skipped")
+        return {}
+    store = IndexedDataset(ours)
+    ours_tokens, ours_ends = np.asarray(store.tokens), np.cumsum(store.sizes.astype(np.int64))
+    dtype = np.dtype(np.uint16) if store.dtype == np.uint16 else np.dtype(np.uint32)
+    rows, streams = {}, {}
+    for tasks in (1, 2):
+        out = work / f"datatrove-{tasks}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [python, str(HERE / "datatrove_tokenize.py"), "--reader", "parquet", "--input-dir", str(files[0].parent),
+               "--glob", "*.parquet", "--tokenizer-model", str(tok), "--output", str(out), "--tasks", str(tasks),
+               "--workers", "2"]
+        m = run_measured(cmd, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        tokens, ends = streams[tasks] = load_stream(sorted(out.glob("*.ds")), dtype)
+        rows[f"x{tasks}"] = row = {
+            "seconds": round(m.seconds, 2), "cpu_s": round(m.cpu_s or 0, 2), "tree_rss_mb": round(m.tree_peak_mb, 1),
+            "process_rss_mb": round(m.process_peak_mb or 0, 1),
+            "same_stream_as_ours": bool(np.array_equal(tokens, ours_tokens) and np.array_equal(ends, ours_ends)),
+            "tokens": len(tokens)}
+        print(f"datatrove x{tasks}  {row['seconds']:7.1f} s (cpu {row['cpu_s']} s, largest process "
+              f"{row['process_rss_mb']} MB), {row['tokens']:,} tokens, same as ours: {row['same_stream_as_ours']}")
+        shutil.rmtree(out)
+    rows["x2"]["same_stream_as_x1"] = bool(np.array_equal(streams[1][0], streams[2][0])
+                                           and np.array_equal(streams[1][1], streams[2][1]))
+    print(f"datatrove: same stream with 2 tasks as with 1: {rows['x2']['same_stream_as_x1']}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=60, help="corpus size in MB of JSONL")
@@ -125,6 +167,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-prepare", action="store_true", help="the read step only")
+    parser.add_argument("--datatrove", action="store_true", help="also datatrove's ParquetReader -> DocumentTokenizer")
     parser.add_argument("--quick", action="store_true", help="10 MB, one round")
     parser.add_argument("--json", help="write all figures here")
     args = parser.parse_args()
@@ -162,6 +205,8 @@ def main() -> None:
         med = {side: statistics.median(r["seconds"] for r in rows) for side, rows in results["prepare"].items()}
         print(f"prepare, median wall: Parquet {med['parquet']:.1f} s, JSONL {med['jsonl']:.1f} s "
               f"(Parquet / JSONL = {med['parquet'] / med['jsonl']:.2f})")
+        if args.datatrove:
+            results["datatrove"] = datatrove_side(parquet, tok, work / "parquet" / "corpus_text_document", work)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

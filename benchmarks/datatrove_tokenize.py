@@ -1,5 +1,6 @@
-"""datatrove's tokenization step, for bench_lm_prepare.py and bench_distributed.py (runs in the datatrove
-interpreter): ``JsonlReader`` -> ``DocumentTokenizer`` under a ``LocalPipelineExecutor`` with ``--tasks``
+"""datatrove's tokenization step, for bench_lm_prepare.py, bench_distributed.py and bench_parquet.py (runs in the
+datatrove interpreter): ``JsonlReader`` (``ParquetReader`` with ``--reader parquet``) -> ``DocumentTokenizer``
+under a ``LocalPipelineExecutor`` with ``--tasks``
 tasks (default: one per input file), ``--workers`` of them at a time; the EOD token is appended by the
 tokenizer's post-processor (``eos_token``). datatrove gives task k the files k, k + tasks, k + 2 tasks, ...
 of the sorted input list; task k writes ``{k:05d}_{shuffled|unshuffled}.ds`` (tokens) and ``.ds.index``
@@ -17,13 +18,16 @@ import time
 from pathlib import Path
 
 from datatrove.executor import LocalPipelineExecutor
-from datatrove.pipeline.readers import JsonlReader
+from datatrove.pipeline.readers import JsonlReader, ParquetReader
 from datatrove.pipeline.tokens import DocumentTokenizer
+
+READERS = {"jsonl": JsonlReader, "parquet": ParquetReader}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input-dir", required=True)
+    parser.add_argument("--reader", choices=("jsonl", "parquet"), default="jsonl")
     parser.add_argument("--glob", default="*.jsonl")
     parser.add_argument("--tokenizer-model", required=True)
     parser.add_argument("--output", required=True)
@@ -37,7 +41,7 @@ def main() -> None:
     tasks = args.tasks or len(sorted(Path(args.input_dir).glob(args.glob)))
     executor = LocalPipelineExecutor(
         pipeline=[
-            JsonlReader(args.input_dir, glob_pattern=args.glob, text_key="text"),
+            READERS[args.reader](args.input_dir, glob_pattern=args.glob, text_key="text"),
             DocumentTokenizer(
                 output_folder=args.output,
                 tokenizer_name_or_path=args.tokenizer_model,
