@@ -185,3 +185,17 @@ def test_training_reads_the_language_token_format_prepare_recorded(raw, tmp_path
     assert set(batch["target"][:, 0].tolist()) == {shared.index("<deu_Latn>")}
     with pytest.raises(ConfigError, match=r"direction '\.\./x-y'"):
         build_config(settings(raw, tmp_path, ["../x-y"]))
+
+
+def test_piece_filters_apply_to_every_direction(raw, tmp_path):
+    directions = ["eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl"]
+    summary = prepare(build_config(settings(raw, tmp_path, directions, filters={"max_tokens": 12})), progress=False)
+    out = summary.destdir
+    for name in directions:
+        pieces = summary.directions[name].splits["train"]["clean"]["pieces"]
+        assert pieces["dropped_tokens"] > 0 and pieces["kept"] > 0, pieces
+        for lang in name.split("-"):
+            shards = [IndexedDataset(out / f"shard{k:03d}" / f"train.{name}.{lang}") for k in range(2)]
+            assert max(int(shard.sizes.max()) for shard in shards) <= 12 + 1, "pieces + </s> within the limit"
+            half = -(-pieces["kept"] // 2)
+            assert [len(shard) for shard in shards] == [half, pieces["kept"] - half], "the kept pairs, evenly"

@@ -38,10 +38,9 @@ from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.run.context import RunContext, SharedVocab
 from tokenmill.prepare.run.runner import check_destination_folder, exclusive, warn_no_validation
 from tokenmill.prepare.run.summary import PrepareSummary
-from tokenmill.prepare.stages import Stage, clean_stages
+from tokenmill.prepare.stages import Stage, clean_stages, encode_stages
 from tokenmill.prepare.stages.base import Outputs
 from tokenmill.prepare.stages.binarize import BinarizeStage
-from tokenmill.prepare.stages.encode import EncodeStage
 from tokenmill.prepare.stages.publish import copy_into_shards, publish_run, write_log
 from tokenmill.prepare.stages.tokenizer import trained_sentencepiece, warn_small_vocabulary
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
@@ -289,7 +288,8 @@ def run_multilingual(config: PrepareConfig, *, force: bool = False, progress: bo
 
 
 def encode_direction(directions: Directions, name: str, dictionary: Dictionary) -> None:
-    """A direction's encode and binarize stages, train cut into ``num_shards`` shards of equal pair count."""
+    """A direction's encode stages (with piece filters, ``pieces.{split}`` too) and binarize stages, train cut
+    into ``num_shards`` shards of equal pair count (counted after the piece filters)."""
     direction = directions.contexts[name]
     kept = directions.kept_train_pairs(name)
     if kept == 0:
@@ -297,11 +297,16 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
             f"direction {name}: no training pairs left after cleaning "
             f"({', '.join(direction.config.trainpref)}); check its files and the filters"
         )
-    direction.config = replace(direction.config, shard_size=math.ceil(kept / directions.ctx.config.num_shards))
     splits, langs = list(direction.config.split_prefixes()), direction.config.langs
     direction.dictionaries = dict.fromkeys(langs, dictionary)
-    for stage in [*(EncodeStage(s, lang) for s in splits for lang in langs),
-                  *(BinarizeStage(s, lang) for s in splits for lang in langs)]:
+    for stage in encode_stages(direction.config):
+        stage.execute(direction)
+    kept = direction.summary.splits["train"].get("clean", {}).get("pieces", {}).get("kept", kept)
+    if kept == 0:
+        raise TokenmillError(f"direction {name}: the piece filters (--filter-max-tokens, --filter-min-tokens, "
+                             "--filter-max-ratio) dropped every training pair; loosen them")
+    direction.config = replace(direction.config, shard_size=math.ceil(kept / directions.ctx.config.num_shards))
+    for stage in [BinarizeStage(s, lang) for s in splits for lang in langs]:
         stage.execute(direction)
 
 
