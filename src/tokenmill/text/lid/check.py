@@ -33,7 +33,8 @@ class LanguageCheck:
         self._accepted: list[frozenset[str]] = []
         for code in wanted:
             request = None if code is None else parse_language(code, "expected language")
-            accepted = frozenset() if request is None else accepted_labels(languages, request.language)
+            accepted = frozenset() if request is None else accepted_labels(languages, request.language,
+                                                                   self.backend.coarse_macrolanguages)
             if request is not None and not accepted:
                 raise ConfigError(f"filter settings: language-ID ({backend}) does not know {code!r}; its "
                                   f"languages: {', '.join(sorted(set(languages.values())))}")

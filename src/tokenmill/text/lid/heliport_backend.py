@@ -47,6 +47,7 @@ def _identifier() -> Any:
 class HeliportBackend:
     """heliport over whole chunks (see the module's docstring)."""
 
+    coarse_macrolanguages = True
     name = "heliport"
 
     def __init__(self, candidates: Sequence[str] | None = None) -> None:

@@ -1,12 +1,13 @@
 """Language labels as users write them: ISO 639-1 (``en``), ISO 639-3 (``eng``) or NLLB's ``eng_Latn``.
 
 Every label is brought to ISO 639-3 through :mod:`tokenmill.text.lid.table` (generated from SIL's published
-tables). A backend label counts as the wanted language when it is that language, or, where the backend has no
-label of exactly that language, when one is the macrolanguage of the other: ``zh``/``zho`` (Chinese) matches
+tables). A backend label counts as the wanted language when it is that language (or its macrolanguage, for a
+backend that gives that label when undecided), or, where the backend has no label of exactly that language,
+when one is the macrolanguage of the other: ``zh``/``zho`` (Chinese) matches
 heliport's ``cmn`` (Mandarin, a member of ``zho``), NLLB's ``arb_Arab`` (Standard Arabic) matches heliport's
-``ara``, ``no`` matches both ``nob`` and ``nno``, and ``nob`` does not match ``nno``. The script part of an NLLB label (ISO 15924) is checked against the
-text's letters (the backends name languages, not scripts); :func:`script_spec` turns it into the Unicode
-scripts :func:`tokenmill.text.charclass.script_fraction` counts.
+``ara``, ``no`` matches both ``nob`` and ``nno``, and ``nob`` does not match ``nno``. The script part of an
+NLLB label (ISO 15924) is checked against the text's letters (the backends name languages, not scripts):
+:func:`script_spec` turns it into the Unicode scripts :func:`tokenmill.text.charclass.script_fraction` counts.
 """
 
 from __future__ import annotations
@@ -73,12 +74,18 @@ def same_language(wanted: str, found: str) -> bool:
     return wanted == found or macro.get(wanted) == found or macro.get(found) == wanted
 
 
-def accepted_labels(languages: Mapping[str, str], wanted: str) -> frozenset[str]:
+def accepted_labels(languages: Mapping[str, str], wanted: str, coarse_macrolanguages: bool = False) -> frozenset[str]:
     """The labels of a backend (``languages``: label -> its ISO 639-3 code) that count as ``wanted`` (ISO
-    639-3): those of exactly that language when the backend has it (so a backend that tells ``ind`` from
-    ``msa`` keeps them apart), else those :func:`same_language` relates to it (``zho`` -> ``cmn``)."""
-    exact = frozenset(label for label, lang in languages.items() if lang == wanted and lang not in NO_LANGUAGE)
-    return exact or frozenset(label for label, lang in languages.items() if same_language(wanted, lang))
+    639-3). Where the backend has a label of exactly that language: that label, and, for a backend whose
+    macrolanguage labels mean "one of its members, undecided" (``coarse_macrolanguages``: heliport's ``hbs``
+    for Croatian it cannot tell from Serbian), the label of its macrolanguage too; a backend that tells
+    ``ind`` from ``msa`` otherwise keeps them apart. Else the labels :func:`same_language` relates to it
+    (``zho`` -> ``cmn``, ``nor`` -> ``nob`` and ``nno``)."""
+    exact = {label for label, lang in languages.items() if lang == wanted and lang not in NO_LANGUAGE}
+    macro = macrolanguage(wanted)
+    if exact and coarse_macrolanguages and macro is not None:
+        exact |= {label for label, lang in languages.items() if lang == macro}
+    return frozenset(exact) or frozenset(label for label, lang in languages.items() if same_language(wanted, lang))
 
 
 def script_spec(script: str) -> str:

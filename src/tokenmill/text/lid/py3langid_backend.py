@@ -22,6 +22,7 @@ from tokenmill.text.lid.registry import register
 class Py3langidBackend:
     """py3langid's model over whole chunks; ``candidates`` in any label form restrict its labels."""
 
+    coarse_macrolanguages = False
     name = "py3langid"
 
     def __init__(self, candidates: Sequence[str] | None = None) -> None:

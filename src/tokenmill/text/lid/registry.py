@@ -23,6 +23,9 @@ class LidBackend(Protocol):
     """What every language-ID backend offers."""
 
     name: str
+    coarse_macrolanguages: bool
+    """True when its macrolanguage labels mean "one of the members, undecided" (heliport's ``hbs``, ``msa``):
+    they then count for a wanted member too (:func:`~tokenmill.text.lid.labels.accepted_labels`)."""
 
     @property
     def labels(self) -> tuple[str, ...]:
