@@ -2,7 +2,8 @@
 
 The ``langid`` filter step counts every label it sees as ``lid_src_<label>`` / ``lid_tgt_<label>`` in the
 split's ``filter`` counters (:mod:`tokenmill.text.filters.pairs`), over the lines that reached it (what the
-earlier steps kept). :func:`language_mix` reads them back; :func:`mix_html` shows the top labels per side.
+earlier steps kept). :func:`language_mix` reads them back (in the order :func:`tokenmill.text.lid.language_mix`
+gives); :func:`mix_html` shows the top labels per side.
 """
 
 from __future__ import annotations
@@ -10,27 +11,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tokenmill.text.lid import language_mix as counted_mix
+from tokenmill.text.lid import mix_counter
+
 TOP = 10
 """Labels shown per side; the rest are summed into one row."""
 SIDES = {"src": "source", "tgt": "target"}
+"""How each side is named on the page."""
 
 
 def language_mix(clean: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Per side (``src``, ``tgt``) that language ID looked at: ``{"label", "lines", "counter"}`` rows, most
     lines first (ties by label), the top :data:`TOP` then ``other`` (counter None) when there are more."""
-    counters = clean.get("filter") or {}
     mix: dict[str, list[dict[str, Any]]] = {}
-    for side in SIDES:
-        prefix = f"lid_{side}_"
-        rows = sorted(({"label": key.removeprefix(prefix), "lines": int(value), "counter": key}
-                       for key, value in counters.items() if key.startswith(prefix)),
-                      key=lambda row: (-row["lines"], row["label"]))
+    for side, counted in counted_mix(clean.get("filter") or {}).items():
+        rows = [{"label": label, "lines": n, "counter": mix_counter(side, label)} for label, n in counted]
         if len(rows) > TOP:
             rest = rows[TOP:]
             rows = [*rows[:TOP], {"label": f"other ({len(rest)} labels)", "lines": sum(r["lines"] for r in rest),
                                   "counter": None}]
-        if rows:
-            mix[side] = rows
+        mix[side] = rows
     return mix
 
 

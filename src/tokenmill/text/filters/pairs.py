@@ -41,7 +41,7 @@ from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
 from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
-from tokenmill.text.lid import DEFAULT_BACKEND, LanguageCheck, label_counts
+from tokenmill.text.lid import DEFAULT_BACKEND, LanguageCheck, label_counts, mix_counter
 from tokenmill.text.stats import StepStats
 
 BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
@@ -372,7 +372,7 @@ class PairFilter:
             bad[idx] |= wrong
             if stats is not None:
                 for label, count in label_counts(labels):
-                    stats.add(f"lid_{name}_{label}", count)
+                    stats.add(mix_counter(name, label), count)
         return bad
 
 

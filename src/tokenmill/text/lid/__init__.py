@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from tokenmill.text.lid import heliport_backend, py3langid_backend  # noqa: F401  (they register themselves)
-from tokenmill.text.lid.check import LanguageCheck, label_counts
+from tokenmill.text.lid.check import LanguageCheck, is_mix_counter, label_counts, language_mix, mix_counter
 from tokenmill.text.lid.labels import WantedLanguage, accepted_labels, parse_language, same_language
 from tokenmill.text.lid.registry import BACKENDS, DEFAULT_BACKEND, LidBackend, make_backend, register
 
@@ -21,8 +21,11 @@ __all__ = [
     "LidBackend",
     "WantedLanguage",
     "accepted_labels",
+    "is_mix_counter",
     "label_counts",
+    "language_mix",
     "make_backend",
+    "mix_counter",
     "parse_language",
     "register",
     "same_language",

@@ -10,7 +10,7 @@ the report shows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -60,6 +60,31 @@ class LanguageCheck:
         return bad, labels
 
 
+MIX_SIDES = ("src", "tgt")
+
+
+def mix_counter(side: str, label: str) -> str:
+    """The counter of the lines of ``side`` (``src``/``tgt``) language ID labelled ``label``."""
+    return f"lid_{side}_{label}"
+
+
+def language_mix(counters: Mapping[str, int]) -> dict[str, list[tuple[str, int]]]:
+    """Per side with language-mix counters among ``counters`` (a split's ``filter`` counts): (label, lines),
+    most lines first, ties by label: one order whatever order the counters were first touched in."""
+    mix: dict[str, list[tuple[str, int]]] = {}
+    for side in MIX_SIDES:
+        prefix = mix_counter(side, "")
+        rows = [(key.removeprefix(prefix), int(n)) for key, n in counters.items() if key.startswith(prefix)]
+        if rows:
+            mix[side] = sorted(rows, key=lambda row: (-row[1], row[0]))
+    return mix
+
+
+def is_mix_counter(name: str) -> bool:
+    """True for a language-mix counter (:func:`mix_counter`)."""
+    return name.startswith(tuple(mix_counter(side, "") for side in MIX_SIDES))
+
+
 def label_counts(labels: np.ndarray) -> list[tuple[str, int]]:
     """(label, lines) in the order each label first occurs: summed chunk by chunk in input order, the
     counters come out in the same order for any chunking."""
@@ -70,4 +95,4 @@ def label_counts(labels: np.ndarray) -> list[tuple[str, int]]:
     return [(str(names[i]), int(counts[i])) for i in order]
 
 
-__all__ = ["LanguageCheck", "label_counts"]
+__all__ = ["MIX_SIDES", "LanguageCheck", "is_mix_counter", "label_counts", "language_mix", "mix_counter"]
