@@ -41,7 +41,7 @@ from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
 from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
-from tokenmill.text.lid import DEFAULT_BACKEND, LanguageCheck, label_counts, mix_counter
+from tokenmill.text.lid import DEFAULT_BACKEND, LanguageCheck, label_counts, mix_counter, parse_language
 from tokenmill.text.stats import StepStats
 
 BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
@@ -172,6 +172,9 @@ class FilterConfig:
             raise bad(f"max_chars={self.max_chars} is below min_chars={self.min_chars}")
         if self.max_tokens is not None and self.max_tokens < self.min_tokens:
             raise bad(f"max_tokens={self.max_tokens} is below min_tokens={self.min_tokens}")
+        for name in ("src_lang", "tgt_lang"):  # the form, now; whether the backend knows it, when it loads
+            if getattr(self, name) is not None:
+                parse_language(getattr(self, name), f"filter settings: {name}")
         if self.langid_candidates is not None:
             for lang in (self.src_lang, self.tgt_lang):
                 if lang is not None and lang not in self.langid_candidates:
