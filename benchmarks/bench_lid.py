@@ -1,11 +1,13 @@
 """Language ID: lines/s on one core for heliport and py3langid on the same lines, and their accuracy.
 
-The lines are the UDHR sentences gflanguages ships (tests/text/lid/udhr.py: one script per language, lines
-of 20+ characters), cycled to ``--lines``. Each backend runs as the ``langid`` filter step runs it: one call
-per chunk of ``--chunk`` lines (:mod:`tokenmill.text.lid`). py3langid's own per-line ``classify`` is timed
-on the first ``--peer-lines`` lines as the peer of our vectorized py3langid backend. Accuracy: the mean over
-languages of the share of a language's lines given an accepted label, over the languages each backend knows
-and over those both know. BLAS and OpenMP are held to one thread (a per-core figure).
+Two sets of lines, each cycled to ``--lines``: the UDHR sentences gflanguages ships (tests/text/lid/udhr.py:
+one script per language, lines of 20+ characters, 134 characters on average) and the short sentences of
+examples/sample (train.en and train.zh, 36 characters on average). Each backend runs as the ``langid``
+filter step runs it: one call per chunk of ``--chunk`` lines (:mod:`tokenmill.text.lid`). py3langid's own
+per-line ``classify`` is timed on the first ``--peer-lines`` lines, as the peer of our vectorized py3langid
+backend. Accuracy: the mean over languages of the share of a language's UDHR lines given an accepted label,
+over the languages each backend knows and over those both know. BLAS and OpenMP are held to one thread, and
+the speed is lines per CPU second of this process (the per-core figure on a shared machine).
 
     python benchmarks/bench_lid.py --lines 60000
 """
@@ -56,28 +58,33 @@ def main() -> None:
 
     samples = udhr_samples()
     sample = [line for s in samples for line in s.lines]
-    lines = list(islice(cycle(sample), args.lines))
-    chars = np.mean([len(line) for line in lines])
-    print(f"{len(samples)} languages, {len(sample)} distinct UDHR lines, {len(lines)} timed ({chars:.0f} chars/line)")
+    short = [line for lang in ("en", "zh") for line in
+             (REPO / "examples" / "sample" / f"train.{lang}").read_text(encoding="utf-8").splitlines()]
+    workloads = {"UDHR": list(islice(cycle(sample), args.lines)), "sample": list(islice(cycle(short), args.lines))}
+    for what, lines in workloads.items():
+        chars = np.mean([len(line) for line in lines])
+        print(f"{what}: {len(lines)} lines timed, {chars:.0f} chars/line")
+    print(f"UDHR: {len(samples)} languages, {len(sample)} distinct lines; sample: examples/sample/train.en + .zh")
     rows, scores = [], {}
     for name in ("heliport", "py3langid"):
         started = time.process_time()
         backend = make_backend(name)
         backend.identify(sample[:10])
         load = time.process_time() - started
-        speed = timed(backend.identify, lines, args.chunk, args.reps)
+        speeds = [timed(backend.identify, lines, args.chunk, args.reps) for lines in workloads.values()]
         scores[name] = accuracy(backend, samples)
-        rows.append((f"tokenmill `{name}` backend", speed, load))
+        rows.append((f"tokenmill `{name}` backend", speeds, load))
     import py3langid  # the peer of our vectorized py3langid backend: its own per-line classify
 
     py3langid.classify("warm up")
-    peer = lines[: args.peer_lines]
-    rows.append(("py3langid's own `classify`, per line", timed(lambda c: [py3langid.classify(x) for x in c], peer,
-                                                               args.chunk, 1), float("nan")))
-    print("\n| backend | lines per CPU second (one core) | lines per wall second | model load, CPU s |")
-    print("|---|---|---|---|")
-    for what, (cpu, wall), load in rows:
-        print(f"| {what} | {cpu:,.0f} | {wall:,.0f} | {load:.2f} |")
+    per_line = [timed(lambda c: [py3langid.classify(x) for x in c], lines[: args.peer_lines], args.chunk, 1)
+                for lines in workloads.values()]
+    rows.append(("py3langid's own `classify`, per line", per_line, float("nan")))
+    print("\n| backend | UDHR lines per CPU s (one core) | sample lines per CPU s | the same per wall s | "
+          "model load, CPU s |")
+    print("|---|---|---|---|---|")
+    for what, ((udhr_cpu, udhr_wall), (short_cpu, short_wall)), load in rows:
+        print(f"| {what} | {udhr_cpu:,.0f} | {short_cpu:,.0f} | {udhr_wall:,.0f} / {short_wall:,.0f} | {load:.2f} |")
     both = sorted(set(scores["heliport"]) & set(scores["py3langid"]))
     print(f"\n| backend | languages known (of the sample) | mean accuracy | on the {len(both)} both know |")
     print("|---|---|---|---|")
