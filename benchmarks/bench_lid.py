@@ -2,7 +2,7 @@
 
 Two sets of lines, each cycled to ``--lines``: the UDHR sentences gflanguages ships (tests/text/lid/udhr.py:
 one script per language, lines of 20+ characters, 134 characters on average) and the short sentences of
-examples/sample (train.en and train.zh, 36 characters on average). Each backend runs as the ``langid``
+examples/sample (train.en and train.zh, 25 characters on average). Each backend runs as the ``langid``
 filter step runs it: one call per chunk of ``--chunk`` lines (:mod:`tokenmill.text.lid`). py3langid's own
 per-line ``classify`` is timed on the first ``--peer-lines`` lines, as the peer of our vectorized py3langid
 backend. Accuracy: the mean over languages of the share of a language's UDHR lines given an accepted label,
