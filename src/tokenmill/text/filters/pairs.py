@@ -41,7 +41,14 @@ from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
 from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
-from tokenmill.text.lid import DEFAULT_BACKEND, LanguageCheck, label_counts, mix_counter, parse_language
+from tokenmill.text.lid import (
+    DEFAULT_BACKEND,
+    LanguageCheck,
+    label_counts,
+    mix_counter,
+    parse_language,
+    same_language,
+)
 from tokenmill.text.stats import StepStats
 
 BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
@@ -176,8 +183,10 @@ class FilterConfig:
             if getattr(self, name) is not None:
                 parse_language(getattr(self, name), f"filter settings: {name}")
         if self.langid_candidates is not None:
+            among = [parse_language(code, "filter settings: langid_candidates entry").language
+                     for code in self.langid_candidates]
             for lang in (self.src_lang, self.tgt_lang):
-                if lang is not None and lang not in self.langid_candidates:
+                if lang is not None and not any(same_language(parse_language(lang).language, c) for c in among):
                     raise bad(f"expected language {lang!r} is not among langid_candidates")
 
 
