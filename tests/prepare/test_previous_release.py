@@ -101,3 +101,18 @@ def test_a_megatron_lm_folder_of_the_previous_release_is_up_to_date(previous_src
                 "tokenizer_type": "HuggingFaceTokenizer", "tokenizer_model": str(model), "append_eod": True,
                 "workers": 2}
     assert_up_to_date(previous_src, settings, tmp_path / "out")
+
+
+def test_a_language_filtered_folder_stays_up_to_date_with_py3langid_and_reruns_with_heliport(previous_src, tmp_path):
+    """py3langid was the previous release's only backend: naming it keeps that folder up to date; the default
+    (heliport) identifies differently, so the clean stage runs again."""
+    pytest.importorskip("heliport")
+    corpus = write_corpus(tmp_path / "corpus", pairs=600)
+    destdir = tmp_path / "bin"
+    settings = settings_for(corpus, destdir, filters={"max_tokens": 80, "src_lang": "en", "tgt_lang": "zh"})
+    with_py3langid = {**settings, "filters": {**settings["filters"], "lid_backend": "py3langid"}}
+    prepare_previously(previous_src, settings)
+    summary = tokenmill.prepare(with_py3langid, progress=False)
+    assert summary.ran == []
+    summary = tokenmill.prepare(settings, progress=False)
+    assert "clean.train" in summary.ran

@@ -61,7 +61,7 @@ def test_featureless_line_is_undetermined() -> None:
 def test_language_filter_per_side() -> None:
     src = [SENTENCES[0], SENTENCES[1], SENTENCES[0]]
     tgt = [SENTENCES[5], SENTENCES[5], SENTENCES[2]]
-    result = PairFilter(FilterConfig(src_lang="en", tgt_lang="zh"))(src, tgt)
+    result = PairFilter(FilterConfig(src_lang="en", tgt_lang="zh", lid_backend="py3langid"))(src, tgt)
     assert result.keep.tolist() == [True, False, False]
     assert result.counts["langid"] == 2
 

@@ -711,9 +711,10 @@ NESTED_HELP: dict[str, dict[str, str]] = {
         "src_script": 'Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana".',
         "tgt_script": "Same for the target.",
         "min_script_fraction": "Share of letters that must be in the expected script.",
-        "src_lang": 'Expected language of the source (py3langid code, e.g. "en").',
+        "src_lang": 'Expected language of the source: ISO 639-1 ("en"), ISO 639-3 ("eng") or NLLB\'s "eng_Latn" (the '
+                    'script checked against the letters); see --filter-lid-backend.',
         "tgt_lang": "Expected language of the target.",
-        "langid_candidates": "Restrict language-ID to these labels; default: all.",
+        "langid_candidates": "Restrict language-ID to these languages (py3langid backend only); default: all.",
     },
 }
 """``--help`` of the nested settings' flags (``--nfkc``, ``--filter-min-tokens``), by group and field: their

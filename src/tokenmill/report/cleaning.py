@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tokenmill.report.language_mix import language_mix
 from tokenmill.store.layout import dropped_path
 from tokenmill.text.filters import FILTER_STEPS, RULES
 
@@ -142,6 +143,7 @@ def cleaning(root: Path, summary: dict[str, Any], split: str, direction: str | N
     out = funnel(clean)
     out["samples"] = read_dropped(root, split, direction)
     out["samples_path"] = str(dropped_path(root, split, direction))
+    out["language_mix"] = language_mix(clean)
     return out
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from tokenmill.report import plots
 from tokenmill.report.cleaning import REASON_LABELS
 from tokenmill.report.drawing import collecting, draw_all, draw_while, fill, later
+from tokenmill.report.language_mix import mix_html
 
 _CSS = """
 :root { --fg:#1d2430; --muted:#5b6575; --line:#dde2ea; --bg:#f4f6f9; --card:#fff; --accent:#2f6db5;
@@ -362,6 +363,7 @@ def _cleaning(report: dict[str, Any], max_plots: int, n: int) -> str:
         title = _title(part)
         out.append(f"<h3>{esc(title)}</h3>")
         out.append(_funnel_line(info, base, part))
+        out.append(mix_html(info.get("language_mix"), base, table=table, num=num, esc=esc))
         if not any(s["dropped"] for s in info["steps"]):
             out.append('<p class="muted">No step dropped anything.</p>')
             continue

@@ -15,7 +15,8 @@ Modules: :mod:`~tokenmill.text.sources` (the input formats, one module each, and
 :mod:`~tokenmill.text.io` (compression, opening), :mod:`~tokenmill.text.lines` (line index, byte ranges,
 decoding), :mod:`~tokenmill.text.chunks` (what a source yields),
 :mod:`~tokenmill.text.normalize`, :mod:`~tokenmill.text.cleaner`, :mod:`~tokenmill.text.filters`,
-:mod:`~tokenmill.text.dedup`, :mod:`~tokenmill.text.langid`, :mod:`~tokenmill.text.charclass`,
+:mod:`~tokenmill.text.dedup`, :mod:`~tokenmill.text.lid` (language-ID backends and labels),
+:mod:`~tokenmill.text.langid` (py3langid's model, vectorized), :mod:`~tokenmill.text.charclass`,
 :mod:`~tokenmill.text.stats`.
 """
 

@@ -101,11 +101,17 @@ class LanguageIdentifier:
 
     def classify(self, lines: Sequence[str]) -> np.ndarray:
         """Label per line (object array of str); ``"und"`` where the line has no n-gram feature."""
+        return self.classify_with_confidence(lines)[0]
+
+    def classify_with_confidence(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, confidences): the label of :meth:`classify` and its probability among the candidates
+        (py3langid's ``norm_probs``; float32, 0 for ``"und"``)."""
         n = len(lines)
         if n == 0:
-            return np.empty(0, dtype=object)
-        rows, feats = self._features(lines)
+            return np.empty(0, dtype=object), np.empty(0, dtype=np.float32)
+        rows, feats, nbytes = self._features(lines)
         best = np.full(n, len(self._labels) - 1, dtype=np.int64)  # "und" unless scored below
+        confidence = np.zeros(n, dtype=np.float32)
         if len(rows):
             n_feats = self._ptc.shape[0]
             key, counts = np.unique(rows * n_feats + feats, return_counts=True)
@@ -116,10 +122,10 @@ class LanguageIdentifier:
                 matrix = sparse.csr_matrix((weights, (rows, feats)), shape=(n, n_feats))
                 scored = np.flatnonzero(np.bincount(rows, minlength=n))
                 scores = np.asarray(matrix[scored] @ self._ptc32()) + self._pc
-                best[scored] = self._decide(scores)
+                best[scored], confidence[scored] = self._decide(scores, nbytes[scored])
             else:
-                self._score_numpy(rows, feats, weights, best)
-        return self._labels[best]
+                self._score_numpy(rows, feats, weights, nbytes, best, confidence)
+        return self._labels[best], confidence
 
     def _ptc32(self) -> np.ndarray:
         """The model as float32 (made once per identifier: ~57 MB for all languages)."""
@@ -127,7 +133,8 @@ class LanguageIdentifier:
             self._ptc32_cache = self._ptc.astype(np.float32)
         return self._ptc32_cache
 
-    def _score_numpy(self, rows: np.ndarray, feats: np.ndarray, weights: np.ndarray, best: np.ndarray) -> None:
+    def _score_numpy(self, rows: np.ndarray, feats: np.ndarray, weights: np.ndarray, nbytes: np.ndarray,
+                     best: np.ndarray, confidence: np.ndarray) -> None:
         """Without scipy: per-pair products summed per line with ``np.add.reduceat``, in blocks."""
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
         bounds = np.r_[starts, len(rows)]
@@ -138,20 +145,30 @@ class LanguageIdentifier:
             part = self._ptc[feats[lo:hi]] * weights[lo:hi, None]  # float16 * float32 -> float32
             scores = np.add.reduceat(part, seg[:-1] - lo, axis=0)
             scores += self._pc
-            best[rows[seg[:-1]]] = self._decide(scores)
+            lines = rows[seg[:-1]]
+            best[lines], confidence[lines] = self._decide(scores, nbytes[lines])
 
-    def _decide(self, scores: np.ndarray) -> np.ndarray:
-        """Argmax column per row after folding duplicate-label columns onto their first column."""
+    def _decide(self, scores: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the argmax column after folding duplicate-label columns onto their first column (the best
+        of them), and that label's probability as py3langid's ``norm_probs`` gives it (softmax of the scores
+        over sqrt(UTF-8 bytes), duplicate-label columns summed)."""
+        scaled = scores / np.sqrt(np.maximum(nbytes, 1)).astype(np.float32)[:, None]
+        probs = np.exp(scaled - scaled.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
         for first, dupe in self._aliases:
             np.maximum(scores[:, first], scores[:, dupe], out=scores[:, first])
-            scores[:, dupe] = np.finfo(np.float32).min
-        return scores.argmax(axis=1)
+            scores[:, dupe] = -np.inf
+            probs[:, first] += probs[:, dupe]
+        best = scores.argmax(axis=1)
+        return best, np.take_along_axis(probs, best[:, None], axis=1)[:, 0].astype(np.float32)
 
-    def _features(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(line index, feature id) for every feature the byte automaton emits on every line."""
+    def _features(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(line index, feature id) for every feature the byte automaton emits on every line, and the UTF-8
+        bytes of each line as the model reads it."""
         model = self._model
         encoded = list(map(str.encode, _prepare(lines), repeat("utf-8"), repeat("surrogatepass")))
         lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        nbytes = lengths.copy()
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
@@ -172,8 +189,8 @@ class LanguageIdentifier:
                 rows.append(order[hit])
                 feats.append(out[hit])
         if not rows:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        return np.concatenate(rows), np.concatenate(feats)
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), nbytes
+        return np.concatenate(rows), np.concatenate(feats), nbytes
 
 
 def _prepare(lines: Sequence[str]) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tokenmill.prepare.config import SPLITS
+from tokenmill.text.lid import is_mix_counter, language_mix
 
 log = logging.getLogger("tokenmill.prepare")
 
@@ -132,9 +133,13 @@ def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
     for step, counts in steps.items():
         shown = []
         for key, value in counts.items():
+            if is_mix_counter(key):  # the language mix: a line of its own below, in one order
+                continue
             share = (step not in ("read", "normalize") and key not in ("pairs", "lines")) or step == "kept"
             shown.append(f"{key} {value}" + (f" ({100.0 * value / base:.1f}%)" if share and base else ""))
         lines.append(f"{split} {step}: {', '.join(shown)}")
+        lines.extend(f"{split} language mix {side}: " + ", ".join(f"{label} {n}" for label, n in rows)
+                     for side, rows in language_mix(counts).items())
     return lines
 
 

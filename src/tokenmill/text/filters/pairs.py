@@ -17,7 +17,10 @@ there and not looked at by later ones, so the per-step counts add up to the pair
 8. the bitext rules that are switched on (see :mod:`tokenmill.text.filters.registry`: bicleaner-hardrules'
    model-free rules and OpusFilter's numeral, punctuation, HTML, repetition and common-substring filters),
    in :data:`~tokenmill.text.filters.registry.RULE_ORDER`, each counted under its own name.
-9. ``langid``     a side whose language (py3langid) is not ``src_lang``/``tgt_lang``.
+9. ``langid``     a side whose language is not ``src_lang``/``tgt_lang`` (``en``, ``eng`` or ``eng_Latn``), as
+                  ``lid_backend`` identifies it (:mod:`tokenmill.text.lid`: heliport by default, or
+                  py3langid), or whose confidence is under ``lid_threshold``; with ``stats``, the labels
+                  it saw are counted as ``lid_src_<label>``/``lid_tgt_<label>`` (the report's language mix).
 
 Monolingual chunks (``tgt=None``) run the one-sided steps on the source only. Every step works on
 whole chunks: lengths via ``map(len, ...)`` into numpy, masks combined with numpy; the character
@@ -38,7 +41,14 @@ from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
 from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
-from tokenmill.text.langid import LanguageIdentifier
+from tokenmill.text.lid import (
+    DEFAULT_BACKEND,
+    LanguageCheck,
+    label_counts,
+    mix_counter,
+    parse_language,
+    same_language,
+)
 from tokenmill.text.stats import StepStats
 
 BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
@@ -72,7 +82,7 @@ class FilterConfig:
     src_script: str | None = None  # Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana"
     tgt_script: str | None = None  # same for the target
     min_script_fraction: Annotated[float, _FRACTION] = 0.5  # share of letters that must be in the expected script
-    src_lang: str | None = None  # expected language of the source (py3langid code, e.g. "en")
+    src_lang: str | None = None  # expected language of the source: "en", "eng" or "eng_Latn"
     tgt_lang: str | None = None  # expected language of the target
     langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; default: all
     # The bitext rules (tokenmill.text.filters.registry): off unless given; --clean-preset bitext turns on a set.
@@ -128,20 +138,32 @@ class FilterConfig:
         "ISO 639-1 language of the source for the rules that treat some languages differently "
         "(CJK, ...); default: --source-lang")
     rule_tgt_lang: str | None = _rule("the same for the target; default: --target-lang")
+    lid_backend: Literal["heliport", "py3langid"] = _rule(
+        "language ID of --filter-src-lang/--filter-tgt-lang: heliport (220 languages; pip install "
+        "'tokenmill[langid]') or py3langid (97 languages; the backend before heliport)", DEFAULT_BACKEND)
+    lid_threshold: Annotated[float | None, Range(0)] = _rule(
+        "drop a side whose language-ID confidence is below this: heliport's score (0 to about 7; heliport "
+        "already labels a line und under its own per-language threshold) or py3langid's probability (0-1)")
 
     def __repr__(self) -> str:
         """The dataclass repr of the settings that existed before the bitext rules, then the rule settings
         that differ from their defaults: a run without rules keeps its stage keys (they hold this repr)."""
-        shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                 if f.name in _BEFORE_RULES or getattr(self, f.name) != f.default]
+        shown = [f"{name}={value!r}" for name, value in self.recorded().items()]
         return f"{type(self).__name__}({', '.join(shown)})"
 
     def recorded(self) -> dict[str, object]:
         """The settings as a manifest records them: those that existed before the bitext rules, then the rule
         settings that differ from their defaults (as :meth:`__repr__`), so a run without rules records what
         it recorded before the rules came."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name in _BEFORE_RULES or getattr(self, f.name) != f.default}
+        return {f.name: getattr(self, f.name) for f in fields(self) if self._recorded(f.name, f.default)}
+
+    def _recorded(self, name: str, default: object) -> bool:
+        """Whether setting ``name`` is recorded. ``lid_backend`` is when a language is checked with heliport:
+        py3langid was the only backend before, so the runs it made keep their stage keys, and a run of such
+        a setting with heliport (now the default) is a new run."""
+        if name == "lid_backend":
+            return (self.src_lang is not None or self.tgt_lang is not None) and self.lid_backend != "py3langid"
+        return name in _BEFORE_RULES or getattr(self, name) != default
 
     @property
     def rules(self) -> tuple[str, ...]:
@@ -157,9 +179,14 @@ class FilterConfig:
             raise bad(f"max_chars={self.max_chars} is below min_chars={self.min_chars}")
         if self.max_tokens is not None and self.max_tokens < self.min_tokens:
             raise bad(f"max_tokens={self.max_tokens} is below min_tokens={self.min_tokens}")
+        for name in ("src_lang", "tgt_lang"):  # the form, now; whether the backend knows it, when it loads
+            if getattr(self, name) is not None:
+                parse_language(getattr(self, name), f"filter settings: {name}")
         if self.langid_candidates is not None:
+            among = [parse_language(code, "filter settings: langid_candidates entry").language
+                     for code in self.langid_candidates]
             for lang in (self.src_lang, self.tgt_lang):
-                if lang is not None and lang not in self.langid_candidates:
+                if lang is not None and not any(same_language(parse_language(lang).language, c) for c in among):
                     raise bad(f"expected language {lang!r} is not among langid_candidates")
 
 
@@ -214,10 +241,9 @@ class PairFilter:
         self._langs = (base_lang(cfg.rule_src_lang), base_lang(cfg.rule_tgt_lang))
         self._langid = None
         if cfg.src_lang is not None or cfg.tgt_lang is not None:
-            self._langid = LanguageIdentifier(cfg.langid_candidates)
-            for lang in (cfg.src_lang, cfg.tgt_lang):
-                if lang is not None and lang not in self._langid.labels:
-                    raise ConfigError(f"filter settings: language-ID does not know {lang!r}")
+            self._langid = LanguageCheck(cfg.lid_backend, (cfg.src_lang, cfg.tgt_lang),
+                                         candidates=cfg.langid_candidates, threshold=cfg.lid_threshold,
+                                         min_script_fraction=cfg.min_script_fraction)
 
     @property
     def steps(self) -> tuple[str, ...]:
@@ -292,8 +318,10 @@ class PairFilter:
             elif step == "identical" and tgt is not None:
                 same = np.fromiter(map(str.__eq__, src, tgt), dtype=bool, count=n)
                 drop(step, same)
-            elif step in ("nonletter", "script", "langid"):
+            elif step in ("nonletter", "script"):
                 drop(step, self._costly(step, sides, keep))
+            elif step == "langid":
+                drop(step, self._language(sides, keep, stats))
             elif step in RULES and (tgt is not None or RULES[step].per_side):
                 drop(step, self._rule(step, sides, keep))
             else:
@@ -338,11 +366,25 @@ class PairFilter:
                 script = (cfg.src_script, cfg.tgt_script)[i]
                 if script is not None:
                     bad[idx] |= script_fraction(lines, script) < cfg.min_script_fraction
-            else:
-                lang = (cfg.src_lang, cfg.tgt_lang)[i]
-                if lang is not None:
-                    assert self._langid is not None
-                    bad[idx] |= self._langid.classify(lines) != lang
+        return bad
+
+    def _language(self, sides: list[Sequence[str]], keep: np.ndarray, stats: StepStats | None) -> np.ndarray:
+        """Bad mask of the ``langid`` step on the surviving pairs; the labels seen counted into ``stats``."""
+        assert self._langid is not None
+        idx = np.flatnonzero(keep)
+        bad = np.zeros(len(keep), dtype=bool)
+        if not len(idx):
+            return bad
+        survivors = keep.tolist()
+        for side, (lines, name) in enumerate(zip(sides, ("src", "tgt"), strict=False)):
+            if self._langid.wanted[side] is None:
+                continue
+            picked = list(compress(lines, survivors)) if len(idx) < len(keep) else list(lines)
+            wrong, labels = self._langid.mismatch(picked, side)
+            bad[idx] |= wrong
+            if stats is not None:
+                for label, count in label_counts(labels):
+                    stats.add(mix_counter(name, label), count)
         return bad
 
 
