@@ -59,4 +59,13 @@ class ChangesMix(Protocol):
         ...
 
 
-__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "NamesSettings"]
+@runtime_checkable
+class MixInData(Protocol):
+    """Its data are the mix (a Megatron blend): a state saved under another mix records other data."""
+
+    def data_fingerprint(self, mix: dict[str, Any]) -> str:
+        """The data fingerprint of a state saved under ``mix``."""
+        ...
+
+
+__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "MixInData", "NamesSettings"]
