@@ -68,4 +68,15 @@ class MixInData(Protocol):
         ...
 
 
-__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "MixInData", "NamesSettings"]
+@runtime_checkable
+class Scheduled(Protocol):
+    """Plans an epoch from the global step it begins at (a mix that follows a weights schedule)."""
+
+    def for_world(self, world_size: int) -> Any:
+        """The same planner for ``world_size`` ranks."""
+
+    def plan_scheduled(self, epoch: int, segments: Sequence[Sequence[Any]], base: int) -> Any:
+        """The plan of ``epoch`` begun at global step ``base``, after ``segments`` at other world sizes."""
+
+
+__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "MixInData", "NamesSettings", "Scheduled"]

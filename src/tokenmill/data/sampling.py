@@ -42,7 +42,7 @@ its slice labels (1-2 B/item) cached.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +50,7 @@ import numpy as np
 from tokenmill._core.rng import generator
 from tokenmill._core.temperature import temperature_probabilities as temperature_probabilities  # re-exported
 from tokenmill._core.temperature import temperature_ratios
+from tokenmill.data.mix_schedule import WeightsSchedule
 from tokenmill.data.sampling_checks import check_config, check_epoch, check_sizes, weight_ratios
 from tokenmill.data.sampling_counts import apportion as apportion  # re-exported
 from tokenmill.data.sampling_counts import default_virtual_size as default_virtual_size  # re-exported
@@ -90,10 +91,32 @@ class SamplingConfig:
     independent draws with replacement as fairseq does ("replacement")."""
     seed: int = 1
     """Seed of every random choice (with the epoch and a purpose)."""
+    weights_schedule: Sequence[Mapping[str, Any]] | None = None
+    """Weights as a function of the training step, ``[{"step": 0, "weights": {...}}, {"step": 1000,
+    "weights": {...}}]``: linear in between, the last point's after it (:mod:`tokenmill.data.mix_schedule`).
+    Replaces weights and temperature; the batch iterator changes the mix as the steps go on."""
+    schedule_every: int = 1000
+    """With ``weights_schedule``: steps between two re-draws of the mix (each one a mix segment)."""
+
+    @property
+    def schedule(self) -> WeightsSchedule | None:
+        """The checked weights schedule (None without one)."""
+        if self.weights_schedule is None:
+            return None
+        return WeightsSchedule.parse(list(self.weights_schedule), self.schedule_every)
+
+    def at_step(self, step: int) -> SamplingConfig:
+        """The fixed mix a weights schedule gives from training step ``step`` on (self without a schedule)."""
+        schedule = self.schedule
+        if schedule is None:
+            return self
+        return replace(self, weights=schedule.weights_at(step), weights_schedule=None, schedule_every=1000)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able settings (weights as a plain dict in their given order)."""
-        return {  # numbers as floats: temperature=5 and 5.0 are one setting, with one fingerprint
+        """JSON-able settings (weights as a plain dict in their given order; a schedule only when set)."""
+        schedule = self.schedule
+        extra = {} if schedule is None else {"weights_schedule": schedule.to_list(), "schedule_every": schedule.every}
+        return extra | {  # numbers as floats: temperature=5 and 5.0 are one setting, with one fingerprint
             "temperature": float(self.temperature),
             "weights": None if self.weights is None else {str(k): float(v) for k, v in self.weights.items()},
             "virtual_size": self.virtual_size,

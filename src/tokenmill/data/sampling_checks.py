@@ -35,6 +35,11 @@ def check_sizes(names: list[str], sizes: Sequence[int] | np.ndarray) -> np.ndarr
 
 
 def check_config(config: SamplingConfig) -> None:
+    if config.weights_schedule is not None:
+        raise ConfigError(
+            "a weights schedule is a mix that changes with the step: batch it with tokenmill.batches / "
+            "multilingual_batches (they plan it as a chain of mixes), or take one step's mix with config.at_step(step)"
+        )
     temperature = config.temperature
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
         raise ConfigError(

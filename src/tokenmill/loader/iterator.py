@@ -15,7 +15,15 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching import mixes
-from tokenmill.batching.abilities import ChangesMix, CountsSamples, Elastic, MadeForWorld, MixInData, NamesSettings
+from tokenmill.batching.abilities import (
+    ChangesMix,
+    CountsSamples,
+    Elastic,
+    MadeForWorld,
+    MixInData,
+    NamesSettings,
+    Scheduled,
+)
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_mix import gpt_planner
@@ -28,6 +36,7 @@ from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.loader import ledger
 from tokenmill.loader.state_shape import check_state_shape
+from tokenmill.loader.step_bases import StepBases
 
 STATE_FORMAT = "tokenmill.batches"
 STATE_VERSION = 1
@@ -123,14 +132,22 @@ class BatchIterator:
         self.segments_epoch = epoch
         self._totals: ledger.Totals | None = None
         """Ledger totals of the epochs before ``_totals.epoch`` (from a state; None: count from epoch 1)."""
+        self._bases = StepBases(epoch, 0)
+        """The global step each epoch begins at (for a mix that follows the step)."""
 
     # ---------------------------------------------------------------- plans and batches
     def plan(self, epoch: int | None = None) -> PlanLike:
         """The plan of ``epoch`` (default: the current one; after an elastic resume, the rest of it)."""
         epoch = self.epoch if epoch is None else epoch
+        if isinstance(self.planner, Scheduled):
+            return self.planner.plan_scheduled(epoch, self._segments_of(epoch), self._bases.at(epoch, self._steps_of))
         if self.segments and epoch == self.segments_epoch and isinstance(self.planner, Elastic):
             return self.planner.plan_after(epoch, self.segments)
         return self.planner.plan(epoch)
+
+    def _steps_of(self, epoch: int) -> int:
+        """Steps ``epoch`` runs in all (its earlier parts and this world size's rest)."""
+        return sum(int(s[1]) for s in self._segments_of(epoch)) + self.plan(epoch).num_steps
 
     def num_steps(self, epoch: int | None = None) -> int:
         """Batches this rank runs in ``epoch``."""
@@ -169,6 +186,8 @@ class BatchIterator:
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first batch."""
+        if isinstance(self.planner, Scheduled):
+            self._bases.at(epoch, self._steps_of)  # while the epochs before still have their parts
         self.epoch, self.step, self.segments = epoch, 0, []
 
     def end_of_epoch(self) -> bool:
@@ -229,6 +248,8 @@ class BatchIterator:
             extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
         if self.segments and self.segments_epoch < epoch and ledger.supported(self.planner):
             self._totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
+        if isinstance(self.planner, Scheduled):
+            extra["step_base"] = self._bases.at(epoch, self._steps_of)
         if self._totals is not None:
             extra["ledger"] = self._totals.to_dict(ledger.sources(self.planner))  # type: ignore[arg-type]
         return {
@@ -268,11 +289,12 @@ class BatchIterator:
         epoch, step = int(state["epoch"]), int(state["step"])
         segments: list[Any] = [tuple(x) for x in state.get("segments") or []]
         if changed_mix:
-            segments = list(mixes.relative(segments, saved_mix, self.planner.mix))  # type: ignore[attr-defined]
+            segments = list(mixes.relative(segments, saved_mix, self.settings().get("selection")))
         if (saved_world != self.world_size or changed_mix) and (step or segments):
             segments, step = [*segments, (saved_world, step, saved_mix if changed_mix else None)], 0
         segments = [(w, n) if len(x) == 2 or x[2] is None else (w, n, x[2]) for x in segments for w, n in [x[:2]]]
         self._totals = self._saved_totals(state, epoch, saved_world, saved_mix if changed_mix else None)
+        self._bases = StepBases(epoch, int(state.get("step_base", 0)))
         self.epoch, self.segments, self.segments_epoch = epoch, segments, epoch
         self.seek(epoch, step)
         self.consumed = int(state.get("consumed", 0))
@@ -303,7 +325,7 @@ class BatchIterator:
             hint = _MIX_HINT if can_change else ""
             named = "; ".join(f"{k}: {saved_flat.get(k)!r} -> {now.get(k)!r}" for k in changed)
             problems.append(f"batching settings changed ({named}){hint}")
-        if saved_world != self.world_size and not isinstance(self.planner, Elastic):
+        if saved_world != self.world_size and not _elastic(self.planner):
             problems.append(
                 f"world_size changed: {saved_world} -> {self.world_size} (this planner cannot re-plan an epoch)"
             )
@@ -320,7 +342,7 @@ class BatchIterator:
     def _saved_planner(self, saved_world: int, changed_mix: bool, saved_mix: Any) -> Any:
         """The planner the state was saved by: this one at the saved world size (and mix, if it changed)."""
         planned = self.planner.for_mix(saved_mix) if changed_mix else self.planner  # type: ignore[attr-defined]
-        if isinstance(self.planner, Elastic) and saved_world >= 1:
+        if _elastic(self.planner) and saved_world >= 1:
             planned = planned.for_world(saved_world)  # type: ignore[attr-defined]
         return planned
 
@@ -330,7 +352,7 @@ class BatchIterator:
         config = dict(state.get("config") or {})
         if isinstance(self.planner, MixInData) and "selection" not in config and \
                 state.get("data") == self.dataset.fingerprint():
-            config["selection"] = self.planner.mix  # type: ignore[attr-defined]
+            config["selection"] = self.settings().get("selection")
         return config
 
     def _data_problems(self, state: dict[str, Any], changed_from: dict[str, Any] | None) -> list[str]:
@@ -370,6 +392,7 @@ class BatchIterator:
             "cache": self.cache.state(),
             "planner": None if self._made_planner else self.planner,  # the iterator's own one is rebuilt
             "position": (self.epoch, self.step, self.consumed),
+            "bases": self._bases.known,
             "segments": (self.segments_epoch, self.segments),
         }
 
@@ -387,8 +410,14 @@ class BatchIterator:
             planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
+        self._bases.known = dict(state.get("bases") or {self.epoch: 0})
         self.segments_epoch, segments = state.get("segments") or (self.epoch, [])
         self.segments = list(segments)
+
+
+def _elastic(planner: Any) -> bool:
+    """Whether ``planner`` re-plans the rest of an epoch for another world size."""
+    return isinstance(planner, Elastic | Scheduled)
 
 
 def _check_format(state: Any) -> None:
