@@ -6,12 +6,14 @@ exactly from every step of two epochs, and elastically at another world size."""
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 
 import numpy as np
 import pytest
 import yaml
 
+import tokenmill
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.sampled import SampledMix
 from tokenmill.data.mix_schedule import WeightsSchedule
@@ -111,3 +113,26 @@ def test_an_elastic_resume_walks_the_schedule_at_both_world_sizes(multi_dataset,
         assert all(n <= max(d[i] for d in draws) for i, n in served.items()), f"{old}->{new} at {step}"
         if rest:
             assert HIN in direction(multi_dataset, [i for s in rest for b in s for i in b]) or step < 8
+
+
+def test_packed_rows_follow_the_schedule_resume_exactly_and_travel_to_workers(multi_dataset):
+    pack = tokenmill.PackConfig(max_length=64, rows_per_batch=2)
+
+    def ranks():
+        return [tokenmill.batches(multi_dataset, pack=pack, sampling=SAMPLING, rank=r, world_size=2, collate=None,
+                                  cache=False) for r in range(2)]
+
+    straight = ranks()
+    assert len(straight[0].plan().parts) >= 2
+    stream = [[batch.ids.tolist() for batch in step] for step in zip(*straight, strict=True)]
+    for step in (3, 9, len(stream) - 2):
+        before = ranks()
+        for it in before:
+            it.seek(1, step)
+        after = ranks()
+        for it in after:
+            it.load_state_dict(before[0].state_dict())
+        assert [[b.ids.tolist() for b in s] for s in zip(*after, strict=True)] == stream[step:]
+    copy = pickle.loads(pickle.dumps(ranks()[1]))  # what a DataLoader worker gets
+    assert copy.planner.fingerprint == straight[1].planner.fingerprint
+    assert [b.ids.tolist() for b in copy] == [s[1] for s in stream]
