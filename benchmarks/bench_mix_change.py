@@ -7,6 +7,12 @@ then cached), the re-plan of what is left (first call: computed — the served i
 them, the cut; second call: mapped from the plan cache), and a plain elastic re-plan (world size only)
 for comparison. The selection is an in-memory array mix (no corpus on disk), so only planning is timed.
 
+Then the same for a Megatron blend of ``--pairs`` GPT samples (six members; the new blend retires one,
+adds one and re-weights the rest; world size 8 -> 12): the two blends' index arrays (megatron-core's
+greedy, cached like any blend), and the rest of the pass under the new blend (what each member has left,
+interleaved), first computed, then from the cache. Blends are made from their settings alone
+(:class:`~tokenmill.data.blend_mix.BlendDraw`), so no token store is needed.
+
     python benchmarks/bench_mix_change.py                    # 2M pairs, about a minute here
     python benchmarks/bench_mix_change.py --pairs 20000000   # the issue's scale (memory: ~8 GB)
 """
@@ -23,9 +29,13 @@ import numpy as np
 from tokenmill.batching import BatchConfig
 from tokenmill.batching.copies import has_copies
 from tokenmill.batching.costs import Sizes
+from tokenmill.batching.gpt_mix import BlendPlanner
+from tokenmill.batching.gpt_plan import GPTBatchConfig
 from tokenmill.batching.plan import Planner
 from tokenmill.batching.select import EpochSample
 from tokenmill.cache import ArrayCache
+from tokenmill.data.blend_mix import BlendDraw
+from tokenmill.data.blending import normalize_weights
 from tokenmill.data.sampling import SamplingConfig, SamplingPlan
 
 SHARES = np.array([0.55, 0.25, 0.12, 0.05, 0.02, 0.01])
@@ -67,10 +77,43 @@ def timed(what: str, call: Any) -> Any:
     return result
 
 
+def blend_change(samples: int, folder: str) -> None:
+    """Time the re-plan of a blend's pass under another blend (module docstring, second part)."""
+    config = GPTBatchConfig(global_batch_size=1536, micro_batch_size=2)
+    old = {"blend": {"weights": normalize_weights(SHARES).tolist(), "size": samples},
+           "datasets": [f"member{i}" for i in range(6)]}
+    new_weights = normalize_weights([0.3, 0.25, 0.12, 0.05, 0.02, 0.1])  # member0 halved, member5 retired, 6 added
+    new = {"blend": {"weights": new_weights.tolist(), "size": samples},
+           "datasets": [f"member{i}" for i in (0, 1, 2, 3, 4, 6)]}
+    print(f"{samples:,} GPT samples blended from 6 members; the new blend retires one, adds one")
+    draw_old = timed("old blend's index (megatron-core's greedy, computed)", lambda: BlendDraw(old, folder))
+    draw_new = timed("new blend's index (computed)", lambda: BlendDraw(new, folder))
+    before = BlendPlanner(draw_old, config, world_size=8)
+    steps = before.plan(1).num_steps // 3
+    print(f"  {before.plan(1).num_steps:,} micro batches per rank; the change comes after {steps:,}")
+    segments = [(8, steps, old)]
+    rest = timed("rest under the new blend, world 12 (computed)",
+                 lambda: BlendPlanner(draw_new, config, world_size=12).plan_after(1, segments))
+    timed("rest under the new blend, world 12 (from the cache)",
+          lambda: BlendPlanner(BlendDraw(new, folder), config, world_size=12).plan_after(1, segments))
+    print(f"  {rest.num_steps:,} micro batches per rank left under the new blend")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=2_000_000)
+    parser.add_argument("--only", choices=["mix", "blend"], default=None, help="time one of the two parts")
     args = parser.parse_args()
+    if args.only != "blend":
+        sampled_change(args.pairs)
+    if args.only != "mix":
+        with tempfile.TemporaryDirectory() as folder:
+            blend_change(args.pairs, folder)
+
+
+def sampled_change(pairs: int) -> None:
+    """Time the re-plan of a sampled mix's epoch under another mix (module docstring, first part)."""
+    args = argparse.Namespace(pairs=pairs)
     rng = np.random.default_rng(1)
     src = np.clip(rng.lognormal(3.0, 0.6, args.pairs), 1, 250).astype(np.int32)
     tgt = np.clip(src * rng.lognormal(0.0, 0.25, args.pairs), 1, 250).astype(np.int32)

@@ -1,7 +1,8 @@
 """One launcher for the real torch.distributed jobs of the loader tests (gloo on 127.0.0.1).
 
 Every rank joins the group, builds its loader (rank and world size come from torch.distributed),
-optionally loads a saved state, serves batches (all of them, or ``stop_after`` then stops), and
+optionally loads a saved state (of another mix too, when allowed), serves batches (all of them, or
+``stop_after`` then stops), and
 agrees with the other ranks on the most and fewest batches served (an all_reduce: a rank that ran
 fewer steps would hang a real job). Each rank writes one JSON record; :func:`run_job` returns them.
 """
@@ -40,13 +41,14 @@ def _rank(
     record_batch: RecordBatch,
     resume: str | None,
     stop_after: int | None,
+    allow_mix_change: bool = False,
 ) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         loader = make_loader()
         where = (loader.batches.rank, loader.batches.world_size)
         if resume:
-            loader.load_state_dict(json.loads(Path(resume).read_text()))
+            loader.load_state_dict(json.loads(Path(resume).read_text()), allow_mix_change=allow_mix_change)
         served = []
         for batch in loader:
             served.append(record_batch(batch))
@@ -69,10 +71,12 @@ def run_job(
     *,
     resume: Path | None = None,
     stop_after: int | None = None,
+    allow_mix_change: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run ``world`` spawned ranks to the end; their records in rank order."""
+    """Run ``world`` spawned ranks to the end; their records in rank order. ``allow_mix_change``: the
+    loader resumes a state saved under another mix (``load_state_dict(..., allow_mix_change=True)``)."""
     out.mkdir(parents=True, exist_ok=True)
     mp.start_processes(_rank, args=(world, free_port(), str(out), make_loader, record_batch,
-                                    resume and str(resume), stop_after),
+                                    resume and str(resume), stop_after, allow_mix_change),
                        nprocs=world, join=True, start_method="spawn")
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]

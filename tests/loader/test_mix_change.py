@@ -101,18 +101,20 @@ def test_every_step_of_an_epoch_changes_mix_without_repeating_a_sample(multi_dat
         check_rest(multi_dataset, before, rest, RETIRE, 2)
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["tokens", "packed"])
 @pytest.mark.parametrize("old_world", [1, 3])
-def test_mix_and_world_size_change_together(multi_dataset, old_world):
-    total = iterators(multi_dataset, OLD, old_world)[0].num_steps()
+def test_mix_and_world_size_change_together(multi_dataset, old_world, packed):
+    total = iterators(multi_dataset, OLD, old_world, packed)[0].num_steps()
     for step in sorted({1, total // 2, total - 1}):
-        old = iterators(multi_dataset, OLD, old_world)
+        old = iterators(multi_dataset, OLD, old_world, packed)
         before = run(old, step)
         state = old[0].state_dict()
         for world in range(1, 9):
-            new = iterators(multi_dataset, NO_HINDI, world)
+            new = iterators(multi_dataset, NO_HINDI, world, packed)
             for it in new:
                 it.load_state_dict(state, allow_mix_change=True)
-            check_rest(multi_dataset, before, run(new), NO_HINDI, world)
+            rest = run(new) if new[0].epoch == 1 else Counter()  # (fewer packed rows left than ranks: epoch 2)
+            check_rest(multi_dataset, before, rest, NO_HINDI, world)
 
 
 def test_a_chain_of_changes_resumes_exactly_and_adds_a_direction(multi_dataset):

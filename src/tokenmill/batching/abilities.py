@@ -59,4 +59,24 @@ class ChangesMix(Protocol):
         ...
 
 
-__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "NamesSettings"]
+@runtime_checkable
+class MixInData(Protocol):
+    """Its data are the mix (a Megatron blend): a state saved under another mix records other data."""
+
+    def data_fingerprint(self, mix: dict[str, Any]) -> str:
+        """The data fingerprint of a state saved under ``mix``."""
+        ...
+
+
+@runtime_checkable
+class Scheduled(Protocol):
+    """Plans an epoch from the global step it begins at (a mix that follows a weights schedule)."""
+
+    def for_world(self, world_size: int) -> Any:
+        """The same planner for ``world_size`` ranks."""
+
+    def plan_scheduled(self, epoch: int, segments: Sequence[Sequence[Any]], base: int) -> Any:
+        """The plan of ``epoch`` begun at global step ``base``, after ``segments`` at other world sizes."""
+
+
+__all__ = ["ChangesMix", "CountsSamples", "Elastic", "MadeForWorld", "MixInData", "NamesSettings", "Scheduled"]

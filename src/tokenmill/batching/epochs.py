@@ -175,7 +175,7 @@ class EpochPlanner:
         """The same planner with its selection made from ``mix`` (a selection's settings; None: this one's).
 
         A selection that can change its mix gives ``with_settings``; others refuse, naming why."""
-        if mix is None or same_mix(mix, self.mix):
+        if mix is None or same_mix(mix, self.plan_settings["selection"]):  # (SampledPlanner.mix is its epoch mix)
             return self
         key = mix_key(mix)
         if key not in self._mixes:

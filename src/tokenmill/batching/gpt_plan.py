@@ -17,7 +17,7 @@ and every pass repeats the same order (the GPT index already spans the epochs it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -95,13 +95,24 @@ class GPTPlan:
     """Samples consumed before this plan's first step (in this pass)."""
     num_steps: int
     """Micro batches per rank."""
+    order: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """The pass's samples in the order they are served (None: ``0, 1, 2, ...``; after a mix change,
+    the positions of the new blend left to serve, :mod:`tokenmill.data.blend_mix`)."""
 
     def indices(self, step: int, rank: int) -> np.ndarray:
         """Sample ids rank ``rank`` runs at ``step`` (Megatron's slice of the chunk)."""
         if not 0 <= step < self.num_steps or not 0 <= rank < self.world_size:
             raise IndexError(f"step {step} / rank {rank} outside a plan of {self.num_steps} steps x {self.world_size}")
         first = self.start + (step * self.world_size + rank) * self.micro_batch_size
+        if self.order is not None:
+            return np.asarray(self.order[first : first + self.micro_batch_size], dtype=np.int64)
         return np.arange(first, first + self.micro_batch_size, dtype=np.int64)
+
+    def served_after(self, steps: int) -> np.ndarray:
+        """Sample ids the first ``steps`` steps of this plan served (all ranks)."""
+        stop = self.consumed(steps)
+        return np.arange(self.start, stop, dtype=np.int64) if self.order is None else np.asarray(
+            self.order[self.start : stop], dtype=np.int64)
 
     def consumed(self, step: int) -> int:
         """Samples of the pass consumed once every rank has run ``step`` micro batches of this plan."""
@@ -142,11 +153,14 @@ class GPTPlanner:
         """The same planner for another number of ranks (the global batch must divide, see ``check_world``)."""
         if world_size == self.world_size:
             return self
-        return GPTPlanner(self.source, self.config, world_size=world_size)
+        return type(self)(self.source, self.config, world_size=world_size)
 
-    def _plan_from(self, epoch: int, start: int) -> GPTPlan:
+    def _plan_from(self, epoch: int, start: int, order: np.ndarray | None = None) -> GPTPlan:
+        """The pass from sample ``start`` of ``order`` (None: the source's own order) on."""
         chunk = self.config.micro_batch_size * self.world_size
-        left = self.total - start
+        batch = self.config.global_batch_size
+        total = self.total if order is None else len(order) // batch * batch  # whole global batches
+        left = total - start
         if left % chunk:
             raise ConfigError(
                 f"cannot go on at world_size={self.world_size}: {start} samples of the pass are consumed and "
@@ -154,7 +168,7 @@ class GPTPlanner:
                 f"{self.world_size} ranks; resume from a state saved at a step boundary (consumed samples a "
                 f"multiple of global_batch_size={self.config.global_batch_size})"
             )
-        return GPTPlan(epoch, self.world_size, self.config.micro_batch_size, start, left // chunk)
+        return GPTPlan(epoch, self.world_size, self.config.micro_batch_size, start, left // chunk, order)
 
     def plan(self, epoch: int) -> GPTPlan:
         """A whole pass: every whole global batch of the dataset, in sample order."""

@@ -86,6 +86,12 @@ class PackConfig:
     pairs sit out the epoch, reported) instead of splitting batches in two."""
     strict: bool = False
     """Raise :class:`ConfigError` on a pair longer than a row instead of dropping and counting it."""
+    compute_balance: float | None = None
+    """Deal batches to ranks by compute instead of padded slots: a batch costs its real tokens plus
+    ``compute_balance`` x the sum of its pairs' squared lengths (both sides: attention inside each
+    packed segment), so every step's batches cost about the same. The same rows and batches, equal steps,
+    exact and elastic resume as before; None (the default) deals by slots and stays out of the plan's
+    identity (plans and states made before the setting existed stay valid)."""
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -98,6 +104,10 @@ class PackConfig:
                 raise ConfigError(
                     f"{name} must be a positive integer{'' if name == 'max_length' else ' or None'}, got {value!r}"
                 )
+        balance = self.compute_balance
+        if balance is not None and (isinstance(balance, bool) or not isinstance(balance, int | float)
+                                    or not 0 <= balance < float("inf")):
+            raise ConfigError(f"compute_balance must be a number >= 0 or None, got {balance!r}")
         if not isinstance(self.pad_to_multiple, int) or self.pad_to_multiple < 1:
             raise ConfigError(f"pad_to_multiple must be an integer >= 1, got {self.pad_to_multiple!r}")
         if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32 - 1024:
@@ -127,8 +137,11 @@ class PackConfig:
         return min(rows)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (what the fingerprint records)."""
-        return asdict(self)
+        """Plain JSON-able form (what the fingerprint records; ``compute_balance`` only when set)."""
+        values = asdict(self)
+        if self.compute_balance is None:
+            del values["compute_balance"]
+        return values
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> PackConfig:
@@ -252,6 +265,12 @@ def _rows_in_order(order: np.ndarray, row_ends: np.ndarray, row_order: np.ndarra
     return order[gather], new_ends
 
 
+def squared(sizes: np.ndarray) -> np.ndarray:
+    """Each length squared (int64)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    return sizes * sizes
+
+
 def row_sums(sizes_in_order: np.ndarray, row_ends: np.ndarray) -> np.ndarray:
     """Tokens of each row on one side (int64), from the lengths of the packed items in row order."""
     if not len(row_ends):
@@ -287,10 +306,12 @@ def compute_packed(
         return dict.fromkeys(_ARRAYS, empty), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
     row_src = row_sums(src, row_ends)
     row_tgt = row_sums(tgt, row_ends)
+    row_squares = None if config.compute_balance is None else row_sums(squared(src) + squared(tgt), row_ends)
     if config.shuffle and num_rows:
         row_order = generator(config.seed, epoch, _ROW_SHUFFLE).permutation(num_rows)
         order, row_ends = _rows_in_order(order, row_ends, row_order)
         row_src, row_tgt = row_src[row_order], row_tgt[row_order]
+        row_squares = None if row_squares is None else row_squares[row_order]
     per_batch = config.batch_rows
     ends = np.append(np.arange(per_batch, num_rows, per_batch, dtype=np.int64), num_rows)
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
@@ -315,6 +336,8 @@ def compute_packed(
         "starts": eq.starts,
         "stops": eq.stops,
     }
+    if row_squares is not None:  # the quadratic term of each batch's compute
+        arrays["squares"] = measure(eq.starts, eq.stops, row_squares, None).sum_src
     meta = {"dropped": dropped, "splits": eq.splits, "merges": eq.merges, "seconds": time.perf_counter() - began}
     return arrays, meta
 
@@ -398,13 +421,19 @@ class PackedPairPlanner(EpochPlanner):
     ) -> PackedEpochPlan:
         table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
         padded = self._padded(table)
+        costs = padded
+        if self.config.compute_balance is not None:  # real tokens + a x squared lengths
+            squares = np.asarray(arrays["squares"]) if "squares" in arrays else np.zeros(len(table), dtype=np.int64)
+            costs = table.sum_src + table.sum_tgt + self.config.compute_balance * squares
         permute = (
             (lambda steps: generator(self.config.seed, epoch, STEP_SHUFFLE).permutation(steps))
             if self.config.shuffle
             else None
         )
-        steps = schedule(padded, world_size, permute) if len(table) else np.zeros((0, world_size), dtype=np.int64)
+        steps = schedule(costs, world_size, permute) if len(table) else np.zeros((0, world_size), dtype=np.int64)
         stats = self._stats(arrays, table, padded, steps, meta, cached, world_size)
+        if self.config.compute_balance is not None:
+            stats.extra["compute_per_rank"] = [float(costs[steps[:, r]].sum()) for r in range(world_size)]
         return PackedEpochPlan(epoch, world_size, arrays["order"], table, steps, stats, self.config, arrays["row_ends"])
 
     def _padded(self, table: BatchTable) -> np.ndarray:

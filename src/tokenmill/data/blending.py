@@ -333,6 +333,26 @@ def split_document_ranges(split: str, num_documents: int) -> list[tuple[int, int
     return ranges
 
 
+def blend_arrays(settings: dict, cache: CacheLike = True) -> tuple[np.ndarray, np.ndarray]:
+    """(dataset_index, dataset_sample_index) of a blend from its settings (``{"weights": normalized,
+    "size": n}`` or ``{"exhaustive": counts}``), cached like the GPT index (one entry per settings)."""
+
+    def build_arrays() -> dict[str, np.ndarray]:
+        if "exhaustive" in settings:
+            dataset_index, sample_index = build_exhaustive_blending_indices(settings["exhaustive"])
+        else:
+            dataset_index, sample_index = build_blending_indices(np.asarray(settings["weights"]), int(settings["size"]))
+        return {"dataset_index": dataset_index, "dataset_sample_index": sample_index}
+
+    entry = array_cache(cache).get_or_build("blend", settings, build_arrays)
+    return entry.arrays["dataset_index"], entry.arrays["dataset_sample_index"]
+
+
+def blend_fingerprint(mix: dict) -> str:
+    """The fingerprint of a blend from its identity (:attr:`BlendedDataset.mix`)."""
+    return xxhash.xxh3_128(json.dumps(mix, sort_keys=True).encode()).hexdigest()
+
+
 class BlendedDataset:
     """Samples of several datasets interleaved by weight, as megatron-core's ``BlendedDataset``.
 
@@ -355,31 +375,17 @@ class BlendedDataset:
         if len(datasets) != len(weights) or not datasets:
             raise ConfigError(f"give one weight per dataset: {len(datasets)} datasets, {len(weights)} weights")
         self.datasets = list(datasets)
+        self.cache = cache
         self._fingerprint: str | None = None
         if size is None:
             counts = [int(w) for w in weights]
             if [float(c) for c in counts] != [float(w) for w in weights]:
                 raise ConfigError(f"without a blend size the weights are sample counts (integers), got {weights}")
             settings: dict[str, object] = {"exhaustive": counts}
-
-            def build() -> tuple[np.ndarray, np.ndarray]:
-                return build_exhaustive_blending_indices(counts)
         else:
-            normalized = normalize_weights(weights)
-            settings = {"weights": normalized.tolist(), "size": int(size)}
-
-            def build() -> tuple[np.ndarray, np.ndarray]:
-                return build_blending_indices(normalized, int(size))
-
+            settings = {"weights": normalize_weights(weights).tolist(), "size": int(size)}
         self.settings = settings
-
-        def build_arrays() -> dict[str, np.ndarray]:
-            dataset_index, dataset_sample_index = build()
-            return {"dataset_index": dataset_index, "dataset_sample_index": dataset_sample_index}
-
-        entry = array_cache(cache).get_or_build("blend", settings, build_arrays)
-        self.dataset_index = entry.arrays["dataset_index"]
-        self.dataset_sample_index = entry.arrays["dataset_sample_index"]
+        self.dataset_index, self.dataset_sample_index = blend_arrays(settings, cache)
         wanted = np.bincount(np.asarray(self.dataset_index), minlength=len(self.datasets))
         for d, dataset in enumerate(self.datasets):
             if wanted[d] > len(dataset):
@@ -395,11 +401,16 @@ class BlendedDataset:
         """Hash of the blend settings and every blended dataset's own fingerprint (what a resumed
         loader state must match)."""
         if self._fingerprint is None:
-            parts = [d.fingerprint() if hasattr(d, "fingerprint") else f"{type(d).__name__}:{len(d)}"
-                     for d in self.datasets]
-            identity = {"blend": self.settings, "datasets": parts}
-            self._fingerprint = xxhash.xxh3_128(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+            self._fingerprint = blend_fingerprint(self.mix)
         return self._fingerprint
+
+    @property
+    def mix(self) -> dict[str, object]:
+        """The blend's identity: its settings and each member's fingerprint, in member order (what a
+        mix change at resume compares and a resume segment records)."""
+        parts = [d.fingerprint() if hasattr(d, "fingerprint") else f"{type(d).__name__}:{len(d)}"
+                 for d in self.datasets]
+        return {"blend": self.settings, "datasets": parts}
 
     def describe(self) -> str:
         """Short name for messages: the blended datasets."""
@@ -454,6 +465,8 @@ class BlendedDataset:
 __all__ = [
     "SPLIT_NAMES",
     "BlendedDataset",
+    "blend_arrays",
+    "blend_fingerprint",
     "build_blending_indices",
     "build_exhaustive_blending_indices",
     "normalize_weights",

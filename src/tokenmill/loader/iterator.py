@@ -15,10 +15,19 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching import mixes
-from tokenmill.batching.abilities import ChangesMix, CountsSamples, Elastic, MadeForWorld, NamesSettings
+from tokenmill.batching.abilities import (
+    ChangesMix,
+    CountsSamples,
+    Elastic,
+    MadeForWorld,
+    MixInData,
+    NamesSettings,
+    Scheduled,
+)
 from tokenmill.batching.collate import COLLATERS, CollateOptions
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTPlanner, GPTSource, collate_gpt
+from tokenmill.batching.gpt_mix import gpt_planner
+from tokenmill.batching.gpt_plan import GPTBatchConfig, GPTSource, collate_gpt
 from tokenmill.batching.plan import Planner
 from tokenmill.batching.select import AllKept
 from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
@@ -27,9 +36,11 @@ from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.loader import ledger
 from tokenmill.loader.state_shape import check_state_shape
+from tokenmill.loader.step_bases import StepBases
 
 STATE_FORMAT = "tokenmill.batches"
 STATE_VERSION = 1
+_MIX_HINT = " (pass allow_mix_change=True, --allow-mix-change, to resume under the new mix)"
 
 Collate = Callable[[PairDataset, Any], Any]
 
@@ -121,14 +132,22 @@ class BatchIterator:
         self.segments_epoch = epoch
         self._totals: ledger.Totals | None = None
         """Ledger totals of the epochs before ``_totals.epoch`` (from a state; None: count from epoch 1)."""
+        self._bases = StepBases(epoch, 0)
+        """The global step each epoch begins at (for a mix that follows the step)."""
 
     # ---------------------------------------------------------------- plans and batches
     def plan(self, epoch: int | None = None) -> PlanLike:
         """The plan of ``epoch`` (default: the current one; after an elastic resume, the rest of it)."""
         epoch = self.epoch if epoch is None else epoch
+        if isinstance(self.planner, Scheduled):
+            return self.planner.plan_scheduled(epoch, self._segments_of(epoch), self._bases.at(epoch, self._steps_of))
         if self.segments and epoch == self.segments_epoch and isinstance(self.planner, Elastic):
             return self.planner.plan_after(epoch, self.segments)
         return self.planner.plan(epoch)
+
+    def _steps_of(self, epoch: int) -> int:
+        """Steps ``epoch`` runs in all (its earlier parts and this world size's rest)."""
+        return sum(int(s[1]) for s in self._segments_of(epoch)) + self.plan(epoch).num_steps
 
     def num_steps(self, epoch: int | None = None) -> int:
         """Batches this rank runs in ``epoch``."""
@@ -167,6 +186,8 @@ class BatchIterator:
 
     def set_epoch(self, epoch: int) -> None:
         """Start ``epoch`` from its first batch."""
+        if isinstance(self.planner, Scheduled):
+            self._bases.at(epoch, self._steps_of)  # while the epochs before still have their parts
         self.epoch, self.step, self.segments = epoch, 0, []
 
     def end_of_epoch(self) -> bool:
@@ -227,6 +248,8 @@ class BatchIterator:
             extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
         if self.segments and self.segments_epoch < epoch and ledger.supported(self.planner):
             self._totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
+        if isinstance(self.planner, Scheduled):
+            extra["step_base"] = self._bases.at(epoch, self._steps_of)
         if self._totals is not None:
             extra["ledger"] = self._totals.to_dict(ledger.sources(self.planner))  # type: ignore[arg-type]
         return {
@@ -257,65 +280,57 @@ class BatchIterator:
         A state saved at another world size resumes elastically: the rest of its epoch is planned
         again for this world size (each remaining sample once, equal steps on every rank) and the
         next epochs follow this world size's plan. With ``allow_mix_change`` a state saved under
-        another mix (a sampled mix's weights, temperature, directions switched on or off) resumes
-        too: the rest of its epoch is this mix's draw less what was served
-        (:mod:`tokenmill.batching.mixes`), and the change is recorded as a segment."""
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-            raise TokenmillError('not a tokenmill batch iterator state (no "format": "tokenmill.batches")')
-        if state.get("version") != STATE_VERSION:
-            raise TokenmillError(
-                f"iterator state version {state.get('version')!r} is not supported (this is {STATE_VERSION})"
-            )
-        check_state_shape(state)
+        another mix (a sampled mix's weights, temperature, directions switched on or off; a Megatron
+        blend's weights or members) resumes too: the rest of its epoch is this mix's draw less what
+        was served (:mod:`tokenmill.batching.mixes`), and the change is recorded as a segment."""
+        _check_format(state)
         saved_world = int(state.get("world_size") or 0)
         saved_mix, changed_mix = self._check(state, saved_world, allow_mix_change)
         epoch, step = int(state["epoch"]), int(state["step"])
         segments: list[Any] = [tuple(x) for x in state.get("segments") or []]
         if changed_mix:
-            segments = list(mixes.relative(segments, saved_mix, self.planner.mix))  # type: ignore[attr-defined]
+            segments = list(mixes.relative(segments, saved_mix, self.settings().get("selection")))
         if (saved_world != self.world_size or changed_mix) and (step or segments):
             segments, step = [*segments, (saved_world, step, saved_mix if changed_mix else None)], 0
         segments = [(w, n) if len(x) == 2 or x[2] is None else (w, n, x[2]) for x in segments for w, n in [x[:2]]]
-        self._totals = None
-        if state.get("ledger") is not None and ledger.supported(self.planner):
-            self._totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner))  # type: ignore[arg-type]
-        if changed_mix:  # epochs before this one ran under the saved mix: count them now
-            before = self.planner.for_mix(saved_mix).for_world(saved_world)  # type: ignore[attr-defined]
-            self._totals = ledger.advance(before, self._totals or ledger.Totals(), epoch, lambda e: [])
+        self._totals = self._saved_totals(state, epoch, saved_world, saved_mix if changed_mix else None)
+        self._bases = StepBases(epoch, int(state.get("step_base", 0)))
         self.epoch, self.segments, self.segments_epoch = epoch, segments, epoch
         self.seek(epoch, step)
         self.consumed = int(state.get("consumed", 0))
 
+    def _saved_totals(self, state: dict[str, Any], epoch: int, saved_world: int,
+                      changed_from: dict[str, Any] | None) -> ledger.Totals | None:
+        """The ledger totals of the epochs before ``epoch`` (those of a changed mix ran under the saved one)."""
+        if not ledger.supported(self.planner):
+            return None
+        totals = None
+        if state.get("ledger") is not None:
+            totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner))  # type: ignore[arg-type]
+        if changed_from is not None:  # epochs before this one ran under the saved mix: count them now
+            before = self.planner.for_mix(changed_from).for_world(saved_world)  # type: ignore[attr-defined]
+            totals = ledger.advance(before, totals or ledger.Totals(), epoch, lambda e: [])
+        return totals
+
     def _check(self, state: dict[str, Any], saved_world: int, allow_mix_change: bool) -> tuple[Any, bool]:
         """Refuse a state this iterator cannot resume, naming why; returns (the saved mix, whether it changed)."""
-        problems = []
-        if state.get("data") != self.dataset.fingerprint():
-            problems.append(
-                "the data differ from the checkpoint's (sentence lengths or per-item options of "
-                f"{self.dataset.describe()} changed)"
-            )
-        saved_config, now = _flat(state.get("config") or {}), _flat(self.settings())
-        changed = [k for k in sorted(set(now) | set(saved_config)) if saved_config.get(k) != now.get(k)]
+        saved_config = self._saved_config(state)
+        saved_flat, now = _flat(saved_config), _flat(self.settings())
+        changed = [k for k in sorted(set(now) | set(saved_flat)) if saved_flat.get(k) != now.get(k)]
         can_change = isinstance(self.planner, ChangesMix) and all(k.startswith("selection.") for k in changed)
         changed_mix = bool(changed) and can_change and allow_mix_change
+        saved_mix = saved_config.get("selection")
+        problems = self._data_problems(state, saved_mix if changed_mix else None)
         if changed and not changed_mix:
-            hint = ""
-            if can_change:
-                hint = " (pass allow_mix_change=True, --allow-mix-change, to resume under the new mix)"
-            named = "; ".join(f"{k}: {saved_config.get(k)!r} -> {now.get(k)!r}" for k in changed)
+            hint = _MIX_HINT if can_change else ""
+            named = "; ".join(f"{k}: {saved_flat.get(k)!r} -> {now.get(k)!r}" for k in changed)
             problems.append(f"batching settings changed ({named}){hint}")
-        elastic = isinstance(self.planner, Elastic)
-        if saved_world != self.world_size and not elastic:
+        if saved_world != self.world_size and not _elastic(self.planner):
             problems.append(
                 f"world_size changed: {saved_world} -> {self.world_size} (this planner cannot re-plan an epoch)"
             )
-        saved_mix = (state.get("config") or {}).get("selection")
-        planned = self.planner
-        if changed_mix and not problems:
-            planned = self.planner.for_mix(saved_mix)  # type: ignore[attr-defined]
-        if elastic and saved_world >= 1:
-            planned = planned.for_world(saved_world)  # type: ignore[attr-defined]
-        if not problems and state.get("fingerprint") != planned.fingerprint:
+        if not problems and state.get("fingerprint") != self._saved_planner(saved_world, changed_mix,
+                                                                             saved_mix).fingerprint:
             problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
         if problems:
             raise TokenmillError(
@@ -323,6 +338,32 @@ class BatchIterator:
                 "restore the original data/settings, or start the data iterator afresh (without its saved state)"
             )
         return saved_mix, changed_mix
+
+    def _saved_planner(self, saved_world: int, changed_mix: bool, saved_mix: Any) -> Any:
+        """The planner the state was saved by: this one at the saved world size (and mix, if it changed)."""
+        planned = self.planner.for_mix(saved_mix) if changed_mix else self.planner  # type: ignore[attr-defined]
+        if _elastic(self.planner) and saved_world >= 1:
+            planned = planned.for_world(saved_world)  # type: ignore[attr-defined]
+        return planned
+
+    def _saved_config(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The settings a state records. A blend's state saved before blends recorded their mix has none:
+        when its data are this blend's, it ran this mix."""
+        config = dict(state.get("config") or {})
+        if isinstance(self.planner, MixInData) and "selection" not in config and \
+                state.get("data") == self.dataset.fingerprint():
+            config["selection"] = self.settings().get("selection")
+        return config
+
+    def _data_problems(self, state: dict[str, Any], changed_from: dict[str, Any] | None) -> list[str]:
+        """Whether the state's data are these (or, for a blend whose mix changed, the saved blend's)."""
+        expected = self.dataset.fingerprint()
+        if changed_from is not None and isinstance(self.planner, MixInData):
+            expected = self.planner.data_fingerprint(changed_from)
+        if state.get("data") == expected:
+            return []
+        return ["the data differ from the checkpoint's (sentence lengths or per-item options of "
+                f"{self.dataset.describe()} changed)"]
 
     # ---------------------------------------------------------------- consumption ledger
     def _segments_of(self, epoch: int) -> list[Any]:
@@ -351,6 +392,7 @@ class BatchIterator:
             "cache": self.cache.state(),
             "planner": None if self._made_planner else self.planner,  # the iterator's own one is rebuilt
             "position": (self.epoch, self.step, self.consumed),
+            "bases": self._bases.known,
             "segments": (self.segments_epoch, self.segments),
         }
 
@@ -368,8 +410,25 @@ class BatchIterator:
             planner=state.get("planner"),
         )
         self.epoch, self.step, self.consumed = state["position"]
+        self._bases.known = dict(state.get("bases") or {self.epoch: 0})
         self.segments_epoch, segments = state.get("segments") or (self.epoch, [])
         self.segments = list(segments)
+
+
+def _elastic(planner: Any) -> bool:
+    """Whether ``planner`` re-plans the rest of an epoch for another world size."""
+    return isinstance(planner, Elastic | Scheduled)
+
+
+def _check_format(state: Any) -> None:
+    """Refuse what is not an iterator state of this version, or is malformed."""
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        raise TokenmillError('not a tokenmill batch iterator state (no "format": "tokenmill.batches")')
+    if state.get("version") != STATE_VERSION:
+        raise TokenmillError(
+            f"iterator state version {state.get('version')!r} is not supported (this is {STATE_VERSION})"
+        )
+    check_state_shape(state)
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -404,7 +463,7 @@ def gpt_batches(
             f"GPT samples are batched by a GPTBatchConfig(global_batch_size=..., micro_batch_size=...), "
             f"got {type(config).__name__}"
         )
-    planner = GPTPlanner(source, config, world_size=world_size)
+    planner = gpt_planner(source, config, world_size=world_size)
     iterator = BatchIterator(
         source,  # type: ignore[arg-type]
         config,

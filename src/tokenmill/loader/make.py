@@ -16,6 +16,7 @@ from tokenmill.batching.gpt_plan import GPTBatchConfig
 from tokenmill.batching.packed_collate import collate_packed
 from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
 from tokenmill.batching.sampled import SampledMix
+from tokenmill.batching.scheduled import ScheduledPlanner
 from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_pairs import MultiPairDataset
@@ -105,9 +106,12 @@ def _packed(
         raise ConfigError(f"{dataset.prefix} is language-model data: pack it with tokenmill.GPTDataset")
     if sampling is not None and not isinstance(dataset, MultiPairDataset):
         raise ConfigError("sampling applies to many directions; this is one direction")
-    selection = SampledMix(dataset, sampling) if isinstance(dataset, MultiPairDataset) else None
-    planner = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size,  # type: ignore[arg-type]
-                                cache=options.pop("cache", True))
+    fixed = sampling and sampling.at_step(0)  # a weights schedule plans from its first mix
+    selection = SampledMix(dataset, fixed) if isinstance(dataset, MultiPairDataset) else None
+    planner: Any = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size,  # type: ignore[arg-type]
+                                     cache=options.pop("cache", True))
+    if sampling is not None and sampling.schedule is not None:
+        planner = ScheduledPlanner(planner, sampling)
     options.setdefault("collate", collate_packed)
     return BatchIterator(dataset, rank=rank, world_size=world_size, planner=planner, **options)  # type: ignore[arg-type]
 

@@ -8,6 +8,7 @@ from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.multi_collate import MultiCollate
 from tokenmill.batching.sampled import SampledPlanner
+from tokenmill.batching.scheduled import ScheduledPlanner
 from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import DataPaths
@@ -51,7 +52,10 @@ def multilingual_batches(
     else:
         dataset = MultiPairDataset.from_dir(data, split, directions, langtok=langtok, options=options)
     config = config or BatchConfig()
-    planner = SampledPlanner(dataset, config, sampling, world_size=world_size, cache=array_cache(cache))
+    planner: Any = SampledPlanner(dataset, config, sampling and sampling.at_step(0), world_size=world_size,
+                                  cache=array_cache(cache))
+    if sampling is not None and sampling.schedule is not None:  # weights that follow the step
+        planner = ScheduledPlanner(planner, sampling)
     if isinstance(collate, str):
         collate = MultiCollate(collate, collate_options or CollateOptions(pad_to_multiple=config.pad_to_multiple))
     return BatchIterator(

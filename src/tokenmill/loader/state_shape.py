@@ -42,6 +42,7 @@ def check_state_shape(state: dict[str, Any]) -> None:
     _count(state, "step")
     _count(state, "consumed", required=False)
     _count(state, "world_size", least=1)
+    _count(state, "step_base", required=False)
     segments = state.get("segments") or []
     if not isinstance(segments, list) or not all(_segment(entry) for entry in segments):
         raise TokenmillError(
