@@ -26,6 +26,7 @@ and language steps only look at pairs that survived the earlier steps.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import compress, repeat
@@ -36,7 +37,15 @@ import numpy as np
 from tokenmill.errors import ConfigError
 from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
-from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
+from tokenmill.text.filters import (  # noqa: F401 (they register)  # noqa: F401
+    rules_gopher,
+    rules_length,
+    rules_noise,
+    rules_opus,
+    rules_pairs,
+    rules_script,
+    rules_web,
+)
 from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
 from tokenmill.text.langid import LanguageIdentifier
 from tokenmill.text.stats import StepStats
@@ -128,6 +137,53 @@ class FilterConfig:
         "ISO 639-1 language of the source for the rules that treat some languages differently "
         "(CJK, ...); default: --source-lang")
     rule_tgt_lang: str | None = _rule("the same for the target; default: --target-lang")
+    # LM document filters (monolingual input; docs/how-to/cleaning.md): off unless given, datatrove's defaults.
+    gopher_quality: bool = _rule("drop documents failing Gopher's quality checks (datatrove GopherQualityFilter)",
+                                 False)
+    gopher_min_words: Annotated[int | None, Range(0)] = _rule("Gopher: fewest words (not symbols only)", 50)
+    gopher_max_words: Annotated[int | None, Range(0)] = _rule("Gopher: most words", 100_000)
+    gopher_min_mean_word_length: Annotated[float | None, Range(0)] = _rule("Gopher: shortest mean word length", 3)
+    gopher_max_mean_word_length: Annotated[float | None, Range(0)] = _rule("Gopher: longest mean word length", 10)
+    gopher_max_symbol_ratio: Annotated[float | None, Range(0)] = _rule("Gopher: most # (or ellipses) per word", 0.1)
+    gopher_max_bullet_lines: Annotated[float | None, _FRACTION] = _rule("Gopher: most lines starting • or -", 0.9)
+    gopher_max_ellipsis_lines: Annotated[float | None, _FRACTION] = _rule("Gopher: most lines ending ... or …", 0.3)
+    gopher_min_alpha_words: Annotated[float | None, _FRACTION] = _rule("Gopher: fewest words with a letter", 0.8)
+    gopher_min_stop_words: Annotated[int | None, Range(0)] = _rule("Gopher: fewest of the, be, to, of, and, ...", 2)
+    gopher_repetition: bool = _rule("drop documents with Gopher's repetition (datatrove GopherRepetitionFilter)",
+                                    False)
+    gopher_dup_lines: Annotated[float | None, _FRACTION] = _rule("Gopher: most duplicate lines (share)", 0.3)
+    gopher_dup_paragraphs: Annotated[float | None, _FRACTION] = _rule("Gopher: most duplicate paragraphs", 0.3)
+    gopher_dup_line_chars: Annotated[float | None, _FRACTION] = _rule("Gopher: most characters in duplicate lines",
+                                                                      0.2)
+    gopher_dup_paragraph_chars: Annotated[float | None, _FRACTION] = _rule(
+        "Gopher: most characters in duplicate paragraphs", 0.2)
+    gopher_top_2gram: Annotated[float | None, _FRACTION] = _rule("Gopher: most characters in the top 2-gram", 0.2)
+    gopher_top_3gram: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 3-gram", 0.18)
+    gopher_top_4gram: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 4-gram", 0.16)
+    gopher_dup_5grams: Annotated[float | None, _FRACTION] = _rule("Gopher: most characters in duplicate 5-grams", 0.15)
+    gopher_dup_6grams: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 6-grams", 0.14)
+    gopher_dup_7grams: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 7-grams", 0.13)
+    gopher_dup_8grams: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 8-grams", 0.12)
+    gopher_dup_9grams: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 9-grams", 0.11)
+    gopher_dup_10grams: Annotated[float | None, _FRACTION] = _rule("Gopher: the same, 10-grams", 0.10)
+    c4: bool = _rule("drop documents C4 drops (datatrove C4QualityFilter; decision only, lines are kept)", False)
+    c4_min_sentences: Annotated[int | None, Range(0)] = _rule("C4: fewest sentences in the kept lines", 5)
+    c4_min_words_per_line: Annotated[int | None, Range(0)] = _rule("C4: a line with fewer words is set aside", 3)
+    c4_max_word_length: Annotated[int | None, Range(0)] = _rule("C4: a line with a longer word is set aside", 1000)
+    c4_terminal_punctuation: bool = _rule("C4: set aside lines not ending in . ? ! \" '", True)
+    c4_citations: bool = _rule("C4: remove [1], [edit], [citation needed] before the checks", True)
+    c4_lorem_ipsum: bool = _rule("C4: drop documents with lorem ipsum", True)
+    c4_javascript: bool = _rule("C4: set aside lines mentioning javascript", True)
+    c4_curly_bracket: bool = _rule("C4: drop documents with a { in a kept line", True)
+    c4_policy: bool = _rule("C4: set aside cookie and terms-of-use lines", True)
+    fineweb: bool = _rule("drop documents FineWeb drops (datatrove FineWebQualityFilter)", False)
+    fineweb_min_punct_lines: Annotated[float | None, _FRACTION] = _rule(
+        "FineWeb: fewest lines ending in sentence-final punctuation", 0.12)
+    fineweb_max_short_lines: Annotated[float | None, _FRACTION] = _rule("FineWeb: most short lines", 0.67)
+    fineweb_short_line_length: Annotated[int, Range(0)] = _rule("FineWeb: a short line's most characters", 30)
+    fineweb_max_dup_line_chars: Annotated[float | None, Range(0)] = _rule(
+        "FineWeb: most characters in duplicate lines (share of the non-newline characters)", 0.01)
+    fineweb_max_list_ratio: Annotated[float | None, Range(0)] = _rule("FineWeb: most newlines per word", 0.3)
 
     def __repr__(self) -> str:
         """The dataclass repr of the settings that existed before the bitext rules, then the rule settings
@@ -197,6 +253,23 @@ def whitespace_token_lengths(lines: Sequence[str], collapsed: bool = False) -> n
     return spaces + np.fromiter(map(bool, lines), dtype=np.int64, count=len(lines))
 
 
+class _Lengths:
+    """Characters and tokens per line of each side, counted on first use (once per chunk)."""
+
+    def __init__(self, sides: list[Sequence[str]], given: list[np.ndarray | None], collapsed: bool) -> None:
+        self._sides, self._given, self._collapsed = sides, given, collapsed
+
+    @functools.cached_property
+    def chars(self) -> list[np.ndarray]:
+        return [char_lengths(side) for side in self._sides]
+
+    @functools.cached_property
+    def tokens(self) -> list[np.ndarray]:
+        n = len(self._sides[0])
+        return [whitespace_token_lengths(side, self._collapsed) if given is None else _checked_lengths(given, n)
+                for side, given in zip(self._sides, self._given, strict=True)]
+
+
 class PairFilter:
     """Compiled filters for one :class:`FilterConfig`; call it on chunks."""
 
@@ -253,62 +326,53 @@ class PairFilter:
         n = len(src)
         if tgt is not None and len(tgt) != n:
             raise ValueError(f"source has {n} items but target has {len(tgt)}")
-        cfg = self.config
         sides = [src] if tgt is None else [src, tgt]
         keep = np.ones(n, dtype=bool)
         counts: dict[str, int] = {}
-        chars: list[np.ndarray] | None = None
-        tokens: list[np.ndarray] | None = None
-
         dropped: dict[str, np.ndarray] = {}
-
-        def drop(step: str, bad: np.ndarray) -> None:
-            hit = bad & keep
-            counts[step] = int(hit.sum())
+        lengths = _Lengths(sides, [src_tokens, tgt_tokens][: len(sides)], collapsed)
+        for step in self.steps:
+            bad = self._bad(step, sides, keep, lengths)
+            hit = keep if bad is None else bad & keep
+            counts[step] = 0 if bad is None else int(hit.sum())
             if counts[step]:
                 dropped[step] = np.flatnonzero(hit)
-            keep[hit] = False
-
-        for step in self.steps:
-            if step in ("empty", "chars") or (step == "ratio" and cfg.ratio_unit == "chars"):
-                chars = chars if chars is not None else [char_lengths(s) for s in sides]
-            if step == "tokens" or (step == "ratio" and cfg.ratio_unit == "tokens"):
-                if tokens is None:
-                    given = [src_tokens, tgt_tokens][: len(sides)]
-                    tokens = [
-                        whitespace_token_lengths(s, collapsed) if g is None else _checked_lengths(g, n)
-                        for s, g in zip(sides, given, strict=True)
-                    ]
-            if step == "empty":
-                drop(step, np.logical_or.reduce([c == 0 for c in chars]))  # type: ignore[union-attr]
-            elif step == "chars":
-                drop(step, np.logical_or.reduce([_outside(c, cfg.min_chars, cfg.max_chars) for c in chars]))  # type: ignore[union-attr]
-            elif step == "tokens":
-                drop(step, np.logical_or.reduce([_outside(t, cfg.min_tokens, cfg.max_tokens) for t in tokens]))  # type: ignore[union-attr]
-            elif step == "ratio" and tgt is not None:
-                a, b = chars if cfg.ratio_unit == "chars" else tokens  # type: ignore[misc]
-                lo, hi = np.maximum(np.minimum(a, b), 1), np.maximum(a, b)
-                drop(step, hi > cfg.max_ratio * lo)  # type: ignore[operator]
-            elif step == "identical" and tgt is not None:
-                same = np.fromiter(map(str.__eq__, src, tgt), dtype=bool, count=n)
-                drop(step, same)
-            elif step in ("nonletter", "script", "langid"):
-                drop(step, self._costly(step, sides, keep))
-            elif step in RULES and (tgt is not None or RULES[step].per_side):
-                drop(step, self._rule(step, sides, keep))
-            else:
-                counts[step] = 0
+                keep[hit] = False
         result = FilterResult(keep, counts, dropped)
         if stats is not None:
             stats.add("pairs", n)
             for step in self.steps:
-                stats.add(f"dropped_{step}", counts.get(step, 0))
+                stats.add(f"dropped_{step}", counts[step])
             stats.add("kept", result.kept)
         return result
 
+    def _bad(self, step: str, sides: list[Sequence[str]], keep: np.ndarray, lengths: _Lengths) -> np.ndarray | None:
+        """The bad mask of one step over the chunk (None: the step does not apply to this chunk)."""
+        cfg, paired = self.config, len(sides) == 2
+        if step == "empty":
+            return np.logical_or.reduce([c == 0 for c in lengths.chars])
+        if step == "chars":
+            return np.logical_or.reduce([_outside(c, cfg.min_chars, cfg.max_chars) for c in lengths.chars])
+        if step == "tokens":
+            return np.logical_or.reduce([_outside(t, cfg.min_tokens, cfg.max_tokens) for t in lengths.tokens])
+        if step in ("ratio", "identical") and not paired:
+            return None
+        if step == "ratio":
+            a, b = lengths.chars if cfg.ratio_unit == "chars" else lengths.tokens
+            return np.maximum(a, b) > cfg.max_ratio * np.maximum(np.minimum(a, b), 1)  # type: ignore[operator]
+        if step == "identical":
+            return np.fromiter(map(str.__eq__, *sides), dtype=bool, count=len(keep))
+        if step in ("nonletter", "script", "langid"):
+            return self._costly(step, sides, keep)
+        rule = RULES[step]
+        runs = rule.per_side and not (paired and rule.documents) if rule.per_side else paired
+        return self._rule(step, sides, keep) if runs else None
+
     def _rule(self, name: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
         """Bad mask of a bitext rule, computed on the pairs still kept only."""
-        rule, value = RULES[name], getattr(self.config, name)
+        rule = RULES[name]
+        value = {option: getattr(self.config, option) for option in rule.options} if rule.options else getattr(
+            self.config, name)
         idx = np.flatnonzero(keep)
         bad = np.zeros(len(keep), dtype=bool)
         if not len(idx):
