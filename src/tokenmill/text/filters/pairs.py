@@ -258,6 +258,15 @@ class _Lengths:
 
     def __init__(self, sides: list[Sequence[str]], given: list[np.ndarray | None], collapsed: bool) -> None:
         self._sides, self._given, self._collapsed = sides, given, collapsed
+        self._picked: tuple[int, list[Sequence[str]]] = (len(sides[0]), sides)
+
+    def picked(self, keep: np.ndarray, kept: int) -> list[Sequence[str]]:
+        """The sides' items still kept (``kept`` of them): built once per state of ``keep``; ``keep`` only
+        loses items, so the count tells whether it changed."""
+        if self._picked[0] != kept:
+            survivors = keep.tolist()
+            self._picked = (kept, [list(compress(side, survivors)) for side in self._sides])
+        return self._picked[1]
 
     @functools.cached_property
     def chars(self) -> list[np.ndarray]:
@@ -366,9 +375,9 @@ class PairFilter:
             return self._costly(step, sides, keep)
         rule = RULES[step]
         runs = rule.per_side and not (paired and rule.documents) if rule.per_side else paired
-        return self._rule(step, sides, keep) if runs else None
+        return self._rule(step, keep, lengths) if runs else None
 
-    def _rule(self, name: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
+    def _rule(self, name: str, keep: np.ndarray, lengths: _Lengths) -> np.ndarray:
         """Bad mask of a bitext rule, computed on the pairs still kept only."""
         rule = RULES[name]
         value = {option: getattr(self.config, option) for option in rule.options} if rule.options else getattr(
@@ -377,8 +386,7 @@ class PairFilter:
         bad = np.zeros(len(keep), dtype=bool)
         if not len(idx):
             return bad
-        survivors = keep.tolist()
-        picked = [list(compress(side, survivors)) if len(idx) < len(keep) else side for side in sides]
+        picked = lengths.picked(keep, len(idx))
         if rule.per_side:
             for lines, lang in zip(picked, self._langs, strict=False):
                 bad[idx] |= rule.test(lines, value, lang)
