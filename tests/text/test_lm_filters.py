@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.text.lm_documents import PLANTED
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config import build_config
 from tokenmill.text.filters import FilterConfig, PairFilter
-from tokenmill.text.filters.words import count_sentences, split_words
+from tokenmill.text.filters.words import _split_piece, count_sentences, split_words
 
 pytest.importorskip("regex")
 
@@ -81,3 +82,12 @@ def test_prepare_refuses_lm_filters_on_pairs_and_unknown_names(tmp_path):
         build_config({**base, "target_lang": "de", "lm_filters": "c4"}).validate()
     with pytest.raises(ConfigError, match="unknown filter 'gopher'"):
         build_config({**base, "lm_filters": "gopher"}).validate()
+
+
+def test_plain_words_split_as_the_affix_loop_splits_them():
+    """split_words takes plain words (and one mark after them) without the affix loop; the loop agrees."""
+    for text in [CLEAN, *PLANTED, "Acme Inc. and id, cannot. vs. 3. St. A. Id? e.g. x"]:
+        slow: list[str] = []
+        for piece in text.split():
+            _split_piece(piece, slow)
+        assert split_words(text) == slow

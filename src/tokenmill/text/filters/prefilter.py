@@ -153,6 +153,11 @@ class _Windows:
             return (self.prefix[last] - before) * self.up[last]
 
 
+def window_hashes(values: np.ndarray) -> _Windows:
+    """Hashes of any stretch of ``values`` (code points): ``window_hashes(v)(starts, lengths)``."""
+    return _Windows(values)
+
+
 def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same: np.ndarray, second: np.ndarray,
                   gap: np.ndarray, longest: int) -> np.ndarray:
     """Positions p (of ``sorted_at``, grouped by equal keys) for which a later q of the same group, with
@@ -296,6 +301,11 @@ def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
 
 
 __all__ = [
-    "class_counts", "folded_letter_lengths", "glued", "may_share_substring", "string_repeat_starts",
+    "class_counts",
+    "folded_letter_lengths",
+    "glued",
+    "may_share_substring",
+    "string_repeat_starts",
+    "window_hashes",
     "word_repeat_starts",
 ]

@@ -9,15 +9,16 @@ C-level calls (``map``, :class:`collections.Counter`), no per-character Python.
 
 from __future__ import annotations
 
+import functools
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.registry import flags, register
+from tokenmill.text.filters.prefilter import window_hashes
+from tokenmill.text.filters.registry import flags, regex_module, register
 from tokenmill.text.filters.words import split_words
 
 STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
@@ -37,12 +38,10 @@ REPETITION = ("gopher_dup_lines", "gopher_dup_paragraphs", "gopher_dup_line_char
               *(f"gopher_top_{n}gram" for n in TOP_NGRAMS), *(f"gopher_dup_{n}grams" for n in DUP_NGRAMS))
 
 
-def _symbol_char(char: str) -> bool:
-    return char in _SYMBOLS or unicodedata.category(char)[0] in "PC"
-
-
-def _has_word_char(word: str) -> bool:
-    return not all(map(_symbol_char, word))
+@functools.cache
+def _word_char() -> Any:
+    """A character that is not punctuation (P*), not a control or other C* character, not one of _SYMBOLS."""
+    return regex_module().compile("[^\\p{P}\\p{C}" + regex_module().escape(_SYMBOLS) + "]")
 
 
 def _has_alpha(word: str) -> bool:
@@ -56,7 +55,7 @@ def _ratio_above(count: int, total: int, limit: float | None) -> bool:
 def quality_failure(text: str, o: Mapping[str, Any]) -> str | None:
     """The first Gopher quality check ``text`` fails (its name), or None."""
     words = split_words(text)
-    real = [w for w in words if _has_word_char(w)]
+    real = list(filter(_word_char().search, words))
     if o["gopher_min_words"] and len(real) < o["gopher_min_words"]:
         return "short document"
     if o["gopher_max_words"] and len(real) > o["gopher_max_words"]:
@@ -107,17 +106,34 @@ def duplicates(items: list[str]) -> tuple[int, int]:
 
 
 def _top_ngram_chars(words: list[str], n: int) -> int:
-    """Characters of the most frequent word n-gram (joined by spaces) times its count; 0 without n-grams."""
-    grams = Counter(map(" ".join, zip(*(words[i:] for i in range(n)), strict=False)))
+    """Characters of the most frequent word n-gram (joined by spaces) times its count; 0 without n-grams.
+    Counted as tuples: words hold no spaces, so two n-grams join equal exactly when their words are equal (and
+    the first-seen of the most frequent is the same either way)."""
+    grams = Counter(zip(*(words[i:] for i in range(n)), strict=False))
     if not grams:
         return 0
     gram, count = grams.most_common(1)[0]
-    return len(gram) * count
+    return (sum(map(len, gram)) + n - 1) * count
+
+
+def _gram_hashes(words: list[str], n: int) -> np.ndarray:
+    """uint64 hash of each word n-gram joined without spaces (equal strings, equal hashes)."""
+    text = "".join(words)
+    ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+    starts = np.concatenate([[0], ends[:-1]])
+    values = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    first, last = starts[: len(words) - n + 1], ends[n - 1:]
+    return window_hashes(values)(first, last - first) if len(values) else np.zeros(len(first), np.uint64)
 
 
 def _dup_ngram_chars(words: list[str], n: int) -> int:
     """Characters of the word n-grams (joined without spaces) that repeat an earlier one, left to right,
-    a repeat skipping its n words."""
+    a repeat skipping its n words. 0 at once when no two n-grams hash alike (then none repeats)."""
+    if len(words) < n + 1:
+        return 0
+    hashes = _gram_hashes(words, n)
+    if len(np.unique(hashes)) == len(hashes):
+        return 0
     seen: set[str] = set()
     chars, at, last = 0, 0, len(words) - n
     while at <= last:

@@ -88,11 +88,22 @@ def _split_piece(piece: str, out: list[str]) -> None:
     out += reversed(suffixes)
 
 
+_PIECES = re.compile(r"([A-Za-z]*[a-z]|[0-9]+)([,;:!?.]?)(?!\S)|(\S+)")
+"""A whitespace-separated piece: a plain word (ASCII letters ending in a lowercase one, or digits) with at most
+one mark after it, whose split is known without the affix loop (the mark is a suffix of its own) unless it
+is one of the exceptions, or any other piece (groups 1-2, or group 3)."""
+
+
 def split_words(text: str) -> list[str]:
     """The words (and punctuation tokens) of ``text``, as spaCy's English tokenizer splits them, nearly."""
     out: list[str] = []
-    for piece in text.split():
-        _split_piece(piece, out)
+    for word, mark, other in _PIECES.findall(text):
+        if other or word in _SPECIAL or word + mark in _SPECIAL:
+            _split_piece(other or word + mark, out)
+        else:
+            out.append(word)
+            if mark:
+                out.append(mark)
     return out
 
 
