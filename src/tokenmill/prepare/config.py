@@ -637,7 +637,10 @@ class PrepareConfig:
                                   f"choose from {', '.join(LM_RULES)}")
         on = [name for name in LM_RULES if getattr(self.filters, name)]
         if on and (self.target_lang or self.multilingual):
-            raise ConfigError(f"{flag_name(on[0], 'filters')}: the LM document filters ({', '.join(on)}) filter "
+            given = [name for name in on if name in self.lm_filters]
+            where = (self.label("lm_filters") if given else self.label("clean_preset") if self.clean_preset == "web"
+                     else self.label(f"filters.{on[0]}"))
+            raise ConfigError(f"{where}: the LM document filters ({', '.join(on)}) filter "
                               "monolingual documents; leave out --target-lang, or use --clean-preset bitext for pairs")
 
     def _check_given_files(self) -> None:
