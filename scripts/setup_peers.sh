@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the peers our interop tests use as oracles, each in its own venv under .peers/<name>
 # (their pins clash with ours). Idempotent: a peer that already imports is left alone.
-#   bash scripts/setup_peers.sh megatron fairseq t2t [bicleaner opusfilter]
+#   bash scripts/setup_peers.sh megatron fairseq t2t [bicleaner opusfilter datatrove]
 #
 # The peers are built once per machine: in $TOKENMILL_PEERS_DIR if set, else in
 # ${XDG_CACHE_HOME:-~/.cache}/tokenmill-peers, which the checkout links as .peers (a .peers folder or link
@@ -16,11 +16,12 @@ probe() {
     t2t) echo "from tensor2tensor.data_generators import text_encoder" ;;
     bicleaner) echo "from hardrules.hardrules import Hardrules" ;;
     opusfilter) echo "from opusfilter import filters" ;;
+    datatrove) echo "from datatrove.pipeline.filters import GopherQualityFilter; import spacy" ;;
   esac
 }
 
 for name in "${@:-megatron}"; do
-  if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter)" >&2; exit 2; fi
+  if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter datatrove)" >&2; exit 2; fi
 done
 
 CACHE=${TOKENMILL_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tokenmill-peers}
@@ -69,7 +70,9 @@ for name in "${@:-megatron}"; do
       "$pip" install -q --no-deps bicleaner-hardrules==2.10.8
       "$pip" install -q kenlm ;;
     opusfilter) "$pip" install -q opusfilter ;;
-    *) echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter)" >&2; exit 2 ;;
+    # spacy: datatrove's English word tokenizer (spacy.blank("en")), which its Gopher/C4/FineWeb filters use
+    datatrove) "$pip" install -q datatrove spacy ;;
+    *) echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter datatrove)" >&2; exit 2 ;;
   esac
   "$py" -c "$(probe "$name")" && probe "$name" > "$mark" && echo "peer $name: ready"
 done

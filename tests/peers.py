@@ -22,6 +22,7 @@ _PROBES = {
     "t2t": "from tensor2tensor.data_generators import text_encoder",
     "bicleaner": "from hardrules.hardrules import Hardrules",
     "opusfilter": "from opusfilter import filters",
+    "datatrove": "from datatrove.pipeline.filters import GopherQualityFilter",
 }
 
 

@@ -13,7 +13,8 @@ from tokenmill.text import Cleaner
 from tokenmill.text.cleaner import CleanConfig
 from tokenmill.text.decontaminate import Contamination, Decontaminator, line_keys
 from tokenmill.text.filters import FILTER_STEPS, RULE_ORDER, RULES, FilterConfig, PairFilter
-from tokenmill.text.filters.pairs import _BEFORE_RULES
+from tokenmill.text.filters.registry import LM_RULES
+from tokenmill.text.filters.settings import _BEFORE_RULES
 from tokenmill.text.readers import Chunk
 
 pytest.importorskip("regex")
@@ -48,7 +49,7 @@ CASES = {  # rule: (value, a pair it must drop)
 
 
 def test_every_rule_is_registered_has_a_setting_and_a_case():
-    assert set(RULES) == set(RULE_ORDER) == set(CASES)
+    assert set(RULES) == set(RULE_ORDER) == set(CASES) | set(LM_RULES)  # LM rules: tests/text/test_lm_filters.py
     names = {f.name for f in dataclasses.fields(FilterConfig)}
     assert set(RULE_ORDER) <= names
     assert list(FILTER_STEPS[-1:]) == ["langid"] and FILTER_STEPS.index("not_too_long") > FILTER_STEPS.index("script")

@@ -42,6 +42,7 @@ from tokenmill.settings import (
 from tokenmill.store.remote import is_url
 from tokenmill.text.charclass import script_table
 from tokenmill.text.filters import FilterConfig
+from tokenmill.text.filters.registry import LM_RULES
 from tokenmill.text.normalize import Normalizer
 from tokenmill.text.readers import OnInvalidUtf8, OnMalformed, resolve_prefix
 from tokenmill.text.sources import detect_format
@@ -62,7 +63,7 @@ LANG_CODE_RE = re.compile(LANG_CODE.regex)
 _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken",
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
-CleanPreset = Literal["bitext"]
+CleanPreset = Literal["bitext", "web"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
@@ -77,7 +78,7 @@ _CHECK_HELP = (
     "Random documents in the sample that proves the fast encoder (besides the longest ones, ones in other scripts "
     "and ones holding special-token text)."
 )
-RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram")
+RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram", "lm_filters")
 """Settings added after manifests were first written: the manifest records them only when they differ from
 their defaults (see :meth:`PrepareConfig.recorded`)."""
 RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")
@@ -198,7 +199,14 @@ class PrepareConfig:
         default=None,
         metadata={"help": "Turn on a set of filters: bitext = bicleaner-hardrules' model-free rules and OpusFilter's "
                           "numeral, punctuation, HTML, repetition and common-substring filters at their tools' "
-                          "thresholds (filters you give yourself win; see docs/how-to/cleaning.md)."},
+                          "thresholds; web = the LM document filters gopher_quality, gopher_repetition, c4 and "
+                          "fineweb (filters you give yourself win; see docs/how-to/cleaning.md)."},
+    )
+    lm_filters: list[str] = field(
+        default_factory=list,
+        metadata={"help": "LM document filters to turn on (monolingual input), comma-separated: gopher_quality, "
+                          "gopher_repetition, c4, fineweb, at datatrove's thresholds (each settable: "
+                          "--filter-gopher-min-words ...; see docs/how-to/cleaning.md)."},
     )
     decontaminate: list[str] = field(
         default_factory=list,
@@ -469,6 +477,7 @@ class PrepareConfig:
         check_settings(PrepareConfig, self, self.label)
         for group in NESTED:
             check_settings(NESTED[group], getattr(self, group), lambda name, g=group: self.label(f"{g}.{name}"))
+        self._check_lm_filters()
         if self.multilingual:
             if self.tasks > 1 or engine_part(self.engine).is_cluster:
                 raise ConfigError("--directions runs are not cut into tasks yet: use --tasks 1 --engine local")
@@ -619,6 +628,20 @@ class PrepareConfig:
                 except ConfigError as error:
                     raise ConfigError(f"direction {name}: {error}") from None
         return self
+
+    def _check_lm_filters(self) -> None:
+        """The LM document filters: known names, and documents to filter (no target side)."""
+        for name in self.lm_filters:
+            if name not in LM_RULES:
+                raise ConfigError(f"{self.label('lm_filters')}: unknown filter {name!r}{did_you_mean(name, LM_RULES)}; "
+                                  f"choose from {', '.join(LM_RULES)}")
+        on = [name for name in LM_RULES if getattr(self.filters, name)]
+        if on and (self.target_lang or self.multilingual):
+            given = [name for name in on if name in self.lm_filters]
+            where = (self.label("lm_filters") if given else self.label("clean_preset") if self.clean_preset == "web"
+                     else self.label(f"filters.{on[0]}"))
+            raise ConfigError(f"{where}: the LM document filters ({', '.join(on)}) filter "
+                              "monolingual documents; leave out --target-lang, or use --clean-preset bitext for pairs")
 
     def _check_given_files(self) -> None:
         """The SentencePiece model and the dictionaries given exist and are what they claim to be; the
@@ -1055,6 +1078,7 @@ CLEAN_PRESETS: dict[str, dict[str, Any]] = {
         "no_number_inconsistencies": True, "no_script_inconsistencies": True, "terminal_punctuation": -2.0,
         "html_tags": True, "repetition": 2, "common_substring": 0.9,
     },
+    "web": dict.fromkeys(LM_RULES, True),
 }
 """The filters each ``--clean-preset`` turns on, with their thresholds (bicleaner-hardrules' defaults for its
 rules, OpusFilter's for its filters; OpusFilter's numerals filter is left out: no_number_inconsistencies
@@ -1062,14 +1086,18 @@ already drops pairs whose digits differ)."""
 
 
 def preset_defaults(settings: dict[str, Any]) -> dict[str, Any]:
-    """Settings with the filters of ``clean_preset`` added under those given (given filters always win)."""
+    """Settings with the filters of ``clean_preset`` and of ``lm_filters`` added under those given (given
+    filters always win)."""
     preset = settings.get("clean_preset")
-    if preset is None or preset not in CLEAN_PRESETS:  # an unknown name is reported by the type check
-        return settings
+    named = settings.get("lm_filters") or []
+    named = named.split(",") if isinstance(named, str) else named
+    added = {name: True for name in named if name in LM_RULES}  # an unknown name is reported by validate
+    if preset in CLEAN_PRESETS:  # an unknown preset is reported by the type check
+        added = {**CLEAN_PRESETS[preset], **added}
     given = settings.get("filters")
-    if given is not None and not isinstance(given, dict):
+    if not added or (given is not None and not isinstance(given, dict)):
         return settings  # not a mapping: reported as such by the filters' check
-    return {**settings, "filters": {**CLEAN_PRESETS[preset], **(given or {})}}
+    return {**settings, "filters": {**added, **(given or {})}}
 
 
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -29,165 +29,39 @@ and language steps only look at pairs that survived the earlier steps.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from itertools import compress, repeat
-from typing import Annotated, Literal
 
 import numpy as np
 
 from tokenmill.errors import ConfigError
-from tokenmill.settings import Range, check_settings
 from tokenmill.text.charclass import nonletter_fraction, script_fraction, script_table
-from tokenmill.text.filters import rules_length, rules_noise, rules_opus, rules_pairs, rules_script  # noqa: F401
-from tokenmill.text.filters.registry import RULE_ORDER, RULES, base_lang, regex_module
+from tokenmill.text.filters import (  # noqa: F401 (they register)
+    rules_gopher,
+    rules_length,
+    rules_noise,
+    rules_opus,
+    rules_pairs,
+    rules_script,
+    rules_web,
+)
+from tokenmill.text.filters.registry import RULES, base_lang, regex_module
+from tokenmill.text.filters.settings import (
+    BASE_STEPS,
+    FILTER_STEPS,
+    FilterConfig,
+    piece_filters,
+    with_rule_langs,
+    without_piece_filters,
+)
 from tokenmill.text.lid import (
-    DEFAULT_BACKEND,
     LanguageCheck,
     label_counts,
     mix_counter,
-    parse_language,
-    same_language,
 )
 from tokenmill.text.stats import StepStats
-
-BASE_STEPS = ("empty", "chars", "tokens", "ratio", "identical", "nonletter", "script")
-FILTER_STEPS = (*BASE_STEPS, *RULE_ORDER, "langid")
-
-
-def _rule(help_text: str, default: object = None) -> object:
-    """A bitext rule's setting: off by default, its help text as field metadata (``--help`` shows it)."""
-    return field(default=default, metadata={"help": help_text})
-_FRACTION = Range(0, 1, what="a fraction")
-_RATIO = Range(1, why="it compares the longer side to the shorter")
-_BEFORE_RULES = frozenset({
-    "drop_empty", "min_chars", "max_chars", "min_tokens", "max_tokens", "max_ratio", "ratio_unit", "drop_identical",
-    "max_nonletter", "src_script", "tgt_script", "min_script_fraction", "src_lang", "tgt_lang", "langid_candidates",
-})
-
-
-@dataclass(frozen=True)
-class FilterConfig:
-    """Which filters run and their thresholds; all off except ``drop_empty`` by default."""
-
-    drop_empty: bool = True  # drop pairs with an empty side
-    min_chars: Annotated[int, Range(0)] = 0  # per side, characters (code points); 0 = no minimum
-    max_chars: Annotated[int | None, Range(0)] = None  # per side; default: no maximum
-    min_tokens: Annotated[int, Range(0)] = 0  # per side, whitespace tokens (or the lengths passed in)
-    max_tokens: Annotated[int | None, Range(0)] = None  # per side; default: no maximum
-    max_ratio: Annotated[float | None, _RATIO] = None  # longer side / shorter side, e.g. 9 (Moses); default: off
-    ratio_unit: Literal["tokens", "chars"] = "tokens"  # what max_ratio compares
-    drop_identical: bool = False  # drop pairs whose source equals the target
-    max_nonletter: Annotated[float | None, _FRACTION] = None  # max share of non-letters among non-space chars, e.g. 0.5
-    src_script: str | None = None  # Unicode script(s) of the source, e.g. "Latin", "Han+Hiragana"
-    tgt_script: str | None = None  # same for the target
-    min_script_fraction: Annotated[float, _FRACTION] = 0.5  # share of letters that must be in the expected script
-    src_lang: str | None = None  # expected language of the source: "en", "eng" or "eng_Latn"
-    tgt_lang: str | None = None  # expected language of the target
-    langid_candidates: tuple[str, ...] | None = None  # restrict language-ID to these labels; default: all
-    # The bitext rules (tokenmill.text.filters.registry): off unless given; --clean-preset bitext turns on a set.
-    not_too_long: Annotated[int | None, Range(1)] = _rule(
-        "drop a pair with a side of this many characters or more (bicleaner-hardrules: 1024)")
-    not_too_short: Annotated[int | None, Range(1)] = _rule(
-        "drop a pair with a side of fewer words than this, counted as blanks + 1; CJK sides count characters "
-        "(bicleaner-hardrules: 3)")
-    length_ratio: Annotated[float | None, _RATIO] = _rule(
-        "drop a pair whose source/target length in characters (UTF-8 bytes with a CJK side) is outside "
-        "[1/R, R] (bicleaner-hardrules: 3.0)")
-    no_identical: bool = _rule("drop a pair whose sides have the same letters, ignoring case (bicleaner-hardrules)",
-                               False)
-    no_literals: bool = _rule("drop a pair with a side holding {{, }}, %s, Re:, +++, ***, or =\" "
-                              "(bicleaner-hardrules)", False)
-    no_only_symbols: Annotated[float | None, _FRACTION] = _rule(
-        "drop a pair with a side whose alphabetic characters are at most this share of it (bicleaner-hardrules: 0.1)")
-    no_only_numbers: Annotated[float | None, _FRACTION] = _rule(
-        "drop a pair with a side whose digits are at least this share of it; CJK sides 0.2 more "
-        "(bicleaner-hardrules: 0.5)")
-    no_urls: bool = _rule("drop a pair with a side holding a URL or host name (bicleaner-hardrules)", False)
-    no_breadcrumbs: bool = _rule("drop a pair with a side of navigation breadcrumbs (bicleaner-hardrules)", False)
-    no_glued_words: bool = _rule("drop a pair with a side holding glued words like WordWord (bicleaner-hardrules)",
-                                 False)
-    no_repeated_words: Annotated[int | None, Range(1)] = _rule(
-        "drop a pair with a side holding this many repeated words or strings (bicleaner-hardrules: 1)")
-    no_unicode_noise: bool = _rule("drop a pair with a side holding 3 Latin-1 characters in a row, mojibake "
-                                   "(bicleaner-hardrules)", False)
-    no_space_noise: bool = _rule("drop a pair with a side s p a c e d  o u t (bicleaner-hardrules)", False)
-    no_paren: bool = _rule("drop a pair with unbalanced or too many brackets (bicleaner-hardrules)", False)
-    no_escaped_unicode: bool = _rule("drop a pair with a side holding escapes like \\u00e9 (bicleaner-hardrules)",
-                                     False)
-    no_bad_encoding: bool = _rule("drop a pair with a side holding Ã or Â where its language does not write them "
-                                  "(bicleaner-hardrules)", False)
-    no_titles: bool = _rule("drop a pair whose sides are both in Title Case (bicleaner-hardrules)", False)
-    no_number_inconsistencies: bool = _rule("drop a pair whose sides hold different digits (bicleaner-hardrules)",
-                                            False)
-    no_script_inconsistencies: bool = _rule("drop a pair with a side mixing writing systems (bicleaner-hardrules)",
-                                            False)
-    numerals: Annotated[float | None, _FRACTION] = _rule(
-        "drop a pair whose non-zero digits match with a similarity below this (OpusFilter NonZeroNumeralsFilter: 0.5)")
-    terminal_punctuation: float | None = _rule(
-        "drop a pair whose terminal punctuation penalty -log(1 + mismatch) is below this "
-        "(OpusFilter TerminalPunctuationFilter: -2)")
-    html_tags: bool = _rule("drop a pair with a side holding an HTML tag (OpusFilter HtmlTagFilter)", False)
-    repetition: Annotated[int | None, Range(1)] = _rule(
-        "drop a pair with a side where a string of 3-100 characters repeats this many more times in a row "
-        "(OpusFilter RepetitionFilter: 2)")
-    common_substring: Annotated[float | None, _FRACTION] = _rule(
-        "drop a pair whose longest common substring is at least this share of the shorter side "
-        "(OpusFilter LongestCommonSubstringFilter: 0.9)")
-    rule_src_lang: str | None = _rule(
-        "ISO 639-1 language of the source for the rules that treat some languages differently "
-        "(CJK, ...); default: --source-lang")
-    rule_tgt_lang: str | None = _rule("the same for the target; default: --target-lang")
-    lid_backend: Literal["heliport", "py3langid"] = _rule(
-        "language ID of --filter-src-lang/--filter-tgt-lang: heliport (220 languages; pip install "
-        "'tokenmill[langid]') or py3langid (97 languages; the backend before heliport)", DEFAULT_BACKEND)
-    lid_threshold: Annotated[float | None, Range(0)] = _rule(
-        "drop a side whose language-ID confidence is below this: heliport's score (0 to about 7; heliport "
-        "already labels a line und under its own per-language threshold) or py3langid's probability (0-1)")
-
-    def __repr__(self) -> str:
-        """The dataclass repr of the settings that existed before the bitext rules, then the rule settings
-        that differ from their defaults: a run without rules keeps its stage keys (they hold this repr)."""
-        shown = [f"{name}={value!r}" for name, value in self.recorded().items()]
-        return f"{type(self).__name__}({', '.join(shown)})"
-
-    def recorded(self) -> dict[str, object]:
-        """The settings as a manifest records them: those that existed before the bitext rules, then the rule
-        settings that differ from their defaults (as :meth:`__repr__`), so a run without rules records what
-        it recorded before the rules came."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if self._recorded(f.name, f.default)}
-
-    def _recorded(self, name: str, default: object) -> bool:
-        """Whether setting ``name`` is recorded. ``lid_backend`` is when a language is checked with heliport:
-        py3langid was the only backend before, so the runs it made keep their stage keys, and a run of such
-        a setting with heliport (now the default) is a new run."""
-        if name == "lid_backend":
-            return (self.src_lang is not None or self.tgt_lang is not None) and self.lid_backend != "py3langid"
-        return name in _BEFORE_RULES or getattr(self, name) != default
-
-    @property
-    def rules(self) -> tuple[str, ...]:
-        """The bitext rules switched on, in the order they run."""
-        return tuple(name for name in RULE_ORDER if getattr(self, name) not in (None, False))
-
-    def __post_init__(self) -> None:
-        def bad(msg: str) -> ConfigError:
-            return ConfigError(f"filter settings: {msg}")
-
-        check_settings(FilterConfig, self, lambda name: f"filter settings: {name}")  # types and ranges
-        if self.max_chars is not None and self.max_chars < self.min_chars:
-            raise bad(f"max_chars={self.max_chars} is below min_chars={self.min_chars}")
-        if self.max_tokens is not None and self.max_tokens < self.min_tokens:
-            raise bad(f"max_tokens={self.max_tokens} is below min_tokens={self.min_tokens}")
-        for name in ("src_lang", "tgt_lang"):  # the form, now; whether the backend knows it, when it loads
-            if getattr(self, name) is not None:
-                parse_language(getattr(self, name), f"filter settings: {name}")
-        if self.langid_candidates is not None:
-            among = [parse_language(code, "filter settings: langid_candidates entry").language
-                     for code in self.langid_candidates]
-            for lang in (self.src_lang, self.tgt_lang):
-                if lang is not None and not any(same_language(parse_language(lang).language, c) for c in among):
-                    raise bad(f"expected language {lang!r} is not among langid_candidates")
 
 
 @dataclass
@@ -222,6 +96,32 @@ def whitespace_token_lengths(lines: Sequence[str], collapsed: bool = False) -> n
         return np.fromiter(map(len, map(str.split, lines)), dtype=np.int64, count=len(lines))
     spaces = np.fromiter(map(str.count, lines, repeat(" ")), dtype=np.int64, count=len(lines))
     return spaces + np.fromiter(map(bool, lines), dtype=np.int64, count=len(lines))
+
+
+class _Lengths:
+    """Characters and tokens per line of each side, counted on first use (once per chunk)."""
+
+    def __init__(self, sides: list[Sequence[str]], given: list[np.ndarray | None], collapsed: bool) -> None:
+        self._sides, self._given, self._collapsed = sides, given, collapsed
+        self._picked: tuple[int, list[Sequence[str]]] = (len(sides[0]), sides)
+
+    def picked(self, keep: np.ndarray, kept: int) -> list[Sequence[str]]:
+        """The sides' items still kept (``kept`` of them): built once per state of ``keep``; ``keep`` only
+        loses items, so the count tells whether it changed."""
+        if self._picked[0] != kept:
+            survivors = keep.tolist()
+            self._picked = (kept, [list(compress(side, survivors)) for side in self._sides])
+        return self._picked[1]
+
+    @functools.cached_property
+    def chars(self) -> list[np.ndarray]:
+        return [char_lengths(side) for side in self._sides]
+
+    @functools.cached_property
+    def tokens(self) -> list[np.ndarray]:
+        n = len(self._sides[0])
+        return [whitespace_token_lengths(side, self._collapsed) if given is None else _checked_lengths(given, n)
+                for side, given in zip(self._sides, self._given, strict=True)]
 
 
 class PairFilter:
@@ -279,70 +179,58 @@ class PairFilter:
         n = len(src)
         if tgt is not None and len(tgt) != n:
             raise ValueError(f"source has {n} items but target has {len(tgt)}")
-        cfg = self.config
         sides = [src] if tgt is None else [src, tgt]
         keep = np.ones(n, dtype=bool)
         counts: dict[str, int] = {}
-        chars: list[np.ndarray] | None = None
-        tokens: list[np.ndarray] | None = None
-
         dropped: dict[str, np.ndarray] = {}
-
-        def drop(step: str, bad: np.ndarray) -> None:
-            hit = bad & keep
-            counts[step] = int(hit.sum())
+        lengths = _Lengths(sides, [src_tokens, tgt_tokens][: len(sides)], collapsed)
+        for step in self.steps:
+            bad = self._language(sides, keep, stats) if step == "langid" else self._bad(step, sides, keep, lengths)
+            hit = keep if bad is None else bad & keep
+            counts[step] = 0 if bad is None else int(hit.sum())
             if counts[step]:
                 dropped[step] = np.flatnonzero(hit)
-            keep[hit] = False
-
-        for step in self.steps:
-            if step in ("empty", "chars") or (step == "ratio" and cfg.ratio_unit == "chars"):
-                chars = chars if chars is not None else [char_lengths(s) for s in sides]
-            if step == "tokens" or (step == "ratio" and cfg.ratio_unit == "tokens"):
-                if tokens is None:
-                    given = [src_tokens, tgt_tokens][: len(sides)]
-                    tokens = [
-                        whitespace_token_lengths(s, collapsed) if g is None else _checked_lengths(g, n)
-                        for s, g in zip(sides, given, strict=True)
-                    ]
-            if step == "empty":
-                drop(step, np.logical_or.reduce([c == 0 for c in chars]))  # type: ignore[union-attr]
-            elif step == "chars":
-                drop(step, np.logical_or.reduce([_outside(c, cfg.min_chars, cfg.max_chars) for c in chars]))  # type: ignore[union-attr]
-            elif step == "tokens":
-                drop(step, np.logical_or.reduce([_outside(t, cfg.min_tokens, cfg.max_tokens) for t in tokens]))  # type: ignore[union-attr]
-            elif step == "ratio" and tgt is not None:
-                a, b = chars if cfg.ratio_unit == "chars" else tokens  # type: ignore[misc]
-                lo, hi = np.maximum(np.minimum(a, b), 1), np.maximum(a, b)
-                drop(step, hi > cfg.max_ratio * lo)  # type: ignore[operator]
-            elif step == "identical" and tgt is not None:
-                same = np.fromiter(map(str.__eq__, src, tgt), dtype=bool, count=n)
-                drop(step, same)
-            elif step in ("nonletter", "script"):
-                drop(step, self._costly(step, sides, keep))
-            elif step == "langid":
-                drop(step, self._language(sides, keep, stats))
-            elif step in RULES and (tgt is not None or RULES[step].per_side):
-                drop(step, self._rule(step, sides, keep))
-            else:
-                counts[step] = 0
+                keep[hit] = False
         result = FilterResult(keep, counts, dropped)
         if stats is not None:
             stats.add("pairs", n)
             for step in self.steps:
-                stats.add(f"dropped_{step}", counts.get(step, 0))
+                stats.add(f"dropped_{step}", counts[step])
             stats.add("kept", result.kept)
         return result
 
-    def _rule(self, name: str, sides: list[Sequence[str]], keep: np.ndarray) -> np.ndarray:
+    def _bad(self, step: str, sides: list[Sequence[str]], keep: np.ndarray, lengths: _Lengths) -> np.ndarray | None:
+        """The bad mask of one step over the chunk (None: the step does not apply to this chunk)."""
+        cfg, paired = self.config, len(sides) == 2
+        if step == "empty":
+            return np.logical_or.reduce([c == 0 for c in lengths.chars])
+        if step == "chars":
+            return np.logical_or.reduce([_outside(c, cfg.min_chars, cfg.max_chars) for c in lengths.chars])
+        if step == "tokens":
+            return np.logical_or.reduce([_outside(t, cfg.min_tokens, cfg.max_tokens) for t in lengths.tokens])
+        if step in ("ratio", "identical") and not paired:
+            return None
+        if step == "ratio":
+            a, b = lengths.chars if cfg.ratio_unit == "chars" else lengths.tokens
+            return np.maximum(a, b) > cfg.max_ratio * np.maximum(np.minimum(a, b), 1)  # type: ignore[operator]
+        if step == "identical":
+            return np.fromiter(map(str.__eq__, *sides), dtype=bool, count=len(keep))
+        if step in ("nonletter", "script"):
+            return self._costly(step, sides, keep)
+        rule = RULES[step]
+        runs = rule.per_side and not (paired and rule.documents) if rule.per_side else paired
+        return self._rule(step, keep, lengths) if runs else None
+
+    def _rule(self, name: str, keep: np.ndarray, lengths: _Lengths) -> np.ndarray:
         """Bad mask of a bitext rule, computed on the pairs still kept only."""
-        rule, value = RULES[name], getattr(self.config, name)
+        rule = RULES[name]
+        value = {option: getattr(self.config, option) for option in rule.options} if rule.options else getattr(
+            self.config, name)
         idx = np.flatnonzero(keep)
         bad = np.zeros(len(keep), dtype=bool)
         if not len(idx):
             return bad
-        survivors = keep.tolist()
-        picked = [list(compress(side, survivors)) if len(idx) < len(keep) else side for side in sides]
+        picked = lengths.picked(keep, len(idx))
         if rule.per_side:
             for lines, lang in zip(picked, self._langs, strict=False):
                 bad[idx] |= rule.test(lines, value, lang)
@@ -386,30 +274,6 @@ class PairFilter:
                 for label, count in label_counts(labels):
                     stats.add(mix_counter(name, label), count)
         return bad
-
-
-def piece_filters(config: FilterConfig) -> FilterConfig | None:
-    """The filters of ``config`` that count tokens (min/max tokens; the ratio when it compares tokens), for
-    running on a subword tokenizer's piece counts after encoding; None when there are none."""
-    ratio = config.max_ratio if config.ratio_unit == "tokens" else None
-    if config.min_tokens == 0 and config.max_tokens is None and ratio is None:
-        return None
-    return FilterConfig(drop_empty=False, min_tokens=config.min_tokens, max_tokens=config.max_tokens,
-                        max_ratio=ratio, ratio_unit="tokens")
-
-
-def without_piece_filters(config: FilterConfig) -> FilterConfig:
-    """``config`` less the filters :func:`piece_filters` takes over (the text-level part of cleaning)."""
-    ratio = None if config.ratio_unit == "tokens" else config.max_ratio
-    return replace(config, min_tokens=0, max_tokens=None, max_ratio=ratio)
-
-
-def with_rule_langs(config: FilterConfig, source: str | None, target: str | None) -> FilterConfig:
-    """``config`` with the run's languages as the rules' languages where none were given (only when a rule is
-    on, so a run without rules keeps its settings and stage keys)."""
-    if not config.rules:
-        return config
-    return replace(config, rule_src_lang=config.rule_src_lang or source, rule_tgt_lang=config.rule_tgt_lang or target)
 
 
 def _outside(lengths: np.ndarray, low: int, high: int | None) -> np.ndarray:

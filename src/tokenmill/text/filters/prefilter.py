@@ -47,6 +47,28 @@ def fold_table() -> np.ndarray:
     return np.frombuffer("".join(folded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).copy()
 
 
+@functools.cache
+def folded_letter_length_table() -> np.ndarray:
+    """int64 per code point: the length of its casefold for a letter (Unicode L*), 0 for anything else."""
+    letters = class_table(r"\p{L}")
+    table = np.zeros(sys.maxunicode + 1, dtype=np.int64)
+    where = np.flatnonzero(letters)
+    table[where] = [len(chr(c).casefold()) for c in where.tolist()]
+    return table
+
+
+def folded_letter_lengths(lines: Sequence[str]) -> np.ndarray:
+    """int64 per line: the length of its letters, casefolded (equal for two lines whose letters casefold equal;
+    casefold maps each character on its own)."""
+    view = CharView(list(lines))
+    out = np.zeros(len(view.lengths), dtype=np.int64)
+    nonempty = view.lengths > 0
+    if nonempty.any():
+        values = np.take(folded_letter_length_table(), view.codepoints)
+        out[nonempty] = np.add.reduceat(values, view.bounds[:-1][nonempty])
+    return out
+
+
 class Codes:
     """The code points of a chunk's lines, with each position's line and distance to its line's end."""
 
@@ -76,14 +98,27 @@ class Codes:
         return out
 
 
-def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions ``where`` sorted by (line, key, position), and whether each repeats the one before it."""
-    order = np.lexsort((where, keys[where], codes.line[where]))
+def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray,
+                          least: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Positions ``where`` grouped by (line, key), in position order within a group, and whether each is in the
+    group of the one before it; only groups of at least ``least`` positions. One stable sort on a 64-bit mix of
+    line and key (three-key lexsorts cost ten times more), after a count of the mixes' hash buckets has set
+    aside the positions whose bucket holds fewer than ``least`` (their group is smaller still): a collision
+    can only put positions of different lines or keys together, which lets more places through to the exact
+    test, never fewer."""
+    with np.errstate(over="ignore"):
+        mixed = keys[where] * np.uint64(0x9E3779B97F4A7C15) + codes.line[where].astype(np.uint64)
+        if least > 1 and len(mixed):
+            bits = max(len(mixed).bit_length() + 1, 4)
+            bucket = ((mixed * np.uint64(0xC2B2AE3D27D4EB4F)) >> np.uint64(64 - bits)).astype(np.int64)
+            crowded = np.bincount(bucket, minlength=1 << bits)[bucket] >= least
+            where, mixed = where[crowded], mixed[crowded]
+    order = np.argsort(mixed, kind="stable")  # `where` is ascending: positions stay in order within a group
     sorted_at = where[order]
     same = np.zeros(len(sorted_at), dtype=bool)
     if len(sorted_at) > 1:
-        lines, grams = codes.line[sorted_at], keys[sorted_at]
-        same[1:] = (lines[1:] == lines[:-1]) & (grams[1:] == grams[:-1])
+        ordered = mixed[order]
+        same[1:] = ordered[1:] == ordered[:-1]
     return sorted_at, same
 
 
@@ -116,6 +151,11 @@ class _Windows:
         with np.errstate(over="ignore"):
             before = np.where(start > 0, self.prefix[np.maximum(start - 1, 0)], np.uint64(0))
             return (self.prefix[last] - before) * self.up[last]
+
+
+def window_hashes(values: np.ndarray) -> _Windows:
+    """Hashes of any stretch of ``values`` (code points): ``window_hashes(v)(starts, lengths)``."""
+    return _Windows(values)
 
 
 def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same: np.ndarray, second: np.ndarray,
@@ -174,8 +214,12 @@ def _members(keys: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     """bool per key: it is in ``sorted_set`` (binary search; numpy's hashing ``isin`` is slow on uint64)."""
     if not len(sorted_set):
         return np.zeros(len(keys), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_set, keys), len(sorted_set) - 1)
-    return sorted_set[at] == keys
+    order = np.argsort(keys)  # sorted queries: searchsorted walks the set in order (several times faster)
+    ordered = keys[order]
+    at = np.minimum(np.searchsorted(sorted_set, ordered), len(sorted_set) - 1)
+    found = np.empty(len(keys), dtype=bool)
+    found[order] = sorted_set[at] == ordered
+    return found
 
 
 def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray, np.ndarray]:
@@ -186,7 +230,7 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     visible = (codes.left >= 3) & ~codes.flags(r"\s")
-    sorted_at, same = _repeats_within_lines(codes, codes.trigrams(), np.flatnonzero(visible))
+    sorted_at, same = _repeats_within_lines(codes, codes.trigrams(), np.flatnonzero(visible), copies)
     group = np.cumsum(~same) - 1
     size = np.bincount(group)[group]
     often = np.zeros(len(codes.points), dtype=bool)
@@ -212,7 +256,7 @@ def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     after_space = start & before_space & ~first
     folded = np.take(fold_table(), codes.points).astype(np.uint64)
     keys = (folded << np.uint64(21)) | np.concatenate([folded[1:], np.zeros(1, np.uint64)])
-    sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start))
+    sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start), 2)  # a repeat needs two
     if not len(sorted_at):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     folded_points = np.take(fold_table(), codes.points)
@@ -256,4 +300,12 @@ def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
     return view.per_line(np.take(class_table(pattern), view.codepoints))
 
 
-__all__ = ["class_counts", "glued", "may_share_substring", "string_repeat_starts", "word_repeat_starts"]
+__all__ = [
+    "class_counts",
+    "folded_letter_lengths",
+    "glued",
+    "may_share_substring",
+    "string_repeat_starts",
+    "window_hashes",
+    "word_repeat_starts",
+]

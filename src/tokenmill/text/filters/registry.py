@@ -33,8 +33,12 @@ RULE_ORDER = (
     "no_space_noise", "no_paren", "no_escaped_unicode", "no_bad_encoding", "no_titles",
     "no_number_inconsistencies", "no_script_inconsistencies",
     "numerals", "terminal_punctuation", "html_tags", "repetition", "common_substring",
+    "gopher_quality", "gopher_repetition", "c4", "fineweb",
 )
-"""Every rule, in the order they run (bicleaner-hardrules' rules, then OpusFilter's)."""
+"""Every rule, in the order they run (bicleaner-hardrules' rules, then OpusFilter's, then the LM document
+filters of Gopher, C4 and FineWeb)."""
+LM_RULES = ("gopher_quality", "gopher_repetition", "c4", "fineweb")
+"""The rules for LM documents (monolingual input); they do not run on pairs."""
 
 CJK = frozenset({"zh", "ja", "ko", "yue", "bo", "bod", "cmn", "zho", "jpn", "kor"})
 """Languages whose length rules count characters (or bytes) instead of words, as bicleaner-hardrules does."""
@@ -49,19 +53,22 @@ class Rule:
     peer: str  # the peer rule it follows (for the docs and the oracle tests)
     per_side: bool  # True: test(lines, value, lang); False: test(src, tgt, value, langs)
     test: Callable[..., np.ndarray]
+    options: tuple[str, ...] = ()  # FilterConfig fields passed to test (as a mapping) instead of the rule's value
+    documents: bool = False  # a filter of LM documents: runs on monolingual chunks only
 
 
 RULES: dict[str, Rule] = {}
 
 
-def register(name: str, label: str, peer: str, *, per_side: bool = True) -> Callable[[Callable[..., np.ndarray]],
-                                                                                    Callable[..., np.ndarray]]:
-    """Decorator: record ``test`` as the rule ``name`` (which must be in :data:`RULE_ORDER`)."""
+def register(name: str, label: str, peer: str, *, per_side: bool = True, options: tuple[str, ...] = (),
+             documents: bool = False) -> Callable[[Callable[..., np.ndarray]], Callable[..., np.ndarray]]:
+    """Decorator: record ``test`` as the rule ``name`` (which must be in :data:`RULE_ORDER`); ``options``: the
+    settings it reads, ``documents``: an LM document filter."""
     if name not in RULE_ORDER:
         raise ValueError(f"rule {name!r} is not in RULE_ORDER")
 
     def add(test: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-        RULES[name] = Rule(name, label, peer, per_side, test)
+        RULES[name] = Rule(name, label, peer, per_side, test, options, documents)
         return test
 
     return add
@@ -101,5 +108,6 @@ def base_lang(code: str | None) -> str | None:
 
 
 __all__ = [
-    "CJK", "RULES", "RULE_ORDER", "Rule", "base_lang", "counts", "flags", "flags_where", "regex_module", "register",
+    "CJK", "LM_RULES", "RULES", "RULE_ORDER", "Rule", "base_lang", "counts", "flags", "flags_where", "regex_module",
+    "register",
 ]

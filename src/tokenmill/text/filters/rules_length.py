@@ -7,6 +7,7 @@ from itertools import repeat
 
 import numpy as np
 
+from tokenmill.text.filters.prefilter import class_counts
 from tokenmill.text.filters.registry import CJK, counts, register
 
 
@@ -26,7 +27,7 @@ def too_short(lines: Sequence[str], words: int, lang: str | None) -> np.ndarray:
     count characters instead."""
     if lang in CJK:
         return _chars(lines) < words
-    blanks = counts(lines, lambda line: line.count(" ") + line.count("\u00a0"))
+    blanks = class_counts(lines, "[ \u00a0]")
     return blanks < words - 1
 
 

@@ -176,7 +176,7 @@ def bad_encoding(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray
     marks = ("Ã" if lang not in A_TILDE_LANGS else "") + ("Â" if lang not in A_CIRCUMFLEX_LANGS else "")
     if not marks:
         return np.zeros(len(lines), dtype=bool)
-    return flags(lines, lambda line: any(mark in line for mark in marks))
+    return class_counts(lines, f"[{marks}]") > 0
 
 
 __all__ = ["LITERALS"]

@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import REPEAT_LONGEST, may_share_substring, string_repeat_starts
-from tokenmill.text.filters.registry import counts, flags, regex_module, register
+from tokenmill.text.filters.prefilter import REPEAT_LONGEST, class_counts, may_share_substring, string_repeat_starts
+from tokenmill.text.filters.registry import flags, regex_module, register
 
 Langs = tuple[str | None, str | None]
 _NONZERO_DIGITS = re.compile("[1-9]+")
-_TERMINAL = re.compile("[.?!…]")
 
 
 def _nonzero_digits(text: str) -> str:
@@ -39,13 +38,16 @@ def _digit_ratio(a: str, b: str) -> float:
 def numerals(src: Sequence[str], tgt: Sequence[str], threshold: float, langs: Langs) -> np.ndarray:
     """Pairs whose non-zero ASCII digits, as sequences, match with a similarity below ``threshold``
     (difflib's ratio; OpusFilter's default 0.5)."""
-    ratios = np.fromiter(map(_digit_ratio, map(_nonzero_digits, src), map(_nonzero_digits, tgt)),
-                         dtype=np.float64, count=len(src))
+    where = np.flatnonzero((class_counts(src, "[1-9]") > 0) | (class_counts(tgt, "[1-9]") > 0)).tolist()
+    ratios = np.ones(len(src), dtype=np.float64)  # no non-zero digit on either side: equal (empty) strings
+    ratios[where] = np.fromiter(map(_digit_ratio, map(_nonzero_digits, map(src.__getitem__, where)),
+                                    map(_nonzero_digits, map(tgt.__getitem__, where))), dtype=np.float64,
+                                count=len(where))
     return ~(ratios >= threshold)
 
 
 def _terminal_marks(lines: Sequence[str]) -> np.ndarray:
-    return counts(lines, lambda line: len(_TERMINAL.findall(line)))
+    return class_counts(lines, "[.?!…]")  # OpusFilter's terminal marks, counted in numpy
 
 
 @register("terminal_punctuation", "terminal punctuation differs (OpusFilter)", "OpusFilter TerminalPunctuationFilter",

@@ -5,12 +5,13 @@ at those only."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from tokenmill.text.charclass import CharView
+from tokenmill.text.filters.prefilter import folded_letter_lengths
 from tokenmill.text.filters.registry import flags, regex_module, register
 
 Langs = tuple[str | None, str | None]
@@ -27,13 +28,17 @@ def _non_letters() -> Any:
 
 @register("no_identical", "same letters on both sides", "bicleaner-hardrules no_identical", per_side=False)
 def identical(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) -> np.ndarray:
-    """Pairs whose sides are equal once everything but letters (Unicode L*) is removed, ignoring case."""
+    """Pairs whose sides are equal once everything but letters (Unicode L*) is removed, ignoring case. Only pairs
+    whose casefolded letters are as long on both sides (counted in numpy) are compared."""
     strip = _non_letters().sub
 
     def same(a: str, b: str) -> bool:
         return strip("", a).casefold() == strip("", b).casefold()
 
-    return _pairwise(src, tgt, same)
+    bad = np.zeros(len(src), dtype=bool)
+    where = np.flatnonzero(folded_letter_lengths(src) == folded_letter_lengths(tgt)).tolist()
+    bad[where] = _pairwise([src[i] for i in where], [tgt[i] for i in where], same)
+    return bad
 
 
 _BRACKETS = (("[", "]"), ("{", "}"), ("⟨", "⟩"))
@@ -73,28 +78,34 @@ def paren(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) -> np.
 
 
 def _title(text: str) -> bool:
-    return len(text.strip().split(" ")) > 1 and text.istitle()
+    """Several words (a space inside the stripped text) in Title Case; ``istitle`` first, the cheap test."""
+    return text.istitle() and " " in text.strip()
 
 
 @register("no_titles", "both sides in Title Case", "bicleaner-hardrules no_titles", per_side=False)
 def titles(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) -> np.ndarray:
     """Pairs whose two sides are both several words in Title Case (menus, headings)."""
-    return flags(src, _title) & flags(tgt, _title) & flags(src, len) & flags(tgt, len)
-
-
-_ASCII_DIGITS = re.compile("[0-9]")
-
-
-def _digits(text: str) -> str:
-    """The ASCII digits of ``text``, sorted."""
-    return "".join(sorted(_ASCII_DIGITS.findall(text)))
+    bad = flags(src, _title)  # a title is never empty
+    where = np.flatnonzero(bad).tolist()
+    bad[where] = flags([tgt[i] for i in where], _title)
+    return bad
 
 
 @register("no_number_inconsistencies", "numbers differ between sides", "bicleaner-hardrules no_number_inconsistencies",
           per_side=False)
 def number_inconsistencies(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) -> np.ndarray:
-    """Pairs whose sides hold different multisets of ASCII digits."""
-    return np.fromiter(map(str.__ne__, map(_digits, src), map(_digits, tgt)), dtype=bool, count=len(src))
+    """Pairs whose sides hold different multisets of ASCII digits: each side's count of every digit per line,
+    in numpy, compared."""
+    return (_digit_counts(src) != _digit_counts(tgt)).any(axis=1)
+
+
+def _digit_counts(lines: Sequence[str]) -> np.ndarray:
+    """int64 (lines, 10): how many of each ASCII digit each line holds."""
+    view = CharView(list(lines))
+    digit = (view.codepoints >= ord("0")) & (view.codepoints <= ord("9"))
+    line = np.repeat(np.arange(len(lines), dtype=np.int64), view.lengths)[digit]
+    cells = line * 10 + (view.codepoints[digit].astype(np.int64) - ord("0"))
+    return np.bincount(cells, minlength=10 * len(lines)).reshape(len(lines), 10)
 
 
 __all__ = ["identical", "number_inconsistencies", "paren", "titles"]
