@@ -51,15 +51,9 @@ class PrepareConfig:
     directions: DirectionSettings
 
     def __init__(self, *, labels: Mapping[str, str] | None = None, **given: Any) -> None:
-        sections: dict[str, Any] = {}
-        changes: dict[str, dict[str, Any]] = {name: {} for name in SECTION_TYPES}
-        for name, value in given.items():
-            if name in SECTION_TYPES and isinstance(value, SECTION_TYPES[name]):
-                sections[name] = value
-            elif name in PLACES:
-                changes[PLACES[name].section][PLACES[name].name] = value
-            else:
-                raise TypeError(f"PrepareConfig() got an unexpected keyword argument {name!r}")
+        sections = {name: value for name, value in given.items()
+                    if name in SECTION_TYPES and isinstance(value, SECTION_TYPES[name])}
+        changes = _by_section({key: value for key, value in given.items() if key not in sections})
         for name, kind in SECTION_TYPES.items():
             base = sections.get(name)
             made = kind(**changes[name]) if base is None else dataclasses.replace(base, **changes[name])
@@ -102,7 +96,9 @@ class PrepareConfig:
 
     def replaced(self, **settings: Any) -> PrepareConfig:
         """A new config with the flat ``settings`` changed (each routed to its section), not yet validated."""
-        return PrepareConfig(labels=self._labels, **self._sections(), **settings)  # type: ignore[attr-defined]
+        changes = _by_section(settings)
+        sections = {name: dataclasses.replace(getattr(self, name), **changes[name]) for name in SECTION_TYPES}
+        return PrepareConfig(labels=self._labels, **sections)  # type: ignore[attr-defined]
 
     def _sections(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in SECTION_TYPES}
@@ -161,3 +157,13 @@ class PrepareConfig:
         kept = self.cleaning.filters.recorded()
         settings["filters"] = {name: value for name, value in settings["filters"].items() if name in kept}
         return settings
+
+
+def _by_section(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Flat settings by section: {section: {field name: value}} (every section present)."""
+    changes: dict[str, dict[str, Any]] = {name: {} for name in SECTION_TYPES}
+    for key, value in settings.items():
+        if key not in PLACES:
+            raise TypeError(f"PrepareConfig() got an unexpected keyword argument {key!r}")
+        changes[PLACES[key].section][PLACES[key].name] = value
+    return changes
