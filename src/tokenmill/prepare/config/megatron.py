@@ -69,12 +69,17 @@ class MegatronSettings(Section):
         if self.vocab_file and config.tokenizer.name != "hf":
             raise ConfigError("--vocab-file/--merge-file make a GPT-2 byte-level BPE: use --tokenizer hf "
                               "(or --tokenizer-type GPT2BPETokenizer)")
-        if self.output_prefix or self.input:
-            if not self.output_prefix:
-                raise ConfigError("--input comes with --output-prefix (Megatron's preprocess_data flags)")
-            if not config.inputs.monolingual or config.inputs.validpref or config.inputs.testpref:
-                raise ConfigError(
-                    "--output-prefix writes one Megatron dataset from --input: no --target-lang, --validpref or "
-                    "--testpref (Megatron splits one dataset by --split at training time)"
-                )
+        self._check_dataset(config)
         return self
+
+    def _check_dataset(self, config: PrepareConfig) -> None:
+        """--input and --output-prefix: one monolingual dataset."""
+        if not (self.output_prefix or self.input):
+            return
+        if not self.output_prefix:
+            raise ConfigError("--input comes with --output-prefix (Megatron's preprocess_data flags)")
+        if not config.inputs.monolingual or config.inputs.validpref or config.inputs.testpref:
+            raise ConfigError(
+                "--output-prefix writes one Megatron dataset from --input: no --target-lang, --validpref or "
+                "--testpref (Megatron splits one dataset by --split at training time)"
+            )
