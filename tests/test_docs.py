@@ -15,8 +15,7 @@ import pytest
 
 from tests.doc_blocks import REPO, RUN, PageRun, odd_blocks, page_blocks
 from tokenmill.cli import COMMANDS
-from tokenmill.prepare import PrepareConfig
-from tokenmill.prepare.config import NESTED
+from tokenmill.prepare.config import NESTED, SETTINGS
 
 PAGES = sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))
 BLOCKS = {page: page_blocks(page) for page in PAGES}
@@ -69,7 +68,7 @@ def test_mkdocs_build_strict_passes(site):
 def test_config_page_lists_every_setting(site):
     """The config keys are generated from the dataclass at build time: a new field shows up by itself."""
     page = (site / "reference" / "config" / "index.html").read_text(encoding="utf-8")
-    keys = [f.name for f in dataclasses.fields(PrepareConfig) if not f.name.startswith("_")]
+    keys = [setting.key for setting in SETTINGS]
     keys += [f"{group}.{f.name}" for group, cls in NESTED.items() for f in dataclasses.fields(cls)]
     missing = [key for key in keys if f"<code>{key}</code>" not in page]
     assert not missing, f"reference/config.md lacks {missing}"

@@ -11,8 +11,7 @@ from click.testing import CliRunner
 
 from tokenmill.cli import cli
 from tokenmill.commands.prepare import _OPTIONS, prepare_command
-from tokenmill.prepare import PrepareConfig
-from tokenmill.prepare.config import NESTED, NESTED_HELP, field_help, field_sections
+from tokenmill.prepare.config import NESTED, NESTED_HELP, SETTINGS, field_help, field_sections
 from tokenmill.prepare.config import SECTIONS as OPENING_FIELDS
 
 SECTIONS = ["Inputs", "Cleaning", "Tokenizer", "Dictionaries (fairseq-preprocess names)", "Output",
@@ -56,8 +55,8 @@ def test_prepare_help_has_sections_defaults_and_choices():
 
 def test_every_config_field_is_a_flag_in_a_section_with_help_in_one_style():
     sections = field_sections()
-    assert {f.name for f in dataclasses.fields(PrepareConfig)} == set(sections), "each field has a section"
-    assert dataclasses.fields(PrepareConfig)[0].name in OPENING_FIELDS, "the first field opens a section"
+    assert {setting.key for setting in SETTINGS} == set(sections), "each setting has a section"
+    assert SETTINGS[0].key in OPENING_FIELDS, "the first setting opens a section"
     assert set(OPENING_FIELDS) <= set(sections), "every section opens at a field"
     for option, name, _ in _OPTIONS:
         assert option.help, f"{name} has no help"
@@ -91,9 +90,9 @@ def test_a_command_imports_only_its_own_module():
 
 
 def test_every_prepare_option_has_help_from_the_fields_themselves():
-    for item in dataclasses.fields(PrepareConfig):
-        if item.name not in NESTED:
-            assert item.metadata.get("help", "").strip(), f"{item.name} has no metadata help"
+    for setting in SETTINGS:
+        if setting.key not in NESTED:
+            assert setting.field.metadata.get("help", "").strip(), f"{setting.key} has no metadata help"
     for group, cls in NESTED.items():
         names = {f.name for f in dataclasses.fields(cls)}
         assert set(NESTED_HELP[group]) <= names, f"{group}: NESTED_HELP names fields that are gone"

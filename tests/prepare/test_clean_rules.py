@@ -64,9 +64,10 @@ def test_the_preset_counts_each_rule_with_a_sample(one_process):
 
 def test_the_rules_are_in_the_clean_key(corpus, one_process, tmp_path):
     config = build_config(settings(corpus, tmp_path / "bin"))
-    assert config.filters.no_urls and config.filters.length_ratio == 3.0
+    assert config.cleaning.filters.no_urls and config.cleaning.filters.length_ratio == 3.0
     given = build_config(settings(corpus, tmp_path / "bin", filters={"no_urls": False, "length_ratio": 2.0}))
-    assert not given.filters.no_urls and given.filters.length_ratio == 2.0  # given filters win over the preset
+    filters = given.cleaning.filters
+    assert not filters.no_urls and filters.length_ratio == 2.0  # given filters win over the preset
     plain = tmp_path / "plain"
     tokenmill.prepare(settings(corpus, plain, clean_preset=None, decontaminate=[]), progress=False)
     key = json.loads((one_process / ".state" / "clean.train.json").read_text())["fingerprint"]

@@ -9,7 +9,7 @@ import pytest
 
 from tokenmill.errors import ConfigError
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml
-from tokenmill.prepare.config import TOKENIZERS, LayoutName, Leakage
+from tokenmill.prepare.config import SECTION_TYPES, TOKENIZERS, LayoutName, Leakage
 from tokenmill.settings import check_settings
 
 
@@ -39,16 +39,18 @@ def test_yaml_and_lists(tmp_path):
         encoding="utf-8",
     )
     config = build_config(load_yaml(path), config_file=path)
-    assert config.trainpref == ["a/train", "b/train"] and config.validpref == ["a/valid"]
-    assert config.filters.max_tokens == 100 and config.normalize.nfkc
-    assert config.filters.langid_candidates == ("en", "de")
-    assert config.character_coverage == 1, "an int is a fine float"
-    assert config.user_defined_symbols == ["__en__", "__de__"]
+    assert config.inputs.trainpref == ["a/train", "b/train"] and config.inputs.validpref == ["a/valid"]
+    assert config.cleaning.filters.max_tokens == 100 and config.cleaning.normalize.nfkc
+    assert config.cleaning.filters.langid_candidates == ("en", "de")
+    assert config.tokenizer.character_coverage == 1, "an int is a fine float"
+    assert config.tokenizer.user_defined_symbols == ["__en__", "__de__"]
     assert config.langs == ["en", "de"] and not config.monolingual
 
 
 def test_the_defaults_pass_their_own_checks():
-    check_settings(PrepareConfig, PrepareConfig(), lambda name: name)
+    config = PrepareConfig()
+    for name, kind in SECTION_TYPES.items():
+        check_settings(kind, getattr(config, name), lambda field: field)
 
 
 @pytest.mark.parametrize(
@@ -128,7 +130,7 @@ def test_a_good_dictionary_and_model_are_accepted(tmp_path):
     sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=str(tmp_path / "m"),
                                              vocab_size=30, hard_vocab_limit=False, minloglevel=2)
     config = build_config({**BASE, "srcdict": "dict.txt", "tgtdict": "dict.txt", "spm_model": "m.model"})
-    assert config.spm_model == "m.model" and config.srcdict == "dict.txt"
+    assert config.tokenizer.spm_model == "m.model" and config.dictionary.srcdict == "dict.txt"
 
 
 def test_compressed_inputs_resolve_like_the_pipeline(tmp_path):
@@ -136,7 +138,7 @@ def test_compressed_inputs_resolve_like_the_pipeline(tmp_path):
 
     (tmp_path / "z.en.gz").write_bytes(gzip.compress(b"a\n"))
     (tmp_path / "z.de").write_text("b\n", encoding="utf-8")
-    assert build_config({**BASE, "trainpref": "z"}).trainpref == ["z"]
+    assert build_config({**BASE, "trainpref": "z"}).inputs.trainpref == ["z"]
 
 
 def test_values_from_a_yaml_file_are_named_by_file_and_key(tmp_path):
@@ -159,12 +161,13 @@ def test_values_from_a_yaml_file_are_named_by_file_and_key(tmp_path):
     fails("directions: {eng_Latn-deu_Latn: {trainprefs: x}}\n", r"did you mean 'trainpref'\?")
     # a flag given on top of a bad file value wins, and a bad flag is named as a flag
     path.write_text("source_lang: en\ntarget_lang: de\ntrainpref: t\nvocab_size: eight\n", encoding="utf-8")
-    assert build_config(load_yaml(path), overrides={"vocab_size": 100}, config_file=path).vocab_size == 100
+    assert build_config(load_yaml(path), overrides={"vocab_size": 100}, config_file=path).tokenizer.vocab_size == 100
     with pytest.raises(ConfigError, match=r"^--vocab-size must be >= 8 \(SentencePiece needs .*\), got 0$"):
         build_config(load_yaml(path), overrides={"vocab_size": 0}, config_file=path)
     path.write_text("source_lang: en\ntarget_lang: de\ntrainpref: t\nfilters: {max_ratio: 3}\n", encoding="utf-8")
     config = build_config(load_yaml(path), overrides={"filters": {"max_tokens": 50}}, config_file=path)
-    assert config.filters.max_ratio == 3 and config.filters.max_tokens == 50, "nested flags merge into the file's"
+    filters = config.cleaning.filters
+    assert filters.max_ratio == 3 and filters.max_tokens == 50, "nested flags merge into the file's"
 
 
 def test_yaml_norway_problem_says_to_quote(tmp_path):
@@ -194,7 +197,7 @@ def test_multilingual_files_are_checked_per_direction(tmp_path):
     for lang in ("eng_Latn", "deu_Latn"):
         (tmp_path / f"m.eng_Latn-deu_Latn.{lang}").write_text("x\n", encoding="utf-8")
     config = build_config({"directions": "eng_Latn-deu_Latn", "trainpref": "m"})
-    assert config.directions["eng_Latn-deu_Latn"]["trainpref"] == ["m.eng_Latn-deu_Latn"]
+    assert config.directions.files["eng_Latn-deu_Latn"]["trainpref"] == ["m.eng_Latn-deu_Latn"]
     with pytest.raises(ConfigError, match=r"direction eng_Latn-fra_Latn: --trainpref: m\.eng_Latn-fra_Latn\.eng_Latn"):
         build_config({"directions": "eng_Latn-deu_Latn,eng_Latn-fra_Latn", "trainpref": "m"})
     with pytest.raises(ConfigError, match="--num-shards must be >= 1"):
@@ -224,7 +227,7 @@ def test_megatron_json_keys_is_the_source_key_one_key_per_run(tmp_path):
     settings = {"source_lang": "en", "trainpref": str(tmp_path / "c.jsonl.gz"), "input_format": "jsonl",
                 "tokenizer": "none", "layout": "megatron", "destdir": str(tmp_path / "lm"), "json_keys": "body"}
     config = build_config(settings)
-    assert config.source_key == "body"
+    assert config.inputs.source_key == "body"
     summary = prepare(config, progress=False)
     assert len(IndexedDataset(summary.destdir / "train")) == 5
     with pytest.raises(ConfigError, match="give one key per run"):

@@ -50,7 +50,7 @@ def test_prepare_reads_s3_parquet_in_place_and_makes_the_local_stores(s3, upload
     settings = build_config({**SETTINGS, **KEYS, "trainpref": urls["train"], "validpref": urls["valid"], "tasks": 2,
                              "destdir": str(tmp_path / "remote")},
                             overrides={"storage_options": json.dumps(s3.storage_options)})
-    assert settings.input_format == "parquet"  # by the URL's extension
+    assert settings.inputs.input_format == "parquet"  # by the URL's extension
     tokenmill.prepare(settings, progress=False)
     assert stores(tmp_path / "remote") == stores(tmp_path / "local")
     assert not list((tmp_path / "remote" / ".work").rglob("*.parquet"))  # nothing copied to local disk
@@ -91,8 +91,8 @@ def test_storage_options_take_json_or_key_value_pairs(tmp_path):
     base = {"source_lang": "en", "trainpref": [str(tmp_path / "train")], "destdir": str(tmp_path / "bin")}
     given = '{"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}, "anon": true}'
     config = build_config(base, overrides={"storage_options": given})
-    assert config.storage_options == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}, "anon": True}
+    assert config.engine.storage_options == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9000"}, "anon": True}
     config = build_config(base, overrides={"storage_options": "anon=true,key=abc"})
-    assert config.storage_options == {"anon": True, "key": "abc"}
+    assert config.engine.storage_options == {"anon": True, "key": "abc"}
     with pytest.raises(tokenmill.ConfigError, match="--storage-options: not valid JSON"):
         build_config(base, overrides={"storage_options": '{"anon": tru}'})

@@ -25,8 +25,9 @@ def test_a_reservoir_era_tokenizer_record_is_not_taken_as_done(tmp_path):
     clean_key = json.loads((state / "clean.train.json").read_text(encoding="utf-8"))["fingerprint"]
     cfg = build_config(settings)
     train = _jsonable(train_settings(cfg))
-    sample = (cfg.input_sentence_size, cfg.seed)
-    earlier = fingerprint("tokenizer", "sentencepiece", clean_key, train, cfg.joint_spm, sample)  # before 0c67edc
-    assert record["fingerprint"] == fingerprint("tokenizer", "sentencepiece", clean_key, train, cfg.joint_spm,
-                                        (*sample, SAMPLE_RULE))  # the same ingredients, and the rule
+    sample = (cfg.tokenizer.input_sentence_size, cfg.run.seed)
+    joint = cfg.tokenizer.joint_spm
+    earlier = fingerprint("tokenizer", "sentencepiece", clean_key, train, joint, sample)  # before 0c67edc
+    assert record["fingerprint"] == fingerprint("tokenizer", "sentencepiece", clean_key, train, joint,
+                                                (*sample, SAMPLE_RULE))  # the same ingredients, and the rule
     assert record["fingerprint"] != earlier

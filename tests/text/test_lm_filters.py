@@ -67,13 +67,13 @@ def test_words_and_sentences_follow_spacy_english():
 def test_prepare_takes_lm_filters_and_the_web_preset(tmp_path):
     base = {"source_lang": "text", "trainpref": [str(tmp_path / "train")]}
     (tmp_path / "train.text").write_text("a\n", encoding="utf-8")
-    named = build_config({**base, "lm_filters": "c4,fineweb"}).filters
+    named = build_config({**base, "lm_filters": "c4,fineweb"}).cleaning.filters
     assert (named.c4, named.fineweb, named.gopher_quality) == (True, True, False)
-    web = build_config({**base, "clean_preset": "web", "filters": {"fineweb": False}}).filters
+    web = build_config({**base, "clean_preset": "web", "filters": {"fineweb": False}}).cleaning.filters
     assert (web.gopher_quality, web.gopher_repetition, web.c4, web.fineweb) == (True, True, True, False)
     plain = build_config(base)
     assert "lm_filters" not in plain.recorded() and "c4" not in plain.recorded()["filters"]
-    assert "gopher_min_words" not in repr(plain.filters)  # stage keys of runs without them unchanged
+    assert "gopher_min_words" not in repr(plain.cleaning.filters)  # stage keys of runs without them unchanged
 
 
 def test_prepare_refuses_lm_filters_on_pairs_and_unknown_names(tmp_path):

@@ -7,6 +7,7 @@ names the field instead of silently changing the order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, TypeVar
 
@@ -90,38 +91,9 @@ class BatchConfig:
     (:meth:`plan_identity`), so a cached plan or a saved state stays valid when it changes."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES and self.mode not in registered_modes():
-            known = ", ".join(dict.fromkeys(MODES + registered_modes()))
-            raise ConfigError(f"batching mode {self.mode!r} is unknown; choose one of {known}")
-        if self.max_tokens is None and self.max_sentences is None:
-            raise ConfigError("batching needs max_tokens or max_sentences (or both); neither is set")
-        for name in ("max_tokens", "max_sentences"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
-        for name in ("required_batch_size_multiple", "pad_to_multiple", "length_bucket_width"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 2**32 - 1024:
-            raise ConfigError(f"seed must be an integer in [0, 2**32 - 1024), got {self.seed!r}")
-        if isinstance(self.batch_penalty, bool) or not isinstance(self.batch_penalty, int | float) or not (
-            0 <= self.batch_penalty <= 1
-        ):
-            raise ConfigError(f"batch_penalty must be a number in [0, 1], got {self.batch_penalty!r}")
-        if isinstance(self.plan_threads, bool) or not isinstance(self.plan_threads, int) or self.plan_threads < 1:
-            raise ConfigError(f"plan_threads must be an integer >= 1, got {self.plan_threads!r}")
-        if self.block_size is not None and (not isinstance(self.block_size, int) or self.block_size < 64):
-            raise ConfigError(f"block_size must be an integer >= 64 or None, got {self.block_size!r}")
-        if self.compute_balance is not None and (
-            isinstance(self.compute_balance, bool) or not isinstance(self.compute_balance, int | float)
-            or not 0 <= self.compute_balance < float("inf")
-        ):
-            raise ConfigError(f"compute_balance must be a number >= 0 or None, got {self.compute_balance!r}")
-        if not isinstance(self.sample_buffer_size, int) or self.sample_buffer_size < -1:
-            raise ConfigError(
-                f"sample_buffer_size must be -1, 0 or a positive integer, got {self.sample_buffer_size!r}"
-            )
+        """Refuse a bad setting with one ConfigError naming it (each concern is one check, in order)."""
+        for check in _CHECKS:
+            check(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (what the fingerprint and a saved iterator state record)."""
@@ -152,3 +124,74 @@ class BatchConfig:
         values = self.to_dict()
         values.update(changes)
         return BatchConfig.from_dict(values)
+
+
+def _check_mode(config: BatchConfig) -> None:
+    if config.mode not in MODES and config.mode not in registered_modes():
+        known = ", ".join(dict.fromkeys(MODES + registered_modes()))
+        raise ConfigError(f"batching mode {config.mode!r} is unknown; choose one of {known}")
+
+
+def _check_budget(config: BatchConfig) -> None:
+    """A token budget, a row limit or both, each a positive integer."""
+    if config.max_tokens is None and config.max_sentences is None:
+        raise ConfigError("batching needs max_tokens or max_sentences (or both); neither is set")
+    for name in ("max_tokens", "max_sentences"):
+        value = getattr(config, name)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} must be a positive integer or None, got {value!r}")
+
+
+def _check_multiples(config: BatchConfig) -> None:
+    for name in ("required_batch_size_multiple", "pad_to_multiple", "length_bucket_width"):
+        value = getattr(config, name)
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _check_seed(config: BatchConfig) -> None:
+    if not isinstance(config.seed, int) or not 0 <= config.seed < 2**32 - 1024:
+        raise ConfigError(f"seed must be an integer in [0, 2**32 - 1024), got {config.seed!r}")
+
+
+def _is_number(value: object) -> bool:
+    """An int or float, not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int | float)
+
+
+def _is_count(value: object) -> bool:
+    """An int, not a bool."""
+    return not isinstance(value, bool) and isinstance(value, int)
+
+
+def _check_batch_penalty(config: BatchConfig) -> None:
+    if not _is_number(config.batch_penalty) or not 0 <= config.batch_penalty <= 1:
+        raise ConfigError(f"batch_penalty must be a number in [0, 1], got {config.batch_penalty!r}")
+
+
+def _check_plan_threads(config: BatchConfig) -> None:
+    if not _is_count(config.plan_threads) or config.plan_threads < 1:
+        raise ConfigError(f"plan_threads must be an integer >= 1, got {config.plan_threads!r}")
+
+
+def _check_block_size(config: BatchConfig) -> None:
+    if config.block_size is not None and (not isinstance(config.block_size, int) or config.block_size < 64):
+        raise ConfigError(f"block_size must be an integer >= 64 or None, got {config.block_size!r}")
+
+
+def _check_compute_balance(config: BatchConfig) -> None:
+    value = config.compute_balance
+    if value is not None and (not _is_number(value) or not 0 <= value < float("inf")):
+        raise ConfigError(f"compute_balance must be a number >= 0 or None, got {value!r}")
+
+
+def _check_sample_buffer_size(config: BatchConfig) -> None:
+    if not isinstance(config.sample_buffer_size, int) or config.sample_buffer_size < -1:
+        raise ConfigError(f"sample_buffer_size must be -1, 0 or a positive integer, got {config.sample_buffer_size!r}")
+
+
+_CHECKS: tuple[Callable[[BatchConfig], None], ...] = (
+    _check_mode, _check_budget, _check_multiples, _check_seed, _check_batch_penalty, _check_plan_threads,
+    _check_block_size, _check_compute_balance, _check_sample_buffer_size,
+)
+"""The checks of :meth:`BatchConfig.__post_init__`, in the order they report (the first problem wins)."""

@@ -1,12 +1,12 @@
-"""``tokenmill prepare``: flags generated from :class:`~tokenmill.prepare.PrepareConfig` fields.
+"""``tokenmill prepare``: flags made from the settings of :class:`~tokenmill.prepare.PrepareConfig`.
 
-Every config field is a flag (``trainpref`` -> ``--trainpref``, booleans as ``--x/--no-x``);
-normalizer fields keep their names (``--nfkc``), filter fields get a ``--filter-`` prefix
-(``--filter-max-tokens``). A YAML file (``-c``) gives defaults; flags given on the command line
-override it. One source of truth: a field's type hint gives the flag's type (``Literal`` fields
-are choices), its ``metadata["help"]`` the help text, its default the shown default, and
-:data:`~tokenmill.prepare.config.SECTIONS` the section of ``--help`` it is listed in. Nothing is read
-from source files, so ``--help`` works from a zipped or bytecode-only install.
+Every setting (a field of one of its sections, named by its key) is a flag (``trainpref`` ->
+``--trainpref``, booleans as ``--x/--no-x``); normalizer fields keep their names (``--nfkc``), filter
+fields get a ``--filter-`` prefix (``--filter-max-tokens``). A YAML file (``-c``) gives defaults; flags
+given on the command line override it. One source of truth: a field's type hint gives the flag's type
+(``Literal`` fields are choices), its ``metadata["help"]`` the help text, its default the shown default,
+and its section's title (:data:`~tokenmill.prepare.config.SECTIONS`) the section of ``--help`` it is listed
+in. Nothing is read from source files, so ``--help`` works from a zipped or bytecode-only install.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tokenmill.commands.messages import KeptWarnings, capture_warnings, release,
 from tokenmill.commands.params import click_type
 from tokenmill.commands.peer_flags import apply_peer_flags, peer_options
 from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
-from tokenmill.prepare.config import NESTED, field_help, field_sections, flag_name
+from tokenmill.prepare.config import NESTED, SETTINGS, field_help, field_sections, flag_name
 from tokenmill.prepare.object_storage import upload_file
 from tokenmill.prepare.pipeline import PHASES
 from tokenmill.prepare.run import run_task, status, write_slurm_script
@@ -85,30 +85,32 @@ class _SectionedCommand(click.Command):
 
 
 def _options() -> list[tuple[click.Option, str, str | None]]:
-    """(option, field name, nested group or None) for every config field, in the class's order; the
-    fields of a nested group (normalize, filters) take the place and section of the group's field."""
+    """(option, setting key, nested group or None) for every setting, in the sections' order; the fields of a
+    nested group (normalize, filters) take the place and section of the group's setting."""
+    sections = {key: title[:1].upper() + title[1:] for key, title in field_sections().items()}
     made: list[tuple[click.Option, str, str | None]] = []
-    sections = {name: title[:1].upper() + title[1:] for name, title in field_sections().items()}
-
-    def add(cls: type, group: str | None) -> None:
-        hinted = hints(cls)
-        for item in dataclasses.fields(cls):
-            if group is None and item.name in NESTED:
-                add(NESTED[item.name], item.name)
-                continue
-            flag = flag_name(item.name, group)[2:]
-            kind, is_flag = click_type(hinted[item.name])
-            dest = item.name if not group else f"{group}__{item.name}"
-            described = {"help": _help_text(group, item, flag), "section": sections[group or item.name]}
-            if is_flag:
-                option = _Option([f"--{flag}/--no-{flag}", dest], default=None, **described)
-            else:
-                metavar = "A,B,..." if is_sequence(hinted[item.name]) else None
-                option = _Option([f"--{flag}", dest], type=kind, default=None, metavar=metavar, **described)
-            made.append((option, item.name, group))
-
-    add(PrepareConfig, None)
+    for setting in SETTINGS:
+        if setting.key not in NESTED:
+            hint = hints(setting.owner)[setting.name]
+            made.append((_option(setting.key, setting.field, hint, None, sections[setting.key]), setting.key, None))
+            continue
+        group, kind = setting.key, NESTED[setting.key]
+        hinted = hints(kind)
+        for item in dataclasses.fields(kind):
+            made.append((_option(item.name, item, hinted[item.name], group, sections[group]), item.name, group))
     return made
+
+
+def _option(key: str, item: dataclasses.Field, hint: Any, group: str | None, section: str) -> click.Option:  # type: ignore[type-arg]
+    """The flag of one setting (``--x/--no-x`` for a boolean)."""
+    flag = flag_name(key, group)[2:]
+    kind, is_flag = click_type(hint)
+    dest = key if not group else f"{group}__{key}"
+    described = {"help": _help_text(group, item, flag), "section": section}
+    if is_flag:
+        return _Option([f"--{flag}/--no-{flag}", dest], default=None, **described)
+    metavar = "A,B,..." if is_sequence(hint) else None
+    return _Option([f"--{flag}", dest], type=kind, default=None, metavar=metavar, **described)
 
 
 _OPTIONS = _options()
@@ -163,7 +165,7 @@ def _execute(
             else:
                 click.echo(f"task {task} ({phase}): {record['lines']:,} lines in {record['seconds']:.1f}s")
         return
-    if config.engine == "slurm" and phase is None:
+    if config.engine.name == "slurm" and phase is None:
         script = write_slurm_script(config)
         click.echo(f"wrote {script}: submit it with `bash {script}` on a Slurm login node; "
                    f"progress: tokenmill prepare -c {script.parent / 'config.yaml'} --status")
@@ -181,17 +183,17 @@ def _execute(
     elif not quiet:
         click.echo("\n".join([summary.report(), *late]))
         click.echo(f"done in {elapsed:.1f}s: {len(summary.ran)} stages ran, {len(summary.skipped)} up to date; "
-                   f"output in {config.destdir}")
+                   f"output in {config.inputs.destdir}")
     else:  # quiet: no logs or progress, but the counts and every warning
         click.echo("\n".join([summary.table(), *(f"warning: {m}" for m in summary.warnings), *late]))
     if report:
         try:
             page, _ = write_report(summary.destdir)  # the local folder (a URL destdir is worked on locally)
-            if is_url(config.destdir):
-                page = upload_file(config.destdir, Path(page), config.storage_options)
+            if is_url(config.inputs.destdir):
+                page = upload_file(config.inputs.destdir, Path(page), config.engine.storage_options)
         except Exception as error:  # the data is prepared and verified; the page is extra
-            click.echo(f"warning: {config.destdir} is ready, but its report was not written "
-                       f"({type(error).__name__}: {error}); run `tokenmill report {config.destdir}`", err=True)
+            click.echo(f"warning: {config.inputs.destdir} is ready, but its report was not written "
+                       f"({type(error).__name__}: {error}); run `tokenmill report {config.inputs.destdir}`", err=True)
         else:
             if not quiet and not as_json:
                 click.echo(f"report: {page} (open it in a browser)")

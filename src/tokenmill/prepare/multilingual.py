@@ -104,7 +104,7 @@ class Directions:
         self.spm_path = ctx.out / SPM_MODEL
         self.shared = SharedVocab(self.spm_path, np.empty(0, dtype=np.int64), "")
         self.contexts: dict[str, RunContext] = {}
-        for name in sorted(ctx.config.directions):
+        for name in sorted(ctx.config.directions.files):
             direction = RunContext(ctx.config.direction_config(name), force=ctx.stages.force, progress=ctx.progress,
                                    direction=name, root=ctx.root)
             direction.shared = self.shared
@@ -116,10 +116,10 @@ class Directions:
 
     @property
     def languages(self) -> list[str]:
-        return sorted({lang for name in self.ctx.config.directions for lang in name.split("-")})
+        return sorted({lang for name in self.ctx.config.directions.files for lang in name.split("-")})
 
     def lang_token(self, lang: str) -> str:
-        return self.ctx.config.lang_token_format.replace("{lang}", lang)
+        return self.ctx.config.directions.lang_token_format.replace("{lang}", lang)
 
     def kept_train_pairs(self, name: str) -> int:
         """Training pairs of a direction left after cleaning (known once its clean stage was met)."""
@@ -155,14 +155,14 @@ class SharedTokenizerStage(Stage):
     def key_of(self, basis: list[str]) -> str:
         cfg = self.directions.ctx.config
         upstream = {name: self.directions.contexts[name].keys["clean.train"] for name in basis}
-        return fingerprint("tokenizer-multi", upstream, spm_options(cfg).as_dict(), cfg.spm_temperature)
+        return fingerprint("tokenizer-multi", upstream, spm_options(cfg).as_dict(), cfg.directions.spm_temperature)
 
     def key(self, ctx: RunContext) -> str:
-        if ctx.config.spm_model:
-            return fingerprint("tokenizer", file_identity(ctx.config.spm_model))
+        if ctx.config.tokenizer.spm_model:
+            return fingerprint("tokenizer", file_identity(ctx.config.tokenizer.spm_model))
         names = sorted(self.directions.contexts)
         previous = sorted(self.directions.previous_info("tokenizer").get("trained_on") or [])
-        if (not ctx.config.retrain_tokenizer and previous and set(previous) < set(names)
+        if (not ctx.config.directions.retrain_tokenizer and previous and set(previous) < set(names)
                 and ctx.done("tokenizer", self.key_of(previous))):
             self.basis = previous  # the model made for these directions is intact: new directions use it
             log.info("keeping spm.model trained on %d directions; new: %s (--retrain-tokenizer to include them)",
@@ -171,17 +171,17 @@ class SharedTokenizerStage(Stage):
 
     def run(self, ctx: RunContext) -> Outputs:
         cfg = ctx.config
-        if cfg.spm_model:
-            written = load_tokenizer("sentencepiece", cfg.spm_model).save(ctx.out)
-            return written, {"trained": False, "source": cfg.spm_model, "trained_on": []}
+        if cfg.tokenizer.spm_model:
+            written = load_tokenizer("sentencepiece", cfg.tokenizer.spm_model).save(ctx.out)
+            return written, {"trained": False, "source": cfg.tokenizer.spm_model, "trained_on": []}
         options = spm_options(cfg)
         counts = self.directions.train_lines(self.basis)
-        quotas = temperature_quotas(counts, options.input_sentence_size, cfg.spm_temperature)
+        quotas = temperature_quotas(counts, options.input_sentence_size, cfg.directions.spm_temperature)
         sample: list[str] = []
         for lang in sorted(quotas):
             if quotas[lang] == 0:
                 continue
-            seed = int(xxhash.xxh64_intdigest(f"{cfg.seed}:{lang}".encode()) % (2**32))
+            seed = int(xxhash.xxh64_intdigest(f"{cfg.run.seed}:{lang}".encode()) % (2**32))
             reservoir = Reservoir(quotas[lang], seed)
             for name in self.basis:
                 if lang in name.split("-"):
@@ -198,7 +198,7 @@ class SharedTokenizerStage(Stage):
                          "pieces": pieces}
 
     def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
-        if not ctx.config.spm_model:
+        if not ctx.config.tokenizer.spm_model:
             warn_small_vocabulary(ctx, info)
 
 
@@ -218,7 +218,7 @@ class SharedDictionaryStage(Stage):
     def key(self, ctx: RunContext) -> str:
         tokens = [self.directions.lang_token(x) for x in self.directions.languages]
         return fingerprint("dictionary-multi", file_checksum(self.directions.spm_path), tokens,
-                           ctx.config.padding_factor, ctx.config.user_defined_symbols)
+                           ctx.config.dictionary.padding_factor, ctx.config.tokenizer.user_defined_symbols)
 
     def run(self, ctx: RunContext) -> Outputs:
         cfg = ctx.config
@@ -227,7 +227,7 @@ class SharedDictionaryStage(Stage):
         for i in range(tokenizer.vocab_size):
             if tokenizer.is_text_piece(i):  # type: ignore[attr-defined]
                 dictionary.add_symbol(tokenizer.id_to_token(i), 1)
-        for symbol in cfg.user_defined_symbols:
+        for symbol in cfg.tokenizer.user_defined_symbols:
             dictionary.add_symbol(symbol, 1)
         tokens = [self.directions.lang_token(lang) for lang in self.directions.languages]
         previous = ctx.out / SHARED_DICT
@@ -240,7 +240,7 @@ class SharedDictionaryStage(Stage):
         order += [t for t in tokens if t not in order]
         for token in order:
             dictionary.add_symbol(token, 1)
-        dictionary.pad_to_multiple(cfg.padding_factor)
+        dictionary.pad_to_multiple(cfg.dictionary.padding_factor)
         paths = self.paths(ctx)
         for path in paths:
             dictionary.save(path)
@@ -262,7 +262,7 @@ def run_multilingual(config: PrepareConfig, *, force: bool = False, progress: bo
     summary.stage_seconds, summary.warnings = ctx.summary.stage_seconds, ctx.summary.warnings
     ctx.summary = summary
     check_destination_folder(ctx)
-    warn_no_validation(ctx, sorted(n for n, files in config.directions.items() if not files.get("validpref")))
+    warn_no_validation(ctx, sorted(n for n, files in config.directions.files.items() if not files.get("validpref")))
     with exclusive(ctx):
         directions = Directions(ctx)
         for name, direction in directions.contexts.items():
@@ -295,7 +295,7 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
     if kept == 0:
         raise TokenmillError(
             f"direction {name}: no training pairs left after cleaning "
-            f"({', '.join(direction.config.trainpref)}); check its files and the filters"
+            f"({', '.join(direction.config.inputs.trainpref)}); check its files and the filters"
         )
     splits, langs = list(direction.config.split_prefixes()), direction.config.langs
     direction.dictionaries = dict.fromkeys(langs, dictionary)
@@ -305,7 +305,8 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
     if kept == 0:
         raise TokenmillError(f"direction {name}: the piece filters (--filter-max-tokens, --filter-min-tokens, "
                              "--filter-max-ratio) dropped every training pair; loosen them")
-    direction.config = replace(direction.config, shard_size=math.ceil(kept / directions.ctx.config.num_shards))
+    shard_size = math.ceil(kept / directions.ctx.config.directions.num_shards)
+    direction.config = replace(direction.config, output=replace(direction.config.output, shard_size=shard_size))
     for stage in [BinarizeStage(s, lang) for s in splits for lang in langs]:
         stage.execute(direction)
 
@@ -345,7 +346,7 @@ def finish(directions: Directions, dictionary: Dictionary) -> None:
         "size": len(dictionary),
         "special": dictionary.special_ids,
         "lang_tokens": {lang: row["id"] for lang, row in summary.languages.items()},
-        "lang_token_format": ctx.config.lang_token_format,
+        "lang_token_format": ctx.config.directions.lang_token_format,
         "spm_models": [directions.spm_path.name],
         "tokenizer_trained_on": tokenizer_info.get("trained_on", []),
         "tokenizer": "sentencepiece",

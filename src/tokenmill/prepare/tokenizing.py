@@ -33,7 +33,7 @@ Found = tuple[np.ndarray, list[str]]
 
 def backend_name(config: PrepareConfig) -> str:
     """The registry name of the backend: ``none`` is whitespace-tokenized input."""
-    return WHITESPACE if config.tokenizer == "none" else config.tokenizer
+    return WHITESPACE if config.tokenizer.name == "none" else config.tokenizer.name
 
 
 def backend(config: PrepareConfig) -> type[TokenizerBase]:
@@ -44,7 +44,7 @@ def backend(config: PrepareConfig) -> type[TokenizerBase]:
 def stores_tokenizer_ids(config: PrepareConfig) -> bool:
     """Whether stores hold the tokenizer's own ids (no fairseq dictionary remap): a backend that stores its
     own ids, or any backend with Megatron's flags."""
-    return backend(config).stores_own_ids or bool(config.output_prefix)
+    return backend(config).stores_own_ids or bool(config.megatron.output_prefix)
 
 
 def splits_words(config: PrepareConfig) -> bool:
@@ -74,37 +74,37 @@ def piece_filter(config: PrepareConfig) -> FilterConfig | None:
     positions do) rather than whitespace words: every subword tokenizer. None when there are none."""
     if splits_words(config):
         return None
-    return piece_filters(config.filters)
+    return piece_filters(config.cleaning.filters)
 
 
 def given_model(config: PrepareConfig) -> str | None:
     """The model file the user gave (``--tokenizer-model``, or ``--spm-model``), if any."""
-    return config.tokenizer_model or config.spm_model
+    return config.tokenizer.tokenizer_model or config.tokenizer.spm_model
 
 
 def load_settings(config: PrepareConfig) -> dict[str, Any]:
     """Settings the backend reads a model with (``--tokenizer-options``)."""
-    return dict(config.tokenizer_options)
+    return dict(config.tokenizer.tokenizer_options)
 
 
 def spm_options(config: PrepareConfig) -> SentencePieceOptions:
     """spm_train's options as given (defaults leave the trainer's behaviour as before)."""
     return SentencePieceOptions(
-        vocab_size=config.vocab_size,
-        model_type=config.model_type,
-        character_coverage=config.character_coverage,
-        input_sentence_size=config.input_sentence_size,
-        user_defined_symbols=list(config.user_defined_symbols),
-        byte_fallback=config.byte_fallback,
-        max_sentence_length=config.max_sentence_length,
-        num_threads=config.workers,
-        seed=config.seed,
-        normalization_rule_name=config.normalization_rule_name,
-        split_digits=config.split_digits,
-        control_symbols=list(config.control_symbols),
-        shuffle_input_sentence=config.shuffle_input_sentence,
-        hard_vocab_limit=config.hard_vocab_limit,
-        extra_options=dict(config.spm_extra_options),
+        vocab_size=config.tokenizer.vocab_size,
+        model_type=config.tokenizer.model_type,
+        character_coverage=config.tokenizer.character_coverage,
+        input_sentence_size=config.tokenizer.input_sentence_size,
+        user_defined_symbols=list(config.tokenizer.user_defined_symbols),
+        byte_fallback=config.tokenizer.byte_fallback,
+        max_sentence_length=config.tokenizer.max_sentence_length,
+        num_threads=config.run.workers,
+        seed=config.run.seed,
+        normalization_rule_name=config.tokenizer.normalization_rule_name,
+        split_digits=config.tokenizer.split_digits,
+        control_symbols=list(config.tokenizer.control_symbols),
+        shuffle_input_sentence=config.tokenizer.shuffle_input_sentence,
+        hard_vocab_limit=config.tokenizer.hard_vocab_limit,
+        extra_options=dict(config.tokenizer.spm_extra_options),
     )
 
 
@@ -114,13 +114,13 @@ def train_settings(config: PrepareConfig) -> Any:
     if name == "sentencepiece":
         return spm_options(config)
     if name == "hf":
-        specials = list(config.user_defined_symbols) or None
-        return {"kind": config.hf_model_type, "vocab_size": config.vocab_size,
-                "min_frequency": config.min_frequency, **({"special_tokens": specials} if specials else {})}
+        specials = list(config.tokenizer.user_defined_symbols) or None
+        return {"kind": config.tokenizer.hf_model_type, "vocab_size": config.tokenizer.vocab_size,
+                "min_frequency": config.tokenizer.min_frequency, **({"special_tokens": specials} if specials else {})}
     if name == "t2t-subword":
         return T2TTrainSettings(
-            target_size=config.approx_vocab_size, max_subtoken_length=config.max_subtoken_length,
-            reserved_tokens=["<pad>", "<EOS>", *config.user_defined_symbols],
+            target_size=config.tokenizer.approx_vocab_size, max_subtoken_length=config.tokenizer.max_subtoken_length,
+            reserved_tokens=["<pad>", "<EOS>", *config.tokenizer.user_defined_symbols],
         )
     return None
 

@@ -11,7 +11,7 @@ from tokenmill.prepare.engines.base import CLUSTER_BYTES_PER_TASK, Engine, Engin
 
 def start(config: Any) -> Engine:
     module = require("tokenmill.prepare.ray_engine", extra="ray", needed_by="--engine ray")
-    return module.RayEngine(config.ray_address, cpus_per_task=1)
+    return module.RayEngine(config.engine.ray_address, cpus_per_task=1)
 
 
 RAY = register_engine(EnginePart(

@@ -63,11 +63,11 @@ class RunContext:
         self, config: PrepareConfig, *, force: bool = False, progress: bool | None = None, phase: str | None = None,
         execute: TaskFunction | None = None, direction: str | None = None, root: Path | None = None,
     ) -> None:
-        self.config = config.validate()
-        self.url = config.destdir if is_url(config.destdir) else None
+        self.config = config = config.validate()  # the checked settings (a new object)
+        self.url = config.inputs.destdir if is_url(config.inputs.destdir) else None
         """--destdir as a URL: the run works in a local folder and publishes there at the end."""
         if root is None:
-            root = work_folder(config.destdir) if self.url else Path(config.destdir)
+            root = work_folder(config.inputs.destdir) if self.url else Path(config.inputs.destdir)
         self.folder = WorkFolder(root, direction)
         self.stages = StageStore(root, force=force)
         self.progress = sys.stderr.isatty() if progress is None else progress
@@ -75,14 +75,14 @@ class RunContext:
         """The step of a run cut for a scheduler (:data:`~tokenmill.prepare.stages.PHASES`), or None."""
         self.execute = execute
         """The function an engine runs a task with (the runner's), None where tasks are not run from here."""
-        self.engine: EnginePart = engine_part(config.engine)
+        self.engine: EnginePart = engine_part(config.engine.name)
         self.summary = PrepareSummary(root)
         self.read_options = ReadOptions(
-            on_invalid_utf8=config.on_invalid_utf8,  # type: ignore[arg-type]
-            on_malformed=config.on_malformed,  # type: ignore[arg-type]
-            chunk_lines=config.chunk_lines,
+            on_invalid_utf8=config.inputs.on_invalid_utf8,  # type: ignore[arg-type]
+            on_malformed=config.inputs.on_malformed,  # type: ignore[arg-type]
+            chunk_lines=config.run.chunk_lines,
         )
-        self.inputs = StagedInputs(self.folder.inputs, config.storage_options)
+        self.inputs = StagedInputs(self.folder.inputs, config.engine.storage_options)
         self.keys: dict[str, str] = {}
         """Stage -> its key, for the stages met so far (later stages' keys include them)."""
         self.produced: set[Path] = set()

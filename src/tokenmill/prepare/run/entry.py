@@ -42,7 +42,7 @@ def prepare(
         if phase is not None:
             raise ConfigError("--phase: runs of many directions are not cut into tasks yet")
         return run_multilingual(config, force=force, progress=progress, execute=execute_task)
-    scheduled = engine_part(config.engine).scheduled
+    scheduled = engine_part(config.engine.name).scheduled
     if scheduled and phase is None:
         raise ConfigError(scheduled)
     if phase is not None and phase not in COORDINATOR_PHASES:
@@ -71,7 +71,7 @@ def run_task(config: PrepareConfig, phase: str, index: int) -> list[dict[str, An
     return [
         {"stage": stage, "task": index, "merged": True, "lines": 0, "seconds": 0.0}
         if key is not None and ctx.done(stage, key)
-        else task_stage(stage).run_task(ctx, index, config.workers)
+        else task_stage(stage).run_task(ctx, index, config.run.workers)
         for stage, key in stages.items()
     ]
 
@@ -86,5 +86,5 @@ def write_slurm_script(config: PrepareConfig) -> Path:
 
 def status(config: PrepareConfig) -> str:
     """``--status``: the tasks done and left in each tasked stage of the run."""
-    root = work_folder(config.destdir) if is_url(config.destdir) else Path(config.destdir)
+    root = work_folder(config.inputs.destdir) if is_url(config.inputs.destdir) else Path(config.inputs.destdir)
     return format_status(task_status(root / WORK_DIR / TASKS_DIR))

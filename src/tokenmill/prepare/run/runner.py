@@ -109,7 +109,7 @@ def check_destination_folder(ctx: RunContext) -> None:
     if ctx.root.exists() and not ctx.root.is_dir():
         raise ConfigError(f"--destdir {ctx.root} is a file; give a directory")
     if ctx.url and ctx.phase in (None, "plan"):
-        check_destination(ctx.url, ctx.config.storage_options)
+        check_destination(ctx.url, ctx.config.engine.storage_options)
 
 
 def warn_no_validation(ctx: RunContext, missing: list[str]) -> None:
@@ -125,9 +125,9 @@ def warn_untasked(ctx: RunContext) -> None:
     """--tasks 1 with an input that is not cut into tasks yet (config refuses more tasks): say that the
     training split runs the plain one-process path instead of silently doing so."""
     cfg = ctx.config
-    what = ("--align-suffix" if cfg.align_suffix else
-            "--documents blank-line" if cfg.documents == "blank-line" else None)
-    if what and cfg.tasks == 1:
+    what = ("--align-suffix" if cfg.inputs.align_suffix else
+            "--documents blank-line" if cfg.inputs.documents == "blank-line" else None)
+    if what and cfg.engine.tasks == 1:
         ctx.summary.warn(f"{what} is not cut into tasks yet: --tasks 1 runs the training split without tasks "
                          "(one process, the same output)")
 
@@ -136,8 +136,8 @@ def run_single(ctx: RunContext) -> None:
     """A single-direction run (or one coordinator phase of it) on ``ctx``; its summary is ``ctx.summary``."""
     cfg = ctx.config
     check_destination_folder(ctx)
-    if not cfg.output_prefix and ctx.phase in (None, "merge"):
-        warn_no_validation(ctx, [] if cfg.validpref else [cfg.source_lang or "this run"])
+    if not cfg.megatron.output_prefix and ctx.phase in (None, "merge"):
+        warn_no_validation(ctx, [] if cfg.inputs.validpref else [cfg.inputs.source_lang or "this run"])
     warn_untasked(ctx)
     ctx.inputs.refresh = ctx.phase in (None, "plan")  # the coordinator checks URL inputs once
     try:

@@ -24,8 +24,8 @@ from tokenmill.prepare.tasks import TaskSet
 
 def task_count(ctx: RunContext, input_bytes: int) -> int:
     """--tasks, or one task per GiB of training input locally (per 256 MiB on a cluster engine)."""
-    if ctx.config.tasks:
-        return ctx.config.tasks
+    if ctx.config.engine.tasks:
+        return ctx.config.engine.tasks
     return max(1, ceil(input_bytes / ctx.engine.bytes_per_task))
 
 
@@ -45,7 +45,7 @@ def run_tasks(ctx: RunContext, tasks: TaskSet, *, in_phase: bool = False) -> Non
     if ctx.execute is None:
         raise TokenmillError(f"stage {tasks.stage}: tasks are run by a coordinator, not by a task process")
     engine = ctx.engine.start(ctx.config)
-    per_task_workers = ctx.engine.task_workers(ctx.config.workers)
+    per_task_workers = ctx.engine.task_workers(ctx.config.run.workers)
     settings = absolute_paths(ctx.config.to_dict())  # a worker may start in another directory
     finished = tasks.count - len(left)
     with tqdm(total=tasks.count, initial=finished, desc=f"{tasks.stage} tasks ({engine.name})", unit=" task",

@@ -36,7 +36,7 @@ def encode_stages(config: PrepareConfig) -> list[Stage]:
     splits = list(config.split_prefixes())
     stages: list[Stage] = [EncodeStage(split, lang) for split in splits for lang in config.langs]
     if piece_filter(config) is not None:
-        stages += [PiecesStage(split) for split in splits if split == "train" or config.filter_heldout]
+        stages += [PiecesStage(split) for split in splits if split == "train" or config.cleaning.filter_heldout]
     return stages
 
 
@@ -44,7 +44,7 @@ def binarize_stages(config: PrepareConfig) -> list[Stage]:
     """``binarize.{split}.{lang}``, then the alignments' stores."""
     splits = list(config.split_prefixes())
     stages: list[Stage] = [BinarizeStage(split, lang) for split in splits for lang in config.langs]
-    if config.align_suffix:
+    if config.inputs.align_suffix:
         stages += [AlignmentsStage(split) for split in splits]
     return stages
 

@@ -29,11 +29,12 @@ class AlignmentsStage(Stage):
         self.name = f"binarize.{split}.align"
 
     def key(self, ctx: RunContext) -> str:
-        return fingerprint("alignments", ctx.keys[f"clean.{self.split}"], ctx.config.layout, ctx.config.shard_size)
+        output = ctx.config.output
+        return fingerprint("alignments", ctx.keys[f"clean.{self.split}"], output.layout, output.shard_size)
 
     def run(self, ctx: RunContext) -> Outputs:
         cfg = ctx.config
-        name = align_name(self.split, cfg.source_lang, cfg.target_lang)  # type: ignore[arg-type]
+        name = align_name(self.split, cfg.inputs.source_lang, cfg.inputs.target_lang)  # type: ignore[arg-type]
         path = ctx.folder.clean_path(self.split, "align")
         return write_split(ctx, self.split, lambda shard: ctx.folder.staged(name, shard), np.dtype(np.int64),
                            alignment_blocks(path), eos=None, unk=-1, crash_name=self.name)

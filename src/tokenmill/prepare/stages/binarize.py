@@ -54,16 +54,16 @@ Block = tuple[np.ndarray, np.ndarray]
 def empty_documents(ctx: RunContext) -> bool:
     """Whether a document without ids is stored as a document without a sequence (no EOD either), as
     Megatron's ``preprocess_data`` does: with its flags (``--output-prefix``); else it is an item of its own."""
-    return bool(ctx.config.output_prefix) and ctx.config.layout == "megatron"
+    return bool(ctx.config.megatron.output_prefix) and ctx.config.output.layout == "megatron"
 
 
 def output_prefix(ctx: RunContext, split: str, lang: str, shard: int | None = None) -> Path:
     """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
     cfg = ctx.config
-    if cfg.output_prefix:  # Megatron's preprocess_data names
-        name = megatron_name(os.path.basename(cfg.output_prefix), cfg.source_key or "text")
+    if cfg.megatron.output_prefix:  # Megatron's preprocess_data names
+        name = megatron_name(os.path.basename(cfg.megatron.output_prefix), cfg.inputs.source_key or "text")
     else:
-        name = store_name(split, cfg.source_lang, cfg.target_lang, lang)  # type: ignore[arg-type]
+        name = store_name(split, cfg.inputs.source_lang, cfg.inputs.target_lang, lang)  # type: ignore[arg-type]
     return ctx.folder.staged(name, shard)
 
 
@@ -85,9 +85,10 @@ class BinarizeStage(TaskedStage):
         vocab_path = model_path(ctx, lang) if own_ids else ctx.folder.dict_path(None if cfg.monolingual else lang)
         vocab = ctx.shared.fingerprint if ctx.shared is not None else file_checksum(vocab_path)
         upstream = [ctx.keys.get(f"encode.{split}.{lang}", ctx.keys[f"clean.{split}"]), ctx.keys.get(f"pieces.{split}")]
-        return fingerprint("binarize", upstream, vocab, cfg.layout, cfg.shard_size, cfg.tokenizer, cfg.source_lang,
-                           cfg.target_lang, own_ids, end_token(ctx, ctx.dictionaries.get(lang), lang),
-                           cfg.output_prefix,
+        return fingerprint("binarize", upstream, vocab, cfg.output.layout, cfg.output.shard_size, cfg.tokenizer.name,
+                           cfg.inputs.source_lang, cfg.inputs.target_lang, own_ids,
+                           end_token(ctx, ctx.dictionaries.get(lang), lang),
+                           cfg.megatron.output_prefix,
                            # a folder binarized before empty documents were written as Megatron does
                            *(["empty documents as preprocess_data"] if empty_documents(ctx) else []))
 
@@ -125,13 +126,14 @@ class BinarizeStage(TaskedStage):
     def _register(self, ctx: RunContext, dictionary: Dictionary | None, info: dict[str, Any]) -> None:
         """What the ids of each written store mean (checked by ``tokenmill verify``)."""
         split, lang = self.split, self.lang
-        shards = [output_prefix(ctx, split, lang, k) for k in range(info["shards"])] if ctx.config.shard_size else []
+        sharded = ctx.config.output.shard_size
+        shards = [output_prefix(ctx, split, lang, k) for k in range(info["shards"])] if sharded else []
         eos = end_token(ctx, dictionary, lang)
         for prefix in shards or [output_prefix(ctx, split, lang)]:
             if dictionary is None:
                 tokenizer = tokenizer_for(ctx, lang)
                 vocab = model_path(ctx, lang)
-                kind = T2T if ctx.config.tokenizer == "t2t-subword" else TOKENIZER
+                kind = T2T if ctx.config.tokenizer.name == "t2t-subword" else TOKENIZER
                 symbol = None if eos is None else tokenizer.id_to_token(eos)
                 meaning = store_meaning(vocab.relative_to(ctx.out).as_posix(), kind, tokenizer.vocab_size, eos, symbol,
                                         backend=backend_name(ctx.config))
@@ -177,7 +179,7 @@ class BinarizeStage(TaskedStage):
             firsts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
             tasks.write_plan(len(lengths), lengths=lengths.tolist(), firsts=firsts.tolist(), lookup=lookup,
                              surfaces=surfaces, end=end_token(ctx, dictionary, lang), unk=unk,
-                             dtype=np.dtype(dtype).str, layout=ctx.config.layout,
+                             dtype=np.dtype(dtype).str, layout=ctx.config.output.layout,
                              keep=keep_file(ctx, "train") is not None, empty_documents=empty_documents(ctx))
         return tasks
 
@@ -232,13 +234,13 @@ def write_split(
     """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items
     (``empty_documents``: see :func:`empty_documents`; ``sentences`` counts the items stored)."""
     cfg = ctx.config
-    megatron = cfg.layout == "megatron"
-    shard_size = cfg.shard_size if (cfg.shard_size and split == "train") else 0
-    shard = 0 if cfg.shard_size else None
+    megatron = cfg.output.layout == "megatron"
+    shard_size = cfg.output.shard_size if (cfg.output.shard_size and split == "train") else 0
+    shard = 0 if cfg.output.shard_size else None
     writers: list[IndexedWriter] = []
 
     def open_writer(index: int | None) -> IndexedWriter:
-        writer = IndexedWriter(prefix_of(index), layout=cfg.layout, dtype=dtype)
+        writer = IndexedWriter(prefix_of(index), layout=cfg.output.layout, dtype=dtype)
         writers.append(writer)
         return writer
 
@@ -286,6 +288,6 @@ def write_split(
         "tokens": tokens,
         "unk": unknown,
         "unk_percent": round(100.0 * unknown / tokens, 4) if tokens else 0.0,
-        "shards": len(writers) if cfg.shard_size else 0,
+        "shards": len(writers) if cfg.output.shard_size else 0,
     }
     return outputs, info

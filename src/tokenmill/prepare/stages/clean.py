@@ -74,7 +74,8 @@ def clean_workers(lines: int, workers: int) -> int:
 def clean_parts(ctx: RunContext, count: int) -> CleanParts:
     """The ``count`` parts of a recorded tasked ``clean.train`` (see :mod:`~tokenmill.prepare.clean_parts`)."""
     tasks = ctx.folder.task_set(NAME, "")
-    ctx.parts = CleanParts([tasks.folder(i) for i in range(count)], quoted_clean(ctx.config), ctx.config.chunk_lines)
+    folders = [tasks.folder(i) for i in range(count)]
+    ctx.parts = CleanParts(folders, quoted_clean(ctx.config), ctx.config.run.chunk_lines)
     return ctx.parts
 
 
@@ -126,7 +127,7 @@ class CleanStage(TaskedStage):
         total = source.scan()  # alignment is checked here, before anything is written
         cleaner = Cleaner(plan.config, leakage_filter(ctx, split))
         outputs = [ctx.folder.clean_path(split, lang) for lang in cfg.langs]
-        align_out = ctx.folder.clean_path(split, "align") if cfg.align_suffix else None
+        align_out = ctx.folder.clean_path(split, "align") if cfg.inputs.align_suffix else None
         kept = 0
         per_file: list[Source] = []
         with atomic_write(outputs[0], "wb") as src_out, (
@@ -146,7 +147,7 @@ class CleanStage(TaskedStage):
         dropped = ctx.folder.dropped_path(split)
         cleaner.dropped.write(dropped)
         read = Counter(source.stats.counts)
-        if cfg.documents == "blank-line":
+        if cfg.inputs.documents == "blank-line":
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
         stats = clean_stats(cfg, read, cleaner, kept, plan.tgt_files is not None)
         return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
@@ -159,14 +160,15 @@ class CleanStage(TaskedStage):
         bytes come back as they are written, see :func:`clean_blocks`); else chunks are read here (blank-line
         documents file by file: the sources read go to ``per_file``)."""
         cfg = ctx.config
-        workers = clean_workers(total, cfg.workers)
+        workers = clean_workers(total, cfg.run.workers)
         chunk_lines = clean_chunk_lines(cfg)
         quoted = quoted_clean(cfg)
-        if workers > 1 and cfg.documents == "line" and not align_files(ctx, self.split) and reads_in_workers(source):
+        by_lines = cfg.inputs.documents == "line" and not align_files(ctx, self.split)
+        if workers > 1 and by_lines and reads_in_workers(source):
             for n_read, src, tgt, n_kept in clean_blocks(source, cleaner, workers, chunk_lines, quoted):
                 yield n_read, src, tgt, None, n_kept
             return
-        if cfg.documents == "blank-line":  # file by file: a document never runs into the next file
+        if cfg.inputs.documents == "blank-line":  # file by file: a document never runs into the next file
             per_file.extend(open_inputs(ctx, [f], None) for f in plan.files)
             chunks = documents_by_file(per_file, chunk_lines)
         else:
@@ -254,7 +256,7 @@ class CleanStage(TaskedStage):
         dropped.write(dropped_file)
         stats = _merged_stats(records, plan.config.dedup, int(bases[-1]), duplicates)
         total = int(bases[-1]) - duplicates
-        stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.input_format != "text" else "lines": total}
+        stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.inputs.input_format != "text" else "lines": total}
         return [*outputs, dropped_file], {"stats": stats, "kept": total, "parts": len(folders)}
 
 

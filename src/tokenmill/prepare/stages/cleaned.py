@@ -48,20 +48,20 @@ def input_files(ctx: RunContext, split: str) -> tuple[list[str], list[str] | Non
     """The source (and target) input files of ``split``, URL inputs staged."""
     cfg = ctx.config
     prefixes = cfg.split_prefixes()[split]
-    fmt = get_format(cfg.input_format)
+    fmt = get_format(cfg.inputs.input_format)
     if fmt.pairs_in_one_file:  # the prefixes are the files (URLs read in place where the format can)
         listed = ctx.inputs.urls if fmt.reads_urls else ctx.inputs.files
         return expand_inputs(fmt, [path for pattern in prefixes for path in listed(pattern)]), None
-    suffixes = cfg.langs + ([cfg.align_suffix] if cfg.align_suffix else [])
+    suffixes = cfg.langs + ([cfg.inputs.align_suffix] if cfg.inputs.align_suffix else [])
     prefixes = [ctx.inputs.prefix(p, suffixes) for p in prefixes]
-    src = [resolve_prefix(p, cfg.source_lang) for p in prefixes]  # type: ignore[arg-type]
-    tgt = None if cfg.monolingual else [resolve_prefix(p, cfg.target_lang) for p in prefixes]  # type: ignore[arg-type]
+    src = [resolve_prefix(p, cfg.inputs.source_lang) for p in prefixes]  # type: ignore[arg-type]
+    tgt = None if cfg.monolingual else [resolve_prefix(p, cfg.inputs.target_lang) for p in prefixes]  # type: ignore[arg-type]
     return src, tgt
 
 
 def align_files(ctx: RunContext, split: str) -> list[str]:
     """The word-alignment files of a split (``{pref}.{align_suffix}``), if alignments were asked for."""
-    suffix = ctx.config.align_suffix
+    suffix = ctx.config.inputs.align_suffix
     prefixes = [ctx.inputs.prefix(p, [suffix]) for p in ctx.config.split_prefixes()[split]] if suffix else []
     return [resolve_prefix(p, suffix) for p in prefixes]  # type: ignore[arg-type]
 
@@ -71,10 +71,10 @@ def open_inputs(ctx: RunContext, files: list[str], tgt_files: list[str] | None) 
     cfg = ctx.config
     return open_source(
         files,
-        cfg.input_format,  # type: ignore[arg-type]
+        cfg.inputs.input_format,  # type: ignore[arg-type]
         tgt_files=tgt_files,
-        src_key=cfg.source_key or ("text" if cfg.monolingual else cfg.source_lang) or "src",
-        tgt_key=None if cfg.monolingual else (cfg.target_key or cfg.target_lang),
+        src_key=cfg.inputs.source_key or ("text" if cfg.monolingual else cfg.inputs.source_lang) or "src",
+        tgt_key=None if cfg.monolingual else (cfg.inputs.target_key or cfg.inputs.target_lang),
         options=ctx.read_options,
         opener=ctx.inputs.open,
     )
@@ -86,21 +86,22 @@ def clean_plan(ctx: RunContext, split: str) -> CleanPlan:
     cfg = ctx.config
     files, tgt_files = input_files(ctx, split)
     heldout = split != "train"
-    filters = cfg.filters if (not heldout or cfg.filter_heldout) else FilterConfig(drop_empty=False)
+    filters = cfg.cleaning.filters if (not heldout or cfg.cleaning.filter_heldout) else FilterConfig(drop_empty=False)
     if piece_filter(cfg) is not None:  # counted in the tokenizer's pieces after encoding instead
         filters = without_piece_filters(filters)
-    filters = with_rule_langs(filters, cfg.source_lang, cfg.target_lang)
-    contamination = Contamination.of_files(cfg.decontaminate, cfg.decontaminate_ngram) if (
-        cfg.decontaminate and not heldout) else None
-    clean_config = CleanConfig(normalize=cfg.normalize, filters=filters, dedup=cfg.dedup and not heldout,
-                               decontaminate=contamination)
-    leakage_refs = [] if heldout or cfg.leakage == "off" else [
+    filters = with_rule_langs(filters, cfg.inputs.source_lang, cfg.inputs.target_lang)
+    contamination = Contamination.of_files(cfg.cleaning.decontaminate, cfg.cleaning.decontaminate_ngram) if (
+        cfg.cleaning.decontaminate and not heldout) else None
+    clean_config = CleanConfig(normalize=cfg.cleaning.normalize, filters=filters,
+                               dedup=cfg.cleaning.dedup and not heldout, decontaminate=contamination)
+    leakage_refs = [] if heldout or cfg.cleaning.leakage == "off" else [
         clean_plan(ctx, s).key for s in ("valid", "test") if s in cfg.split_prefixes()
     ]
     key = fingerprint(
         "clean", split, [ctx.inputs.identity(f) for f in files + (tgt_files or []) + align_files(ctx, split)],
-        cfg.input_format, cfg.source_key, cfg.target_key, repr(ctx.read_options), repr(clean_config), cfg.leakage,
-        leakage_refs, *([cfg.documents] if cfg.documents != "line" else []),
+        cfg.inputs.input_format, cfg.inputs.source_key, cfg.inputs.target_key, repr(ctx.read_options),
+        repr(clean_config), cfg.cleaning.leakage, leakage_refs,
+        *([cfg.inputs.documents] if cfg.inputs.documents != "line" else []),
     )
     return CleanPlan(split, files, tgt_files, clean_config, key)
 
@@ -109,9 +110,9 @@ def train_tasked(ctx: RunContext) -> bool:
     """Whether the training split goes through tasks: on a cluster engine, with --tasks given (even 1), in a
     --phase, or when the input asks for more than one task; else the plain one-process path."""
     cfg = ctx.config
-    if not ctx.tasks_allowed or cfg.align_suffix or cfg.documents == "blank-line":
+    if not ctx.tasks_allowed or cfg.inputs.align_suffix or cfg.inputs.documents == "blank-line":
         return False  # alignments and blank-line documents are cleaned in one piece (see config)
-    if ctx.engine.is_cluster or cfg.tasks >= 1 or ctx.phase is not None:
+    if ctx.engine.is_cluster or cfg.engine.tasks >= 1 or ctx.phase is not None:
         return True
     return task_count(ctx, train_input_bytes(ctx)) > 1
 
@@ -131,18 +132,19 @@ def reads_input(ctx: RunContext, split: str) -> bool:
     input. One side only, no alignments or blank-line documents, not cut into tasks, and not a tokenizer
     whose vocabulary builder reads the cleaned files by path (T2T)."""
     cfg = ctx.config
-    if not ctx.direct_input or len(cfg.langs) != 1 or cfg.align_suffix or cfg.documents != "line":
+    if not ctx.direct_input or len(cfg.langs) != 1 or cfg.inputs.align_suffix or cfg.inputs.documents != "line":
         return False
     if samples_by_bytes(cfg) or train_tasked(ctx):
         return False
-    if split == "train" and cfg.leakage != "off":  # train is checked against the held-out splits
+    if split == "train" and cfg.cleaning.leakage != "off":  # train is checked against the held-out splits
         return False
     return Cleaner(clean_plan(ctx, split).config).keeps_everything
 
 
 def quoted_clean(config: PrepareConfig) -> bool:
     """Whether the cleaned files hold JSON objects (lines that may hold a newline: JSONL kept as it is)."""
-    return get_format(config.input_format).newlines_in_items and not config.normalize.collapse_whitespace
+    collapsed = config.cleaning.normalize.collapse_whitespace
+    return get_format(config.inputs.input_format).newlines_in_items and not collapsed
 
 
 def clean_text(ctx: RunContext, lines: list[str]) -> str:
@@ -165,7 +167,7 @@ def cleaned_source(ctx: RunContext, split: str, lang: str) -> Source:
     if split == "train" and ctx.parts is not None:  # the clean tasks' parts, through their masks
         return PartsSource(ctx.parts, lang)  # type: ignore[return-value]
     path = str(ctx.folder.clean_path(split, lang))
-    options = ReadOptions(chunk_lines=ctx.config.chunk_lines)
+    options = ReadOptions(chunk_lines=ctx.config.run.chunk_lines)
     if quoted_clean(ctx.config):
         return open_source([path], "jsonl", src_key="t", tgt_key=None, options=options)
     return open_source([path], options=options)
@@ -189,9 +191,9 @@ def cleaned_pairs(ctx: RunContext, split: str) -> Iterator[tuple[list[str], list
 def leakage_filter(ctx: RunContext, split: str) -> LeakageFilter | None:
     """Train's filter against the cleaned valid/test sets (None for held-out splits or --leakage off)."""
     cfg = ctx.config
-    if split != "train" or cfg.leakage == "off":
+    if split != "train" or cfg.cleaning.leakage == "off":
         return None
-    leakage = LeakageFilter(cfg.leakage)  # type: ignore[arg-type]
+    leakage = LeakageFilter(cfg.cleaning.leakage)  # type: ignore[arg-type]
     for heldout in ("valid", "test"):
         if heldout in cfg.split_prefixes():
             leakage.add_reference_chunks(cleaned_pairs(ctx, heldout))
@@ -202,9 +204,9 @@ def clean_stats(config: PrepareConfig, read: dict[str, int], cleaner: Cleaner, k
     """The clean stage's counts: what was read, each step's counters, what was kept."""
     stats: dict = {"read": dict(read)}
     stats.update({name: dict(s.counts) for name, s in cleaner.stats.items() if s.counts})
-    stats["kept"] = {"pairs" if pairs or config.input_format != "text" else "lines": kept}
+    stats["kept"] = {"pairs" if pairs or config.inputs.input_format != "text" else "lines": kept}
     return stats
 
 
 def clean_chunk_lines(config: PrepareConfig) -> int:
-    return min(config.chunk_lines, CLEAN_CHUNK_LINES)
+    return min(config.run.chunk_lines, CLEAN_CHUNK_LINES)

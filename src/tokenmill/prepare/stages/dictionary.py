@@ -31,11 +31,11 @@ MASK_ITEMS = 1 << 22  # piece-filter mask entries read at a time when taking dro
 
 def distinct_eod(ctx: RunContext) -> bool:
     """Whether --append-eod asks for a token of its own (not fairseq's </s>)."""
-    return ctx.config.append_eod and ctx.config.eod_symbol != "</s>"
+    return ctx.config.inputs.append_eod and ctx.config.inputs.eod_symbol != "</s>"
 
 
 def appends_eod(ctx: RunContext) -> bool:
-    return ctx.config.append_eod or (ctx.config.monolingual and not ctx.config.output_prefix)
+    return ctx.config.inputs.append_eod or (ctx.config.monolingual and not ctx.config.megatron.output_prefix)
 
 
 def end_token(ctx: RunContext, dictionary: Dictionary | None, lang: str) -> int | None:
@@ -44,8 +44,8 @@ def end_token(ctx: RunContext, dictionary: Dictionary | None, lang: str) -> int 
     no --append-eod (preprocess_data appends nothing then)."""
     cfg = ctx.config
     if dictionary is not None:
-        return dictionary.index(cfg.eod_symbol if cfg.append_eod else "</s>")
-    if cfg.output_prefix and not cfg.append_eod:
+        return dictionary.index(cfg.inputs.eod_symbol if cfg.inputs.append_eod else "</s>")
+    if cfg.megatron.output_prefix and not cfg.inputs.append_eod:
         return None
     special = tokenizer_for(ctx, lang).special_ids
     order = ("eod", "eos") if appends_eod(ctx) else ("eos", "eod")
@@ -65,18 +65,20 @@ class DictionaryStage(Stage):
 
     def given(self, ctx: RunContext) -> dict[str, str | None]:
         cfg, langs = ctx.config, ctx.config.langs
-        if cfg.joined_dictionary:
-            return dict.fromkeys(langs, cfg.srcdict or cfg.tgtdict)
-        return {langs[0]: cfg.srcdict, **({langs[1]: cfg.tgtdict} if len(langs) > 1 else {})}
+        if cfg.dictionary.joined_dictionary:
+            return dict.fromkeys(langs, cfg.dictionary.srcdict or cfg.dictionary.tgtdict)
+        return {langs[0]: cfg.dictionary.srcdict, **({langs[1]: cfg.dictionary.tgtdict} if len(langs) > 1 else {})}
 
     def key(self, ctx: RunContext) -> str:
         cfg, langs = ctx.config, ctx.config.langs
         upstream = [ctx.keys.get(f"encode.train.{lang}", ctx.keys["clean.train"]) for lang in langs]
         upstream.append(ctx.keys.get("pieces.train"))
         given_ids = {lang: file_identity(p) if p else None for lang, p in self.given(ctx).items()}
-        limits = (cfg.nwordssrc, cfg.nwordstgt, cfg.thresholdsrc, cfg.thresholdtgt, cfg.padding_factor)
-        return fingerprint("dictionary", upstream, given_ids, limits, cfg.joined_dictionary, cfg.user_defined_symbols,
-                           cfg.tokenizer, *([cfg.eod_symbol] if distinct_eod(ctx) else []))
+        dicts = cfg.dictionary
+        limits = (dicts.nwordssrc, dicts.nwordstgt, dicts.thresholdsrc, dicts.thresholdtgt, dicts.padding_factor)
+        return fingerprint("dictionary", upstream, given_ids, limits, dicts.joined_dictionary,
+                           cfg.tokenizer.user_defined_symbols, cfg.tokenizer.name,
+                           *([cfg.inputs.eod_symbol] if distinct_eod(ctx) else []))
 
     def execute(self, ctx: RunContext) -> dict[str, Any]:
         if stores_tokenizer_ids(ctx.config):  # the tokenizer's own ids are stored: no dictionary remap
@@ -106,29 +108,30 @@ class DictionaryStage(Stage):
         ctx.summary.vocab = {
             "dictionaries": {lang: {"file": paths[lang].name, "size": len(d)} for lang, d in ctx.dictionaries.items()},
             "special": Dictionary().special_ids,
-            "tokenizer": cfg.tokenizer,
+            "tokenizer": cfg.tokenizer.name,
             "spm_models": (
-                sorted({model_path(ctx, lang).name for lang in langs}) if cfg.tokenizer == "sentencepiece" else []
+                sorted({model_path(ctx, lang).name for lang in langs}) if cfg.tokenizer.name == "sentencepiece" else []
             ),
         }
-        if cfg.append_eod:
-            eod = ctx.dictionaries[langs[0]].index(cfg.eod_symbol)
-            ctx.summary.vocab["eod"] = {"symbol": cfg.eod_symbol, "id": eod}
+        if cfg.inputs.append_eod:
+            eod = ctx.dictionaries[langs[0]].index(cfg.inputs.eod_symbol)
+            ctx.summary.vocab["eod"] = {"symbol": cfg.inputs.eod_symbol, "id": eod}
 
     def run(self, ctx: RunContext) -> Outputs:
         cfg, langs = ctx.config, ctx.config.langs
         given = self.given(ctx)
-        limits = {langs[0]: (cfg.nwordssrc, cfg.thresholdsrc)}
+        limits = {langs[0]: (cfg.dictionary.nwordssrc, cfg.dictionary.thresholdsrc)}
         if len(langs) > 1:
-            limits[langs[1]] = (cfg.nwordstgt, cfg.thresholdtgt)
-        extra = list(cfg.user_defined_symbols) + ([cfg.eod_symbol] if distinct_eod(ctx) else [])
+            limits[langs[1]] = (cfg.dictionary.nwordstgt, cfg.dictionary.thresholdtgt)
+        extra = list(cfg.tokenizer.user_defined_symbols) + ([cfg.inputs.eod_symbol] if distinct_eod(ctx) else [])
         built: dict[str, Dictionary] = {}
-        if cfg.joined_dictionary and not any(given.values()):
+        if cfg.dictionary.joined_dictionary and not any(given.values()):
             total: Counter[str] = Counter()
             for lang in langs:
                 total.update(token_counts(ctx, lang))
-            shared = Dictionary.from_counts(total, threshold=cfg.thresholdsrc, nwords=cfg.nwordssrc,
-                                            padding_factor=cfg.padding_factor, extra_symbols=extra)
+            shared = Dictionary.from_counts(total, threshold=cfg.dictionary.thresholdsrc,
+                                            nwords=cfg.dictionary.nwordssrc,
+                                            padding_factor=cfg.dictionary.padding_factor, extra_symbols=extra)
             built = dict.fromkeys(langs, shared)
         else:
             for lang in langs:
@@ -137,10 +140,11 @@ class DictionaryStage(Stage):
                 else:
                     nwords, threshold = limits[lang]
                     built[lang] = Dictionary.from_counts(token_counts(ctx, lang), threshold=threshold, nwords=nwords,
-                                                         padding_factor=cfg.padding_factor, extra_symbols=extra)
-        if distinct_eod(ctx) and cfg.eod_symbol not in built[langs[0]]:
+                                                         padding_factor=cfg.dictionary.padding_factor,
+                                                         extra_symbols=extra)
+        if distinct_eod(ctx) and cfg.inputs.eod_symbol not in built[langs[0]]:
             raise ConfigError(
-                f"--eod-symbol {cfg.eod_symbol} is not in the dictionary {given.get(langs[0])}; add it there "
+                f"--eod-symbol {cfg.inputs.eod_symbol} is not in the dictionary {given.get(langs[0])}; add it there "
                 "(a line '<symbol> 1') or leave --append-eod off"
             )
         paths = {lang: ctx.folder.dict_path(None if cfg.monolingual else lang) for lang in langs}

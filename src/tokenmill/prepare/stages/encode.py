@@ -97,9 +97,9 @@ class EncodeStage(TaskedStage):
         """The stage in this process, with the encoder ``--encoder`` chooses (see encoder_choice)."""
         cfg = ctx.config
         reference = None if splits_words(cfg) else tokenizer_for(ctx, self.lang)
-        choice = choose_encoder(reference, cfg.encoder, check_docs=cfg.encoder_check_docs, seed=cfg.seed)
+        choice = choose_encoder(reference, cfg.run.encoder, check_docs=cfg.run.encoder_check_docs, seed=cfg.run.seed)
         (outputs, info), record = run_checked(choice, lambda c: self._encode_with(ctx, c), ctx.summary.warn,
-                                              cfg.workers)
+                                              cfg.run.workers)
         return outputs, {**info, "encoder": record}
 
     def _encode_with(self, ctx: RunContext, choice: EncoderChoice) -> Outputs:
@@ -127,7 +127,7 @@ class EncodeStage(TaskedStage):
                 table = None
                 write_json(folder.words_path(split, lang), encode_words(lines(), prefix, bar, self.name))
             else:
-                table = encode_lines(ctx, lang, choice.tap(lines()), prefix, threads=ctx.config.workers, bar=bar,
+                table = encode_lines(ctx, lang, choice.tap(lines()), prefix, threads=ctx.config.run.workers, bar=bar,
                                      crash_name=self.name, tokenizer=choice.encoder)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if counted:
@@ -153,7 +153,7 @@ class EncodeStage(TaskedStage):
         words = FirstSeen()
         counts = IdCounts(0) if split == "train" else None  # the dictionary is counted on train alone
         with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
-            for encoded in encoded_ranges(source, tokenizer, ctx.config.workers, keep_surfaces=keep,
+            for encoded in encoded_ranges(source, tokenizer, ctx.config.run.workers, keep_surfaces=keep,
                                           max_chars=ENCODE_BATCH_CHARS):
                 flat = encoded.flat
                 if whitespace:
@@ -230,7 +230,7 @@ def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
     """Whether the encode stage runs the tokenizer on worker processes that read their own ranges of the
     cleaned ``source``: several workers, a backend that gains from it, a plain file to seek in (not the
     clean tasks' parts), and more than one range of lines."""
-    return (ctx.config.workers > 1 and backend_name(ctx.config) in PROCESS_BACKENDS and forks()
+    return (ctx.config.run.workers > 1 and backend_name(ctx.config) in PROCESS_BACKENDS and forks()
             and isinstance(source, Source) and reads_in_workers(source)
             and source.scan() > encode_workers.RANGE_LINES)
 

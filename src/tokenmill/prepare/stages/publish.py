@@ -54,7 +54,7 @@ def publish_run(ctx: RunContext, summary: dict[str, Any]) -> None:
     )
     publish(ctx.root, ctx.out, manifest, before_manifest=lambda: crash_point("publish:before-manifest"))
     if ctx.url:
-        publish_to(ctx.url, ctx.root, ctx.config.storage_options)
+        publish_to(ctx.url, ctx.root, ctx.config.engine.storage_options)
 
 
 class PublishStage(Stage):
@@ -69,7 +69,8 @@ class PublishStage(Stage):
         dictionaries = [] if stores_tokenizer_ids(cfg) else sorted(
             {ctx.folder.dict_path(None if cfg.monolingual else lang) for lang in cfg.langs})
         copy_into_shards(ctx, dictionaries)
-        name = f"{cfg.source_lang}-{cfg.target_lang}" if cfg.target_lang else f"{cfg.source_lang} (monolingual)"
+        src, tgt = cfg.inputs.source_lang, cfg.inputs.target_lang
+        name = f"{src}-{tgt}" if tgt else f"{src} (monolingual)"
         write_log(ctx, f"tokenmill prepare: {name} -> {ctx.root}")
         publish_run(ctx, ctx.summary.to_dict())
         return {}

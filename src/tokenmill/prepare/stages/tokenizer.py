@@ -50,7 +50,7 @@ def model_path(ctx: RunContext, lang: str) -> Path:
     if ctx.shared is not None:
         return ctx.shared.model
     backend = get_backend(backend_name(ctx.config))
-    return ctx.out / stable_name(backend.filename, None if ctx.config.joint_spm else lang)
+    return ctx.out / stable_name(backend.filename, None if ctx.config.tokenizer.joint_spm else lang)
 
 
 def tokenizer_for(ctx: RunContext, lang: str) -> Tokenizer:
@@ -64,9 +64,9 @@ def tokenizer_for(ctx: RunContext, lang: str) -> Tokenizer:
 def warn_small_vocabulary(ctx: RunContext, info: dict[str, Any]) -> None:
     """SentencePiece stops short of --vocab-size when the text has too few distinct pieces: say so."""
     for model, pieces in (info.get("pieces") or {}).items():
-        if pieces < ctx.config.vocab_size:
+        if pieces < ctx.config.tokenizer.vocab_size:
             ctx.summary.warn(
-                f"{model} has {pieces} pieces, not the {ctx.config.vocab_size} asked for with --vocab-size: "
+                f"{model} has {pieces} pieces, not the {ctx.config.tokenizer.vocab_size} asked for with --vocab-size: "
                 "the training text has too few distinct pieces (a smaller --vocab-size gives the same model)"
             )
 
@@ -93,8 +93,9 @@ class TokenizerStage(Stage):
     def key(self, ctx: RunContext) -> str:
         cfg = ctx.config
         name = backend_name(cfg)
-        if cfg.vocab_file and cfg.merge_file:  # Megatron's GPT2BPETokenizer: vocab.json + merges.txt
-            return fingerprint("tokenizer-gpt2", file_identity(cfg.vocab_file), file_identity(cfg.merge_file))
+        if cfg.megatron.vocab_file and cfg.megatron.merge_file:  # Megatron's GPT2BPETokenizer: vocab.json + merges.txt
+            megatron = cfg.megatron
+            return fingerprint("tokenizer-gpt2", file_identity(megatron.vocab_file), file_identity(megatron.merge_file))
         given = given_model(cfg)
         if given:
             return fingerprint("tokenizer", name, file_identity(given), load_settings(cfg),
@@ -107,18 +108,18 @@ class TokenizerStage(Stage):
         rule: :data:`SAMPLE_RULE`, so a model an earlier version trained on its reservoir sample is trained
         again rather than kept, and a folder's output does not depend on the version that began it)."""
         cfg = ctx.config
-        sample_key = (cfg.file_byte_budget,) if samples_by_bytes(cfg) else (cfg.input_sentence_size, cfg.seed,
-                                                                            SAMPLE_RULE)
-        return fingerprint("tokenizer", name, ctx.keys["clean.train"], jsonable(settings), cfg.joint_spm,
+        sample_key = ((cfg.tokenizer.file_byte_budget,) if samples_by_bytes(cfg)
+                      else (cfg.tokenizer.input_sentence_size, cfg.run.seed, SAMPLE_RULE))
+        return fingerprint("tokenizer", name, ctx.keys["clean.train"], jsonable(settings), cfg.tokenizer.joint_spm,
                            sample_key)
 
     def run(self, ctx: RunContext) -> Outputs:
         cfg = ctx.config
         name = backend_name(cfg)
-        if cfg.vocab_file and cfg.merge_file:
+        if cfg.megatron.vocab_file and cfg.megatron.merge_file:
             model = self.models(ctx)[0]
-            get_backend("hf").from_gpt2_files(cfg.vocab_file, cfg.merge_file, model)  # type: ignore[attr-defined]
-            return [model], {"trained": False, "source": [cfg.vocab_file, cfg.merge_file]}
+            get_backend("hf").from_gpt2_files(cfg.megatron.vocab_file, cfg.megatron.merge_file, model)  # type: ignore[attr-defined]
+            return [model], {"trained": False, "source": [cfg.megatron.vocab_file, cfg.megatron.merge_file]}
         given = given_model(cfg)
         if given:
             return self._copy(ctx, name, given)
@@ -138,7 +139,7 @@ class TokenizerStage(Stage):
 
     def _train(self, ctx: RunContext, name: str, settings: Any) -> Outputs:
         cfg = ctx.config
-        groups = {model_path(ctx, lang): (cfg.langs if cfg.joint_spm else [lang]) for lang in cfg.langs}
+        groups = {model_path(ctx, lang): (cfg.langs if cfg.tokenizer.joint_spm else [lang]) for lang in cfg.langs}
         written: list[Path] = []
         sizes = {}
         for model, langs in groups.items():
@@ -179,16 +180,16 @@ def training_sample(ctx: RunContext, langs: list[str]) -> list[str]:
     parts = ctx.parts
     if samples_by_bytes(cfg):
         if parts is None:
-            return t2t_sample([ctx.folder.clean_path("train", lang) for lang in langs], cfg.file_byte_budget)
+            return t2t_sample([ctx.folder.clean_path("train", lang) for lang in langs], cfg.tokenizer.file_byte_budget)
         streams = [(f"{lang} (clean parts)", parts.raw_size(lang), parts.raw_lines(lang)) for lang in langs]
-        return t2t_sample_streams(streams, cfg.file_byte_budget)
+        return t2t_sample_streams(streams, cfg.tokenizer.file_byte_budget)
     if parts is not None:  # candidates per part in tasks, the smallest keys merged here
-        merged = SampleStage.from_parts(ctx, langs, cfg.input_sentence_size, cfg.seed)
+        merged = SampleStage.from_parts(ctx, langs, cfg.tokenizer.input_sentence_size, cfg.run.seed)
         if merged is not None:
             return merged
         log.warning("the sample tasks found fewer lines under their key limit than the sample holds; drawing "
                     "it in one pass over the clean parts (the same lines)")
-    sample = SmallestKeys(cfg.input_sentence_size, cfg.seed)
+    sample = SmallestKeys(cfg.tokenizer.input_sentence_size, cfg.run.seed)
     for lang in langs:
         for lines in cleaned_chunks(ctx, "train", lang):
             sample.add(lines)

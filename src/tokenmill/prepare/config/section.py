@@ -1,0 +1,39 @@
+"""The base of the sections of :class:`~tokenmill.prepare.config.PrepareConfig`: a frozen dataclass of the
+settings of one concern, each a field whose type hint says what it takes and whose ``metadata["help"]`` is its
+flag's help; ``metadata["key"]`` names the flat key (YAML key and flag) of a field named otherwise in its section
+(the tokenizer section's ``name`` is ``tokenizer``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tokenmill.settings import check_settings
+
+if TYPE_CHECKING:  # the sections are checked against the whole config, which is made of them
+    from tokenmill.prepare.config.model import PrepareConfig
+
+
+def key_of(item: dataclasses.Field) -> str:  # type: ignore[type-arg]
+    """The flat key (YAML key, flag name with ``_``) of a section's field."""
+    return str(item.metadata.get("key", item.name))
+
+
+class Section:
+    """One section of the settings; subclasses are ``@dataclass(frozen=True)``."""
+
+    TITLE: ClassVar[str] = ""
+    """The section's title in ``prepare --help`` and the config reference."""
+
+    def check_types(self, config: PrepareConfig) -> None:
+        """Every field's value fits its type hint (choices, ranges, patterns); messages name it as given."""
+        keys = {item.name: key_of(item) for item in dataclasses.fields(self)}  # type: ignore[arg-type]
+        check_settings(type(self), self, lambda name: config.label(keys[name]))
+
+    def checked(self, config: PrepareConfig) -> Any:
+        """This section checked against the whole ``config``: itself, or a new section where a value is resolved
+        (e.g. an input format found by content). Raises one ConfigError naming the setting and the fix."""
+        return self
+
+    def check_files(self, config: PrepareConfig) -> None:
+        """The files this section names exist and are what they claim to be (after every section is checked)."""
