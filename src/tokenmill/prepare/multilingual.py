@@ -38,7 +38,7 @@ from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.run.context import RunContext, SharedVocab
 from tokenmill.prepare.run.runner import check_destination_folder, exclusive, warn_no_validation
 from tokenmill.prepare.run.summary import PrepareSummary
-from tokenmill.prepare.stages import Stage, clean_stages
+from tokenmill.prepare.stages import Stage, clean_stages, provenance_stages
 from tokenmill.prepare.stages.base import Outputs
 from tokenmill.prepare.stages.binarize import BinarizeStage
 from tokenmill.prepare.stages.encode import EncodeStage
@@ -301,7 +301,7 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
     splits, langs = list(direction.config.split_prefixes()), direction.config.langs
     direction.dictionaries = dict.fromkeys(langs, dictionary)
     for stage in [*(EncodeStage(s, lang) for s in splits for lang in langs),
-                  *(BinarizeStage(s, lang) for s in splits for lang in langs)]:
+                  *(BinarizeStage(s, lang) for s in splits for lang in langs), *provenance_stages(direction.config)]:
         stage.execute(direction)
 
 
