@@ -260,7 +260,10 @@ class CleanStage(TaskedStage):
         stats = _merged_stats(records, plan.config.dedup, int(bases[-1]), duplicates)
         total = int(bases[-1]) - duplicates
         stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.input_format != "text" else "lines": total}
-        return [*outputs, dropped_file], {"stats": stats, "kept": total, "parts": len(folders)}
+        source = open_inputs(ctx, plan.files, plan.tgt_files)
+        source.restore_index(tasks.plan()["index"])  # items per input file, for the manifest and provenance
+        info = {"stats": stats, "kept": total, "parts": len(folders), "input_counts": source.file_counts}
+        return [*outputs, dropped_file], info
 
 
 def _sample_duplicates(ctx: RunContext, folder: Path, gone: np.ndarray, dropped: DropSample) -> None:

@@ -83,7 +83,7 @@ def input_table(ctx: RunContext, split: str) -> InputTable:
     record = ctx.stages.done(ctx.prefix + f"clean.{split}", ctx.keys[f"clean.{split}"])
     counts = None if record is None else record["info"].get("input_counts")
     if counts is None and split == "train" and ctx.parts is not None:
-        source.restore_index(ctx.folder.task_set(CLEAN_TRAIN, "").plan()["index"])
+        source.restore_index(ctx.folder.task_set(CLEAN_TRAIN, plan.key).plan()["index"])
     if counts is None:
         counts = source.file_counts
     return InputTable(files, [int(c) for c in counts], source.unit)
