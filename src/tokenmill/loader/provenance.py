@@ -124,7 +124,7 @@ def read_items(part: StorePart, table: InputTable, file: int, lines: list[int]) 
     settings = run_settings(part.prefix)
     entry = table.files[file]
     files, tgt_files = ([entry[0]], [entry[1]]) if isinstance(entry, list | tuple) else ([entry], None)
-    mono = part.tgt_lang is None or settings.get("target_lang") is None and not settings.get("directions")
+    mono = part.tgt_lang is None or (settings.get("target_lang") is None and not settings.get("directions"))
     src_key = settings.get("source_key") or ("text" if mono else part.src_lang) or "src"
     tgt_key = None if mono else (settings.get("target_key") or part.tgt_lang)
     for path in files + (tgt_files or []):

@@ -149,7 +149,8 @@ def clean_blocks(
         _merge_counts(cleaner, block.counts, block.dropped)
         keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt, block.firsts)
         if keep is None:
-            yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept, block.numbers
+            tgt_data = None if block.tgt is None else block.tgt.data
+            yield block.n_read, block.src.data, tgt_data, block.n_kept, block.numbers
             continue
         tgt = None if block.tgt is None else block.tgt.kept(keep)
         numbers = None if block.numbers is None else block.numbers[keep]

@@ -93,7 +93,8 @@ def encode_numbers(numbers: np.ndarray) -> tuple[dict[str, Any], bytes]:
         return {"encoding": "runs", "items": n, "runs": len(firsts)}, body
     bits = np.zeros(span, dtype=bool)
     bits[numbers - first] = True
-    return {"encoding": "bitmap", "items": n, "first": first, "span": span}, np.packbits(bits, bitorder="little").tobytes()
+    body = np.packbits(bits, bitorder="little").tobytes()
+    return {"encoding": "bitmap", "items": n, "first": first, "span": span}, body
 
 
 def write_provenance(path: str | os.PathLike[str], numbers: np.ndarray, table: InputTable) -> Path:

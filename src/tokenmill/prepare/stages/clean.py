@@ -159,8 +159,9 @@ class CleanStage(TaskedStage):
         self, ctx: RunContext, plan: CleanPlan, source: Source, cleaner: Cleaner, total: int, per_file: list[Source]
     ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int, np.ndarray | None]]:
         """(items read, kept source bytes, target bytes, alignment bytes, pairs kept, their 1-based input item
-        numbers) per chunk, as the cleaned files hold them. With several processes over a plain input the workers read their own ranges (the
-        bytes come back as they are written, see :func:`clean_blocks`); else chunks are read here (blank-line
+        numbers) per chunk, as the cleaned files hold them. With several processes over a plain input the
+        workers read their own ranges (the bytes come back as they are written, see :func:`clean_blocks`);
+        else chunks are read here (blank-line
         documents file by file: the sources read go to ``per_file``)."""
         cfg = ctx.config
         workers = clean_workers(total, cfg.workers)

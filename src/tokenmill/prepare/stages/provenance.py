@@ -25,9 +25,9 @@ from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.stages.base import Outputs, Stage
 from tokenmill.prepare.stages.binarize import output_prefix
-from tokenmill.prepare.stages.cleaned import clean_chunk_lines, clean_plan, leakage_filter, open_inputs, reads_input
 from tokenmill.prepare.stages.clean import NAME as CLEAN_TRAIN
 from tokenmill.prepare.stages.clean import NUMBERS_RAW
+from tokenmill.prepare.stages.cleaned import clean_chunk_lines, clean_plan, leakage_filter, open_inputs, reads_input
 from tokenmill.prepare.stages.encoded import keep_file
 from tokenmill.prepare.state import fingerprint
 from tokenmill.store import IndexedDataset
