@@ -96,7 +96,8 @@ class Encoder:
 def test_the_maps_are_the_same_bytes_for_one_and_three_tasks(runs):
     maps = {tasks: sorted(p.relative_to(root) for p in root.glob("*/*.prov")) for tasks, root in runs.items()}
     shards = len(list(runs[1].glob("shard*")))
-    assert shards > 1 and maps[1] == maps[3] and len(maps[1]) == 2 * shards + 2, "one map per store and side (valid in shard000)"
+    assert shards > 1 and maps[1] == maps[3]
+    assert len(maps[1]) == 2 * shards + 2, "one map per store and side (valid in shard000)"
     for relative in maps[1]:
         assert (runs[1] / relative).read_bytes() == (runs[3] / relative).read_bytes(), relative
 
@@ -170,7 +171,7 @@ def test_the_encoding_is_compact_and_reads_back():
 
 
 def test_trace_asks_for_one_of_step_or_source_and_names_a_missing_map(runs, tmp_path):
-    with pytest.raises(ConfigError, match="step= .* or source="):
+    with pytest.raises(ConfigError, match=r"step= .* or source="):
         tokenmill.trace(str(runs[1]), shard=0)
     with pytest.raises(ConfigError, match="FILE:LINE"):
         tokenmill.trace(str(runs[1]), source="a.en", shard=0)
@@ -179,7 +180,7 @@ def test_trace_asks_for_one_of_step_or_source_and_names_a_missing_map(runs, tmp_
     for path in (runs[1] / "shard000").iterdir():
         if path.suffix != ".prov":
             (copy / path.name).write_bytes(path.read_bytes())
-    with pytest.raises(FormatError, match="no provenance map .* run the same tokenmill prepare command again"):
+    with pytest.raises(FormatError, match=r"no provenance map .* run the same tokenmill prepare command again"):
         tokenmill.trace(str(copy), step=0, config=BATCH, cache=False)
 
 
