@@ -22,6 +22,7 @@ from tokenmill.loader.trace import TraceSettings, served_at, step_rows, trace_it
 from tokenmill.store import IndexedDataset
 from tokenmill.store.provenance import Provenance, encode_numbers
 from tokenmill.vocab import Dictionary
+from tokenmill.vocab.tokenizer import load_tokenizer, train_tokenizer
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
 BATCH = BatchConfig(max_tokens=400, seed=3)
@@ -229,3 +230,36 @@ def test_a_temperature_mix_traces_to_the_tokens_served(data_bin):
                 assert (step, rank, row.row) in [(s.step, s.rank, s.row) for s in served]
                 copies += len(served) > 1
     assert copies > 0, "T=5 upsamples the small direction: some lines are served more than once"
+
+
+# ----------------------------------------------------------------------------- packed language-model samples
+def test_gpt_samples_trace_to_their_documents_token_ranges_and_lines(tmp_path):
+    lines = [text for text, _ in real_pairs("train")]
+    lines += lines[:40]  # duplicates: dedup drops them, the map skips their lines
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": line}) + "\n" for line in lines), encoding="utf-8")
+    model = tmp_path / "tokenizer.json"
+    train_tokenizer("hf", lines, {"kind": "byte-level-bpe", "vocab_size": 600}, model)
+    tokenmill.prepare({"input": str(corpus), "output_prefix": str(tmp_path / "out" / "lm"), "json_keys": "text",
+                       "tokenizer_type": "HuggingFaceTokenizer", "tokenizer_model": str(model), "append_eod": True,
+                       "dedup": True, "workers": 1}, progress=False)
+    store = IndexedDataset(tmp_path / "out" / "lm_text_document")
+    assert len(store) == len(set(lines)), "dedup dropped the repeated documents"
+    dataset = tokenmill.GPTDataset(store, tokenmill.GPTDatasetConfig(seq_length=64, seed=3), cache=False)
+    config = tokenmill.GPTBatchConfig(global_batch_size=8, micro_batch_size=2)
+    tokenizer = load_tokenizer("hf", model)
+    eod = int(store[0][-1])
+    for step in (0, 5):
+        for rank in range(2):
+            rows = tokenmill.trace(dataset, epoch=1, step=step, rank=rank, config=config, world_size=2)
+            for row in rows:
+                assert sum(p.stop - p.start for p in row.pieces) == 64 + 1  # seq_length + the extra token
+                for piece in row.pieces:
+                    text = lines[piece.line - 1]
+                    ids = [int(i) for i in tokenizer.encode_batch([text])[0]] + [eod]
+                    assert store[piece.document].tolist() == ids
+                    assert piece.file.endswith("corpus.jsonl") and lines.index(text) == piece.line - 1
+                found = tokenmill.trace(dataset, source=f"corpus.jsonl:{row.pieces[0].line}", config=config,
+                                        world_size=2)
+                assert (1, step, rank, row.row) in [(s.epoch, s.step, s.rank, s.row) for s in found]
+    assert tokenmill.trace(dataset, source=f"corpus.jsonl:{len(lines)}", config=config, world_size=2) == []

@@ -25,6 +25,20 @@ from tokenmill.text import ReadOptions, open_source
 
 
 @dataclass(frozen=True)
+class Served:
+    """Where a sample is served: (epoch, step, rank, row in that batch)."""
+
+    epoch: int
+    step: int
+    rank: int
+    row: int
+    sample: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class StorePart:
     """One store a dataset reads: its prefix, the sample ids its items start at (one per copy), its size,
     and the languages of the pair it belongs to."""

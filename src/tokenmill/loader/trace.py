@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset, PairOptions
@@ -22,7 +24,8 @@ from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.make import make_batches
-from tokenmill.loader.provenance import SourceMaps, read_items
+from tokenmill.loader.provenance import Served, SourceMaps, read_items
+from tokenmill.loader.trace_gpt import TracedSample, gpt_served, gpt_step
 from tokenmill.store.layout import describe
 
 
@@ -39,20 +42,6 @@ class TracedRow:
     direction: str | None = None
     source: str | None = None
     target: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class Served:
-    """Where a sample is served: (epoch, step, rank, row in that batch)."""
-
-    epoch: int
-    step: int
-    rank: int
-    row: int
-    sample: int
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -168,7 +157,7 @@ def parse_source(text: str) -> tuple[str, int]:
 
 
 def trace(
-    directory: str,
+    directory: str | GPTDataset,
     *,
     epoch: int | list[int] = 1,
     step: int | None = None,
@@ -176,16 +165,21 @@ def trace(
     source: str | None = None,
     text: bool = True,
     **settings: Any,
-) -> list[TracedRow] | list[Served]:
+) -> list[TracedRow] | list[Served] | list[TracedSample]:
     """Where a batch came from, or where an input line goes.
 
     ``step`` (with ``epoch`` and ``rank``): the rows of that batch, each with its input file, line and text.
     ``source="FILE:LINE"``: every (epoch, step, rank, row) at which that line is served in ``epoch`` (one
     epoch or a list). ``settings``: the plan's settings as :class:`TraceSettings` names them (``config=``,
     ``world_size=``, ``sampling=``, ``directions=``, ``langtok=``, ``split=`` ...): the same as training's.
+    ``directory`` may also be a :class:`GPTDataset` (``config=`` a :class:`GPTBatchConfig`): a step's rows
+    are then its packed samples, each with its documents' token ranges and input lines.
     """
     if (step is None) == (source is None):
         raise ConfigError("give step= (with epoch= and rank=) or source='FILE:LINE', one of the two")
+    epochs = epoch if isinstance(epoch, list) else [epoch]
+    if isinstance(directory, GPTDataset):
+        return _trace_gpt(directory, epochs, step, rank, source, settings)
     iterator = trace_iterator(directory, TraceSettings(**settings))
     if not 0 <= rank < iterator.world_size:
         raise ConfigError(f"rank {rank} is outside world size {iterator.world_size}")
@@ -194,7 +188,19 @@ def trace(
             raise ConfigError("a step is traced in one epoch: give epoch= as one number")
         return step_rows(iterator, epoch, step, rank, text=text)
     file, line = parse_source(source)  # type: ignore[arg-type]
-    return served_at(iterator, file, line, epoch if isinstance(epoch, list) else [epoch])
+    return served_at(iterator, file, line, epochs)
+
+
+def _trace_gpt(dataset: GPTDataset, epochs: list[int], step: int | None, rank: int, source: str | None,
+               settings: dict[str, Any]) -> list[TracedSample] | list[Served]:
+    config, world_size = settings.pop("config", None), int(settings.pop("world_size", 1))
+    if not isinstance(config, GPTBatchConfig) or settings:
+        raise ConfigError("a GPTDataset is traced with config=GPTBatchConfig(...) and world_size= only"
+                          + (f" (not {sorted(settings)})" if settings else ""))
+    if step is not None:
+        return gpt_step(dataset, config, epochs[0], step, rank, world_size)
+    file, line = parse_source(source)  # type: ignore[arg-type]
+    return gpt_served(dataset, config, file, line, epochs, world_size)
 
 
 __all__ = ["Served", "TraceSettings", "TracedRow", "served_at", "step_rows", "trace", "trace_iterator"]
