@@ -19,6 +19,7 @@ from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError, FormatError
 from tokenmill.loader.trace import TraceSettings, served_at, step_rows, trace_iterator
+from tokenmill.prepare.stages import clean as clean_stage
 from tokenmill.store import IndexedDataset
 from tokenmill.store.provenance import Provenance, encode_numbers
 from tokenmill.vocab import Dictionary
@@ -263,3 +264,14 @@ def test_gpt_samples_trace_to_their_documents_token_ranges_and_lines(tmp_path):
                                         world_size=2)
                 assert (1, step, rank, row.row) in [(s.epoch, s.step, s.rank, s.row) for s in found]
     assert tokenmill.trace(dataset, source=f"corpus.jsonl:{len(lines)}", config=config, world_size=2) == []
+
+
+def test_worker_processes_give_the_same_maps(corpus, tmp_path, monkeypatch):
+    """Workers that read and clean their own input ranges send the kept items' numbers back with them."""
+    monkeypatch.setattr(clean_stage, "PARALLEL_CLEAN_MIN_LINES", 0)
+    made = {}
+    for workers in (1, 2):
+        destdir = tmp_path / f"w{workers}"
+        tokenmill.prepare(settings(corpus, destdir, workers=workers), progress=False)
+        made[workers] = {p.name: p.read_bytes() for p in destdir.glob("*.prov")}
+    assert len(made[1]) == 4 and made[1] == made[2]
