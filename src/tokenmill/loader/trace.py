@@ -69,8 +69,9 @@ def trace_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
     """The iterator whose plans are traced (the dataset and mix opened as ``tokenmill batches`` opens them)."""
     contents = describe(directory)
     if contents.kind in ("monolingual", "megatron"):
-        raise ConfigError(f"{contents.what()}: trace follows translation pairs in this release; language-model "
-                          "samples are not traced yet")
+        raise ConfigError(f"{contents.what()}: tokenmill trace DIR follows translation pairs; trace packed "
+                          "language-model samples in Python with tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
+                          "config=tokenmill.GPTBatchConfig(...))")
     many = contents.kind == "multilingual"
     if settings.directions is not None or (many and settings.src_lang is None and settings.tgt_lang is None):
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
