@@ -13,7 +13,7 @@ import json
 import click
 
 from tokenmill.batching.config import MODES, BatchConfig
-from tokenmill.commands.params import number
+from tokenmill.commands.params import direction_weights, number
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairOptions
@@ -27,22 +27,6 @@ NON_NEGATIVE = number(int, Range(0))
 ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
-def _weights(text: str | None) -> dict[str, float] | None:
-    """``a-b=2,c-d=1`` as a mapping."""
-    if not text:
-        return None
-    found = {}
-    for item in text.split(","):
-        name, sep, value = item.partition("=")
-        try:
-            found[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep:
-            raise ConfigError(f"--weights: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
-    return found
-
-
 def _settings(directory: str, flags: dict) -> TraceSettings:
     """The plan's settings from the command's flags (the same names as ``tokenmill batches``)."""
     config = BatchConfig(mode=flags["mode"], max_tokens=flags["max_tokens"], max_sentences=flags["max_sentences"],
@@ -51,8 +35,8 @@ def _settings(directory: str, flags: dict) -> TraceSettings:
                          seed=flags["seed"], drop_last=flags["drop_last"])
     sampled = [flags[name] for name in ("temperature", "weights", "virtual_size", "virtual_epoch_size")]
     sampling = None if all(v is None for v in sampled) else SamplingConfig(
-        temperature=flags["temperature"] or 1.0, weights=_weights(flags["weights"]), virtual_size=flags["virtual_size"],
-        virtual_epoch_size=flags["virtual_epoch_size"], seed=flags["seed"])
+        temperature=flags["temperature"] or 1.0, weights=direction_weights(flags["weights"]),
+        virtual_size=flags["virtual_size"], virtual_epoch_size=flags["virtual_epoch_size"], seed=flags["seed"])
     from_manifest = manifest_lang_token_format(directory)
     template = flags["langtok_template"] or from_manifest or LangTokConfig.template
     encoder = None if flags["encoder_langtok"] == "none" else flags["encoder_langtok"]
