@@ -21,7 +21,7 @@ from tokenmill.errors import ConfigError, FormatError
 from tokenmill.loader.trace import TraceSettings, served_at, step_rows, trace_iterator
 from tokenmill.prepare.stages import clean as clean_stage
 from tokenmill.store import IndexedDataset
-from tokenmill.store.provenance import Provenance, encode_numbers
+from tokenmill.store.provenance import InputTable, Provenance, encode_numbers, write_provenance
 from tokenmill.vocab import Dictionary
 from tokenmill.vocab.tokenizer import load_tokenizer, train_tokenizer
 
@@ -170,6 +170,23 @@ def test_the_encoding_is_compact_and_reads_back():
     sparse = np.flatnonzero(rng.random(100_000) < 0.7)
     fields, body = encode_numbers(sparse)
     assert fields["encoding"] == "bitmap" and len(body) == 100_000 // 8
+
+
+@pytest.mark.parametrize("kept", [1.0, 0.999, 0.9, 0.4])
+def test_lookups_without_decoding_agree_with_the_plain_numbers(tmp_path, kept):
+    rng = np.random.default_rng(int(kept * 1000))
+    for trial in range(4):
+        n = int(rng.integers(1, 4000))
+        total = int(n / kept) + int(rng.integers(0, 40))
+        numbers = np.sort(rng.choice(total, size=n, replace=False)) + int(rng.integers(0, 90))
+        path = write_provenance(tmp_path / f"{trial}.prov", numbers, InputTable(["f"], [total + 100]))
+        items = rng.integers(0, n, size=200)
+        assert Provenance(path).numbers_of(items).tolist() == numbers[items].tolist()
+        assert Provenance(path).numbers().tolist() == numbers.tolist()
+        prov, kept_set = Provenance(path), set(numbers.tolist())
+        for number in rng.integers(0, total + 120, size=200).tolist():
+            expected = int(np.searchsorted(numbers, number)) if number in kept_set else None
+            assert prov.item_of(number) == expected
 
 
 def test_trace_asks_for_one_of_step_or_source_and_names_a_missing_map(runs, tmp_path):

@@ -32,6 +32,11 @@ from tokenmill.fsutil import atomic_write
 
 MAGIC = b"TMPROV01"
 MAX_RUN = (1 << 32) - 1
+POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.int64)
+"""Set bits of each byte value."""
+SELECT = np.array([[([bit for bit in range(8) if value >> bit & 1] + [0] * 8)[k] for k in range(8)]
+                   for value in range(256)], dtype=np.int64)
+"""``SELECT[value, k]``: the place of the k-th set bit (little-endian bit order) of a byte value."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,8 @@ class Provenance:
         self.items = int(header["items"])
         self._body = data[12 + size:]
         self._numbers: np.ndarray | None = None
+        self._counts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._run_arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def numbers(self) -> np.ndarray:
         """The 0-based input item number of every stored item (int64, decoded once)."""
@@ -130,18 +137,54 @@ class Provenance:
         return self._numbers
 
     def numbers_of(self, items: np.ndarray) -> np.ndarray:
-        """The input item numbers of stored ``items``."""
+        """The input item numbers of stored ``items``, without decoding the whole map (a search in the runs,
+        or in the bitmap's running count of set bits per byte)."""
         items = np.asarray(items, dtype=np.int64)
         if items.size and (int(items.min()) < 0 or int(items.max()) >= self.items):
             raise FormatError(f"{self.path}: item out of range (the map holds {self.items} items)")
-        return self.numbers()[items]
+        if self._numbers is not None:
+            return self._numbers[items]
+        if self.header["encoding"] == "runs":
+            starts, _, firsts = self._runs()
+            run = np.searchsorted(firsts, items, side="right") - 1
+            return starts[run] + items - firsts[run]
+        data, before, through = self._bitmap()
+        byte = np.searchsorted(through, items, side="right")
+        return int(self.header["first"]) + 8 * byte + SELECT[data[byte], items - before[byte]]
 
     def item_of(self, number: int) -> int | None:
         """The stored item that input item ``number`` became; None when it was dropped (cleaning, dedup,
         filters) or went to another store (shard)."""
-        numbers = self.numbers()
-        at = int(np.searchsorted(numbers, number))
-        return at if at < len(numbers) and int(numbers[at]) == number else None
+        if self.header["encoding"] == "runs":
+            starts, lengths, firsts = self._runs()
+            run = int(np.searchsorted(starts, number, side="right")) - 1
+            inside = run >= 0 and number < starts[run] + lengths[run]
+            return int(firsts[run] + number - starts[run]) if inside else None
+        data, before, _ = self._bitmap()
+        offset = number - int(self.header["first"])
+        if not 0 <= offset < int(self.header.get("span", 0)):
+            return None
+        byte, bit = divmod(offset, 8)
+        value = int(data[byte])
+        return int(before[byte]) + (value & ((1 << bit) - 1)).bit_count() if value >> bit & 1 else None
+
+    def _runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(starts, lengths, the first stored item of each run) of a ``runs`` map (read once)."""
+        if self._run_arrays is None:
+            runs = int(self.header["runs"])
+            starts = np.frombuffer(self._body[: 8 * runs], "<u8").astype(np.int64)
+            lengths = np.frombuffer(self._body[8 * runs:], "<u4").astype(np.int64)
+            self._run_arrays = (starts, lengths, np.cumsum(lengths) - lengths)
+        return self._run_arrays
+
+    def _bitmap(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The bitmap's bytes and the set bits before each byte and through it (computed once, 16 bytes per
+        byte of the bitmap: 2 bytes per input item while a trace runs)."""
+        if self._counts is None:
+            data = np.frombuffer(self._body, np.uint8)
+            through = np.cumsum(POPCOUNT[data], dtype=np.int64)
+            self._counts = (data, through - POPCOUNT[data], through)
+        return self._counts
 
 
 def _decode(header: dict[str, Any], body: bytes, path: Path) -> np.ndarray:
