@@ -9,6 +9,7 @@ training's (they are those of ``tokenmill batches``).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -37,7 +38,7 @@ def _settings(directory: str, flags: dict) -> TraceSettings:
     sampling = None if all(v is None for v in sampled) else SamplingConfig(
         temperature=flags["temperature"] or 1.0, weights=direction_weights(flags["weights"]),
         virtual_size=flags["virtual_size"], virtual_epoch_size=flags["virtual_epoch_size"], seed=flags["seed"])
-    from_manifest = manifest_lang_token_format(directory)
+    from_manifest = manifest_lang_token_format(Path(directory))
     template = flags["langtok_template"] or from_manifest or LangTokConfig.template
     encoder = None if flags["encoder_langtok"] == "none" else flags["encoder_langtok"]
     options = PairOptions(max_source_positions=flags["max_source_positions"],
