@@ -292,3 +292,24 @@ def test_worker_processes_give_the_same_maps(corpus, tmp_path, monkeypatch):
         tokenmill.prepare(settings(corpus, destdir, workers=workers), progress=False)
         made[workers] = {p.name: p.read_bytes() for p in destdir.glob("*.prov")}
     assert len(made[1]) == 4 and made[1] == made[2]
+
+
+def test_skipped_bad_rows_have_no_item_and_the_map_steps_over_them(tmp_path):
+    """Megatron's flags read the input as it is; rows skipped under on_malformed=skip keep their line numbers."""
+    lines = [text for text, _ in real_pairs("valid")]
+    rows = [json.dumps({"text": line}) for line in lines]
+    rows[3], rows[10] = '{"title": "no text here"}', "not json at all"
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    model = tmp_path / "tokenizer.json"
+    train_tokenizer("hf", lines, {"kind": "byte-level-bpe", "vocab_size": 400}, model)
+    tokenmill.prepare({"input": str(corpus), "output_prefix": str(tmp_path / "out" / "lm"), "json_keys": "text",
+                       "tokenizer_type": "HuggingFaceTokenizer", "tokenizer_model": str(model),
+                       "append_eod": True, "on_malformed": "skip", "workers": 1}, progress=False)
+    store = IndexedDataset(tmp_path / "out" / "lm_text_document")
+    prov = Provenance(tmp_path / "out" / "lm_text_document.prov")
+    tokenizer = load_tokenizer("hf", model)
+    _, where = prov.table.locate(prov.numbers())
+    assert len(store) == len(lines) - 2 and 4 not in where.tolist() and 11 not in where.tolist()
+    for item, line in enumerate(where.tolist()):
+        assert store[item].tolist()[:-1] == [int(i) for i in tokenizer.encode_batch([lines[line - 1]])[0]]

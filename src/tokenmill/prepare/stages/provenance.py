@@ -92,21 +92,24 @@ def input_table(ctx: RunContext, split: str) -> InputTable:
 def kept_numbers(ctx: RunContext, split: str, table: InputTable) -> np.ndarray:
     """0-based input item numbers of the items the clean stage kept, in order."""
     total = int(sum(table.counts))
-    if reads_input(ctx, split):  # nothing dropped: every item as read
+    options = ctx.read_options
+    skips = "skip" in (options.on_malformed, options.on_invalid_utf8)
+    if reads_input(ctx, split) and not skips:  # nothing dropped: every item as read
         return np.arange(total, dtype=np.int64)
     if split == "train" and ctx.parts is not None:  # the tasks' parts, each less its gone mask
         parts = [np.delete(np.fromfile(folder / NUMBERS_RAW, dtype="<i8"), load_gone(folder))
                  for folder in ctx.parts.folders]
         return np.concatenate(parts).astype(np.int64) - 1 if parts else np.zeros(0, np.int64)
     path = ctx.folder.numbers_path(split)
-    if path.exists():
+    if path.exists() and not reads_input(ctx, split):
         return np.fromfile(path, dtype="<i8").astype(np.int64) - 1
     return numbering_pass(ctx, split)
 
 
 def numbering_pass(ctx: RunContext, split: str) -> np.ndarray:
     """The kept items' numbers by cleaning the inputs again in one process, writing nothing: for a clean stage
-    recorded before it wrote its numbers (a directory of an earlier release)."""
+    recorded before it wrote its numbers (a directory of an earlier release), and for input read as it is
+    under a policy that skips bad items (the skipped ones have numbers but no item)."""
     plan = clean_plan(ctx, split)
     source = open_inputs(ctx, plan.files, plan.tgt_files)
     cleaner = Cleaner(plan.config, leakage_filter(ctx, split), sample_size=0)
