@@ -40,6 +40,7 @@ _PUBLIC = {
     "loader": "tokenmill.front",
     "open": "tokenmill.front",
     "prepare": "tokenmill.front",
+    "trace": "tokenmill.loader.trace",
 }
 """Each public name and the module it is defined in."""
 
@@ -64,6 +65,7 @@ __all__ = [
     "loader",
     "open",
     "prepare",
+    "trace",
 ]
 
 if _TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on first use
@@ -76,6 +78,7 @@ if _TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ i
     from tokenmill.data.sampling import SamplingConfig
     from tokenmill.errors import ConfigError, FormatError, TokenmillError
     from tokenmill.front import batches, loader, open, prepare
+    from tokenmill.loader.trace import trace
     from tokenmill.prepare import PrepareConfig, PrepareSummary
     from tokenmill.store import IndexedDataset
     from tokenmill.store.remote import RemoteOptions

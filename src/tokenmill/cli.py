@@ -32,6 +32,7 @@ COMMANDS = {
     "inspect": ("tokenmill.commands.inspect", "inspect"),
     "prepare": ("tokenmill.commands.prepare", "prepare_command"),
     "report": ("tokenmill.commands.report", "report"),
+    "trace": ("tokenmill.commands.trace", "trace"),
     "verify": ("tokenmill.commands.verify", "verify"),
 }
 """Each sub-command's module and object. A module is imported when its command runs, so a start pays
@@ -43,6 +44,7 @@ SUMMARIES = {
     "inspect": "Show what a token store holds (header facts, length statistics, items) or list a directory's stores.",
     "prepare": "Clean, tokenize and binarize parallel (or monolingual) text into fairseq/Megatron stores.",
     "report": "Write one self-contained HTML page on DIRECTORY (a directory tokenmill prepare wrote).",
+    "trace": "Show the input file, line and text of every row of one batch, or where one input line is served.",
     "verify": "Check every file of DIRECTORY against its manifest.json (sizes, xxh3 checksums, store counts).",
 }
 """What ``tokenmill --help`` lists for each sub-command without importing it: the first paragraph of the

@@ -92,7 +92,8 @@ def test_megatron_flags_store_the_hf_tokenizers_own_ids_plus_eod(hf_model, corpu
     assert store.layout.value == "megatron" and store.document_indices.tolist() == list(range(len(expected) + 1))
     assert summary.vocab["eod"] == {"symbol": ENDOFTEXT, "id": eod}
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) == [
-        "manifest.json", "my-corpus_text_document.bin", "my-corpus_text_document.idx", "preprocess.log",
+        "manifest.json", "my-corpus_text_document.bin", "my-corpus_text_document.idx",
+        "my-corpus_text_document.prov", "preprocess.log",
         "tokenizer.json", "tokenmill-tokenizer.json",
     ]
     assert verify_directory(tmp_path / "out") == []

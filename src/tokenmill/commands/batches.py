@@ -15,6 +15,7 @@ import click
 
 from tokenmill.batching.config import MODES, BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
+from tokenmill.commands.params import direction_weights as _weights
 from tokenmill.commands.params import number
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
@@ -48,22 +49,6 @@ def _pairs_or_refuse(directory: str) -> FolderContents:
         raise ConfigError(f"{contents.what()}; run tokenmill prepare on it first and give its --destdir here")
     refuse_non_manifest(contents.path)
     return contents
-
-
-def _weights(text: str | None) -> dict[str, float] | None:
-    """``a-b=2,c-d=1`` as a mapping."""
-    if not text:
-        return None
-    weights = {}
-    for item in text.split(","):
-        name, sep, value = item.partition("=")
-        try:
-            weights[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep:
-            raise ConfigError(f"--weights: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
-    return weights
 
 
 def _row(label: str, value: object) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import click
 
+from tokenmill.errors import ConfigError
 from tokenmill.settings import Range, choices, first_kind, problem
 
 
@@ -57,4 +58,20 @@ def click_type(hint: Any) -> tuple[Any, bool]:
     return click.STRING, False
 
 
-__all__ = ["click_type", "number"]
+def direction_weights(text: str | None) -> dict[str, float] | None:
+    """``--weights a-b=2,c-d=1`` (directions of a mix and their weights) as a mapping."""
+    if not text:
+        return None
+    weights = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise ConfigError(f"--weights: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
+    return weights
+
+
+__all__ = ["click_type", "direction_weights", "number"]

@@ -38,7 +38,7 @@ from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.run.context import RunContext, SharedVocab
 from tokenmill.prepare.run.runner import check_destination_folder, exclusive, warn_no_validation
 from tokenmill.prepare.run.summary import PrepareSummary
-from tokenmill.prepare.stages import Stage, clean_stages, encode_stages
+from tokenmill.prepare.stages import Stage, clean_stages, encode_stages, provenance_stages
 from tokenmill.prepare.stages.base import Outputs
 from tokenmill.prepare.stages.binarize import BinarizeStage
 from tokenmill.prepare.stages.publish import copy_into_shards, publish_run, write_log
@@ -307,7 +307,8 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
                              "--filter-max-ratio) dropped every training pair; loosen them")
     shard_size = math.ceil(kept / directions.ctx.config.directions.num_shards)
     direction.config = replace(direction.config, output=replace(direction.config.output, shard_size=shard_size))
-    for stage in [BinarizeStage(s, lang) for s in splits for lang in langs]:
+    for stage in [*(BinarizeStage(s, lang) for s in splits for lang in langs),
+                  *provenance_stages(direction.config)]:
         stage.execute(direction)
 
 

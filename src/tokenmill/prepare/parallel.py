@@ -134,8 +134,9 @@ def reads_in_workers(source: Source) -> bool:
 
 def clean_blocks(
     source: Source, cleaner: Cleaner, workers: int, chunk_lines: int, quoted: bool, *, in_flight: int = 2
-) -> Iterator[tuple[int, bytes, bytes | None, int]]:
-    """Yield (items read, kept source bytes, kept target bytes or None, pairs kept) per ``chunk_lines`` items,
+) -> Iterator[tuple[int, bytes, bytes | None, int, np.ndarray | None]]:
+    """Yield (items read, kept source bytes, kept target bytes or None, pairs kept, their 1-based item numbers)
+    per ``chunk_lines`` items,
     in input order: workers read, clean and hash their ranges (see :func:`reads_in_workers`), this process
     drops duplicates and merges every counter (the read counts into ``source.stats``), as
     :func:`clean_chunks` over ``source.chunks(chunk_lines=chunk_lines)`` would."""
@@ -148,10 +149,12 @@ def clean_blocks(
         _merge_counts(cleaner, block.counts, block.dropped)
         keep = cleaner.dedup_keep(block.keys, block.numbers, block.src, block.tgt, block.firsts)
         if keep is None:
-            yield block.n_read, block.src.data, None if block.tgt is None else block.tgt.data, block.n_kept
+            tgt_data = None if block.tgt is None else block.tgt.data
+            yield block.n_read, block.src.data, tgt_data, block.n_kept, block.numbers
             continue
         tgt = None if block.tgt is None else block.tgt.kept(keep)
-        yield block.n_read, block.src.kept(keep), tgt, int(np.count_nonzero(keep))
+        numbers = None if block.numbers is None else block.numbers[keep]
+        yield block.n_read, block.src.kept(keep), tgt, int(np.count_nonzero(keep)), numbers
 
 
 def _merge_counts(cleaner: Cleaner, counts: dict[str, dict[str, int]], dropped: DropSample) -> None:

@@ -41,6 +41,9 @@ SHARED_DICT = "dict.txt"
 STORE_SUFFIXES = (".bin", ".idx")
 """A store is ``{prefix}.bin`` (tokens) and ``{prefix}.idx`` (index)."""
 INDEX_SUFFIX = ".idx"
+PROVENANCE_SUFFIX = ".prov"
+"""Beside a store's ``.idx``: the map from its items to input files and lines (:mod:`tokenmill.store.provenance`);
+optional (directories prepared before it existed have none)."""
 MANIFEST_NAME = "manifest.json"
 """What a prepared directory's files hold (:mod:`tokenmill.store.manifest` writes and checks it)."""
 
@@ -77,6 +80,11 @@ def megatron_name(output_prefix: str, key: str) -> str:
 def align_name(split: str, src: str, tgt: str) -> str:
     """fairseq's word-alignment store: ``{split}.align.{src}-{tgt}``."""
     return f"{split}.align.{src}-{tgt}"
+
+
+def provenance_path(prefix: str | os.PathLike[str]) -> Path:
+    """The provenance map of the store at ``prefix`` (``{prefix}.prov``)."""
+    return Path(f"{os.fspath(prefix)}{PROVENANCE_SUFFIX}")
 
 
 def dict_name(lang: str | None) -> str:

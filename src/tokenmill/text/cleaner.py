@@ -135,7 +135,7 @@ class Cleaner:
                 self.dropped.add("leakage", line_numbers(chunk, leaked), src, tgt, leaked)
             if keys and found is not None:
                 hashes = (found[0] if found[1] is None else found[1])[ok]
-        numbers = line_numbers(chunk, np.flatnonzero(keep)) if sampling else None
+        numbers = line_numbers(chunk, np.flatnonzero(keep))  # the kept items' places: drop samples, provenance
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         if keys and hashes is None:

@@ -54,6 +54,11 @@ class WorkFolder:
         """The cleaned text of one split and side (``lang`` ``align``: the cleaned alignments)."""
         return self._work_file("clean", f"{split}.{lang}")
 
+    def numbers_path(self, split: str) -> Path:
+        """The 1-based input item numbers (int64) of the items the clean stage kept in one split, in order:
+        what the provenance maps start from (:mod:`~tokenmill.prepare.stages.provenance`)."""
+        return self._work_file("clean", f"{split}.numbers")
+
     def ids_prefix(self, split: str, lang: str) -> Path:
         """The work-id store of one split and side (the encode stage's output)."""
         return self._work_file("ids", f"{split}.{lang}")

@@ -20,6 +20,7 @@ from tokenmill.prepare.stages.dedup import DEDUP_STAGE, DedupStage
 from tokenmill.prepare.stages.dictionary import DictionaryStage
 from tokenmill.prepare.stages.encode import EncodeStage
 from tokenmill.prepare.stages.pieces import PiecesStage
+from tokenmill.prepare.stages.provenance import ProvenanceStage, makes_provenance
 from tokenmill.prepare.stages.publish import PublishStage
 from tokenmill.prepare.stages.tokenizer import SAMPLE_STAGE, SampleStage, TokenizerStage
 from tokenmill.prepare.tokenizing import piece_filter, splits_words
@@ -49,11 +50,16 @@ def binarize_stages(config: PrepareConfig) -> list[Stage]:
     return stages
 
 
+def provenance_stages(config: PrepareConfig) -> list[Stage]:
+    """``provenance.{split}``: the maps from the stores' items to input lines (after the stores)."""
+    return [ProvenanceStage(split) for split in config.split_prefixes()] if makes_provenance(config) else []
+
+
 def single_run(config: PrepareConfig) -> list[Stage]:
     """The stages of a single-direction (or monolingual) run, in order."""
     tokenizer: list[Stage] = [] if splits_words(config) else [TokenizerStage()]
     return [*clean_stages(config), *tokenizer, *encode_stages(config), DictionaryStage(),
-            *binarize_stages(config), PublishStage()]
+            *binarize_stages(config), *provenance_stages(config), PublishStage()]
 
 
 TASK_STAGES: dict[str, Callable[[str], TaskedStage]] = {

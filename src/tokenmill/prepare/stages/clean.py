@@ -128,14 +128,17 @@ class CleanStage(TaskedStage):
         cleaner = Cleaner(plan.config, leakage_filter(ctx, split))
         outputs = [ctx.folder.clean_path(split, lang) for lang in cfg.langs]
         align_out = ctx.folder.clean_path(split, "align") if cfg.inputs.align_suffix else None
+        numbers_path = ctx.folder.numbers_path(split)
         kept = 0
         per_file: list[Source] = []
         with atomic_write(outputs[0], "wb") as src_out, (
             atomic_write(outputs[1], "wb") if len(outputs) > 1 else nullcontext()
-        ) as tgt_out, (atomic_write(align_out, "wb") if align_out else nullcontext()) as extra_out, ctx.bar(
-            total, f"clean {split}"
-        ) as bar:
-            for n_read, src, tgt, extra, n_kept in self._blocks(ctx, plan, source, cleaner, total, per_file):
+        ) as tgt_out, (atomic_write(align_out, "wb") if align_out else nullcontext()) as extra_out, atomic_write(
+            numbers_path, "wb"
+        ) as numbers_out, ctx.bar(total, f"clean {split}") as bar:
+            for n_read, src, tgt, extra, n_kept, numbers in self._blocks(ctx, plan, source, cleaner, total, per_file):
+                if numbers is not None:  # the kept items' input numbers: the provenance maps start here
+                    numbers_out.write(np.asarray(numbers, dtype="<i8").tobytes())
                 src_out.write(src)
                 if tgt_out is not None and tgt is not None:
                     tgt_out.write(tgt)
@@ -150,14 +153,16 @@ class CleanStage(TaskedStage):
         if cfg.inputs.documents == "blank-line":
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
         stats = clean_stats(cfg, read, cleaner, kept, plan.tgt_files is not None)
-        return outputs + ([align_out] if align_out else []) + [dropped], {"stats": stats, "kept": kept}
+        info = {"stats": stats, "kept": kept, "input_counts": source.file_counts}
+        return outputs + ([align_out] if align_out else []) + [numbers_path, dropped], info
 
     def _blocks(
         self, ctx: RunContext, plan: CleanPlan, source: Source, cleaner: Cleaner, total: int, per_file: list[Source]
-    ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int]]:
-        """(items read, kept source bytes, target bytes, alignment bytes, pairs kept) per chunk, as the cleaned
-        files hold them. With several processes over a plain input the workers read their own ranges (the
-        bytes come back as they are written, see :func:`clean_blocks`); else chunks are read here (blank-line
+    ) -> Iterator[tuple[int, bytes, bytes | None, bytes | None, int, np.ndarray | None]]:
+        """(items read, kept source bytes, target bytes, alignment bytes, pairs kept, their 1-based input item
+        numbers) per chunk, as the cleaned files hold them. With several processes over a plain input the
+        workers read their own ranges (the bytes come back as they are written, see :func:`clean_blocks`);
+        else chunks are read here (blank-line
         documents file by file: the sources read go to ``per_file``)."""
         cfg = ctx.config
         workers = clean_workers(total, cfg.run.workers)
@@ -165,8 +170,8 @@ class CleanStage(TaskedStage):
         quoted = quoted_clean(cfg)
         by_lines = cfg.inputs.documents == "line" and not align_files(ctx, self.split)
         if workers > 1 and by_lines and reads_in_workers(source):
-            for n_read, src, tgt, n_kept in clean_blocks(source, cleaner, workers, chunk_lines, quoted):
-                yield n_read, src, tgt, None, n_kept
+            for n_read, src, tgt, n_kept, numbers in clean_blocks(source, cleaner, workers, chunk_lines, quoted):
+                yield n_read, src, tgt, None, n_kept, numbers
             return
         if cfg.inputs.documents == "blank-line":  # file by file: a document never runs into the next file
             per_file.extend(open_inputs(ctx, [f], None) for f in plan.files)
@@ -174,13 +179,14 @@ class CleanStage(TaskedStage):
         else:
             chunks = self._with_alignments(ctx, source.chunks(chunk_lines=chunk_lines), total)
         for n_read, cleaned in clean_chunks(chunks, cleaner, workers):
+            numbers = getattr(cleaned, "numbers", None)
             if not cleaned.src:
-                yield n_read, b"", None, None, 0
+                yield n_read, b"", None, None, 0, numbers
                 continue
             src = clean_text(ctx, cleaned.src).encode("utf-8")
             tgt = None if cleaned.tgt is None else clean_text(ctx, cleaned.tgt).encode("utf-8")
             extra = None if cleaned.extra is None else ("\n".join(cleaned.extra) + "\n").encode("utf-8")
-            yield n_read, src, tgt, extra, len(cleaned)
+            yield n_read, src, tgt, extra, len(cleaned), numbers
 
     def _with_alignments(self, ctx: RunContext, chunks: Iterator[Chunk], pairs: int) -> Iterator[Chunk]:
         """Attach each pair's alignment line (``chunk.extra``) so cleaning keeps or drops them together."""
@@ -257,7 +263,10 @@ class CleanStage(TaskedStage):
         stats = _merged_stats(records, plan.config.dedup, int(bases[-1]), duplicates)
         total = int(bases[-1]) - duplicates
         stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.inputs.input_format != "text" else "lines": total}
-        return [*outputs, dropped_file], {"stats": stats, "kept": total, "parts": len(folders)}
+        source = open_inputs(ctx, plan.files, plan.tgt_files)
+        source.restore_index(tasks.plan()["index"])  # items per input file, for the manifest and provenance
+        info = {"stats": stats, "kept": total, "parts": len(folders), "input_counts": source.file_counts}
+        return [*outputs, dropped_file], info
 
 
 def _sample_duplicates(ctx: RunContext, folder: Path, gone: np.ndarray, dropped: DropSample) -> None:

@@ -1,0 +1,62 @@
+"""``tokenmill trace DIR``: a batch's rows as input file:line and text, and an input line's (epoch, step,
+rank, row), on the command line as a user runs it (``python -m tokenmill``: errors as one ``error:`` line)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tokenmill
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
+PLAN = ["--max-tokens", "300", "--world-size", "2", "--seed", "4"]
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    destdir = tmp_path_factory.mktemp("trace") / "bin"
+    tokenmill.prepare(source_lang="en", target_lang="zh", trainpref=str(SAMPLE / "train"),
+                      validpref=str(SAMPLE / "valid"), tokenizer="none", destdir=str(destdir), progress=False)
+    return destdir
+
+
+def tokenmill_cli(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tokenmill", "trace", *args], capture_output=True, text=True,
+                          check=False, env={"TOKENMILL_CACHE": str(cache), "PATH": "", "PYTHONPATH": ":".join(
+                              p for p in sys.path if p)})
+
+
+def test_step_rows_name_their_line_and_text_and_source_finds_them_there(prepared, tmp_path):
+    lines = (SAMPLE / "train.en").read_text(encoding="utf-8").splitlines()
+    shown = tokenmill_cli(str(prepared), "--epoch", "2", "--step", "1", "--rank", "1", *PLAN, cache=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split("\t") for line in shown.stdout.splitlines()]
+    assert rows and all(len(row) == 4 for row in rows)
+    for row, (number, where, source, _target) in enumerate(rows):
+        file, line = where.rsplit(":", 1)
+        assert int(number) == row and file.endswith("train.en") and lines[int(line) - 1] == source
+    file_line = rows[-1][1]
+    found = tokenmill_cli(str(prepared), "--source", file_line, "--epochs", "3", "--json", *PLAN, cache=tmp_path)
+    assert found.returncode == 0, found.stderr
+    served = [json.loads(line) for line in found.stdout.splitlines()]
+    assert [s["epoch"] for s in served] == [1, 2, 3], "each epoch serves a kept line once"
+    assert {"epoch": 2, "step": 1, "rank": 1, "row": len(rows) - 1} == {k: served[1][k] for k in
+                                                                     ("epoch", "step", "rank", "row")}
+
+
+def test_bad_requests_are_one_error_line(prepared, tmp_path):
+    cases = {
+        ("--step", "0", "--source", "train.en:1"): "give --step S",
+        ("--source", "train.en:0"): "FILE:LINE",
+        ("--source", "nowhere.en:3"): "no store of this dataset was made from a file named nowhere.en",
+        ("--step", "100000"): "--step 100000: epoch 1 has",
+        ("--source", f"train.en:{10**6}"): "train.en has 345 lines",
+    }
+    for args, message in cases.items():
+        done = tokenmill_cli(str(prepared), *args, cache=tmp_path)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert done.stderr.startswith("error:") and message in done.stderr, (args, done.stderr)
