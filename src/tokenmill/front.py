@@ -14,6 +14,7 @@ The deep imports stay available; these functions only choose among them.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from tokenmill.loader.make import Dataset, make_batches
 from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml
 from tokenmill.prepare import prepare as run_prepare
 from tokenmill.store import IndexedDataset
-from tokenmill.store.layout import describe, parse_megatron_name, parse_store_name
+from tokenmill.store.layout import FolderContents, describe, parse_megatron_name, parse_store_name
 from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
 from tokenmill.store.remote import RemoteOptions, is_url, open_remote
 
@@ -73,33 +74,75 @@ def open(
     through a local cache (:mod:`tokenmill.store.remote`): indices at once, the ``.bin`` files of
     ``split`` when opened, each checked against the manifest. ``storage_options`` go to fsspec
     (endpoint, credentials); ``remote`` sets the cache folder, retries and request size."""
-    if isinstance(path, list) and any(is_url(p) for p in path):
-        path = [os.fspath(_fetched(p, split, storage_options, remote, options)) if is_url(p) else p for p in path]
-    elif is_url(path):
-        path = _fetched(str(path), split, storage_options, remote, options)
-    elif storage_options is not None or remote is not None:
-        raise ConfigError(f"{path} is a local path: storage_options and remote apply to URLs (s3://, gs://, https://)")
+    path = _local(path, split, storage_options, remote, options)
     if isinstance(path, list) or (isinstance(path, str) and ":" in path and not Path(path).exists()):
         return MultiPairDataset.from_dir(path, split, **options)
     contents = describe(path)
-    root = contents.path
-    if contents.kind == "store":
-        return IndexedDataset(root)
-    if contents.kind == "missing":
-        raise ConfigError(f"{root}: no such directory or token store (give a prepared directory or a store prefix)")
-    if (root / MANIFEST_NAME).exists():
-        read_manifest(root)  # a manifest that does not read as one is refused here, as verify refuses it
-    if contents.kind == "multilingual":
-        return MultiPairDataset.from_dir(root, split, **options)
-    if contents.kind in ("monolingual", "megatron"):
-        chosen = [s for s in contents.stores if parse_megatron_name(s) is not None or _monolingual_split(s) == split]
-        if len(chosen) == 1:
-            return IndexedDataset(root / chosen[0])
-        raise ConfigError(f"{root} holds monolingual stores {list(contents.stores)}: open one of them by its prefix")
-    if contents.kind in ("text", "empty"):
-        raise ConfigError(f"{contents.what()}: nothing to open (give the directory tokenmill.prepare wrote, or a "
-                          "store prefix)")
-    return PairDataset.from_dir(root, split, **options)
+    if contents.kind not in ("store", "missing") and (contents.path / MANIFEST_NAME).exists():
+        read_manifest(contents.path)  # a manifest that does not read as one is refused here, as verify refuses it
+    return _OPENERS.get(contents.kind, _pairs)(contents, split, options)
+
+
+def _local(
+    path: str | os.PathLike[str] | list[str],
+    split: str,
+    storage_options: dict[str, Any] | None,
+    remote: RemoteOptions | None,
+    options: dict[str, Any],
+) -> str | os.PathLike[str] | list[str]:
+    """``path`` with each URL replaced by its cached local view (:func:`_fetched`); storage options and remote
+    settings refused for a local path."""
+    if isinstance(path, list) and any(is_url(p) for p in path):
+        return [os.fspath(_fetched(p, split, storage_options, remote, options)) if is_url(p) else p for p in path]
+    if is_url(path):
+        return _fetched(str(path), split, storage_options, remote, options)
+    if storage_options is not None or remote is not None:
+        raise ConfigError(f"{path} is a local path: storage_options and remote apply to URLs (s3://, gs://, https://)")
+    return path
+
+
+def _pairs(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    return PairDataset.from_dir(contents.path, split, **options)
+
+
+def _many(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    return MultiPairDataset.from_dir(contents.path, split, **options)
+
+
+def _store(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    return IndexedDataset(contents.path)
+
+
+def _missing(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    raise ConfigError(f"{contents.path}: no such directory or token store (give a prepared directory or a store "
+                      "prefix)")
+
+
+def _monolingual(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    """The one store of ``split`` (or the one Megatron store) of a folder of language-model data."""
+    chosen = [s for s in contents.stores if parse_megatron_name(s) is not None or _monolingual_split(s) == split]
+    if len(chosen) == 1:
+        return IndexedDataset(contents.path / chosen[0])
+    raise ConfigError(f"{contents.path} holds monolingual stores {list(contents.stores)}: open one of them by its "
+                      "prefix")
+
+
+def _nothing(contents: FolderContents, split: str, options: dict[str, Any]) -> Dataset:
+    raise ConfigError(f"{contents.what()}: nothing to open (give the directory tokenmill.prepare wrote, or a "
+                      "store prefix)")
+
+
+_OPENERS: dict[str, Callable[[FolderContents, str, dict[str, Any]], Dataset]] = {
+    "store": _store,
+    "missing": _missing,
+    "multilingual": _many,
+    "monolingual": _monolingual,
+    "megatron": _monolingual,
+    "text": _nothing,
+    "empty": _nothing,
+}
+"""What :func:`open` makes of each kind of folder :func:`tokenmill.store.layout.describe` tells (any other
+kind: translation pairs)."""
 
 
 def _monolingual_split(store: str) -> str | None:

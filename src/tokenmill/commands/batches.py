@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -125,6 +127,7 @@ def _row(label: str, value: object) -> str:
     help="With --state: accept a state saved under another mix (weights, temperature, directions on or off).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+# Longer than 60 lines only by its signature: one parameter per click option above, one a line.
 def batches(
     directory: str,
     split: str,
@@ -168,8 +171,7 @@ def batches(
     began = time.perf_counter()
     contents = _pairs_or_refuse(directory)
     options = PairOptions(max_source_positions=max_source_positions, max_target_positions=max_target_positions)
-    many = contents.kind == "multilingual"
-    multilingual = directions is not None or (src_lang is None and tgt_lang is None and many)
+    multilingual = directions is not None or (src_lang is None and tgt_lang is None and contents.kind == "multilingual")
     config = BatchConfig(
         mode=mode,
         max_tokens=max_tokens,
@@ -181,21 +183,13 @@ def batches(
         drop_last=drop_last,
     )
     cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
-    mix = None
+    mix = mix_table = None
     if multilingual:
-        sampling_flags = (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary)
-        if split != "train" and any(flag is not None for flag in sampling_flags):
-            raise ConfigError(f"sampling settings apply to train; {split} uses every pair once (drop them)")
-        if shard is not None:
-            raise ConfigError("--shard is for one direction: with many directions epoch e reads shard (e-1) mod k")
-        sampling = SamplingConfig(
-            temperature=1.0 if temperature is None else temperature, weights=_weights(weights),
-            virtual_size=virtual_size, virtual_epoch_size=virtual_epoch_size, upsample_primary=upsample_primary,
-            seed=seed,
+        sampling, langtok = _mix_settings(
+            directory, split, shard, seed, (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary),
+            (encoder_langtok, decoder_langtok, langtok_template),
         )
-        template = langtok_template or manifest_lang_token_format(Path(directory)) or LangTokConfig.template
-        langtok = LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok, template)
-        dataset = MultiPairDataset.from_dir(
+        dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
             directory, split, directions.split(",") if directions else None, langtok=langtok, options=options
         )
         iterator = make_batches(
@@ -209,51 +203,18 @@ def batches(
             directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
         )
         iterator = make_batches(dataset, config, world_size=world_size, cache=cache, collate=None)
-    plan = iterator.plan(epoch)
-    stats = plan.stats
+    stats = iterator.plan(epoch).stats
     unpacked_padding = None
     if pack_length is not None:
         unpacked_padding = stats.padding_fraction
-        pack = PackConfig(
-            max_length=pack_length,
-            max_tokens=max_tokens,
-            rows_per_batch=max_sentences,
-            strategy=pack_strategy,
-            seed=seed,
-            drop_last=drop_last,
-        )
+        pack = PackConfig(max_length=pack_length, max_tokens=max_tokens, rows_per_batch=max_sentences,
+                          strategy=pack_strategy, seed=seed, drop_last=drop_last)
         selection = iterator.planner.mix_selection if multilingual else None  # type: ignore[attr-defined]
         packed = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size, cache=cache)
         stats = packed.plan(epoch).stats
-    elapsed = time.perf_counter() - began
-    report = {
-        "directory": directory,
-        "split": split,
-        "source_lang": None if multilingual else dataset.src_lang,
-        "target_lang": None if multilingual else dataset.tgt_lang,
-        "epoch": epoch,
-        "mode": mode,
-        "world_size": world_size,
-        "config": config.to_dict(),
-        "num_pairs": len(dataset),
-        "num_samples": stats.num_samples,
-        "num_dropped": stats.num_dropped,
-        "dropped": stats.dropped,
-        "num_batches": stats.num_batches,
-        "num_batches_per_rank": stats.num_batches_per_rank,
-        "src_tokens": stats.src_tokens,
-        "tgt_tokens": stats.tgt_tokens,
-        "tokens_per_rank": stats.tokens_per_rank,
-        "padded_tokens": stats.padded_tokens,
-        "padding_fraction": stats.padding_fraction,
-        "splits": stats.splits,
-        "merges": stats.merges,
-        "plan_seconds": stats.seconds,
-        "plan_cached": stats.cached,
-        "seconds": elapsed,
-    }
-    if pack_length is not None:
-        report.update(packed=stats.extra, unpacked_padding_fraction=unpacked_padding)
+    shown = _Shown(directory, split, epoch, mode, world_size, dataset, multilingual, stats, pack_length,
+                   pack_strategy, unpacked_padding)
+    report = shown.report(config, time.perf_counter() - began)
     if mix is not None:
         report["mix"] = mix
     if state_file is not None:
@@ -262,40 +223,115 @@ def batches(
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
-    per_rank = stats.num_batches_per_rank
-    tokens = stats.tokens_per_rank
-    dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.dropped.items())) or "none"
-    what = f"{len(dataset.directions)} directions" if multilingual else f"{dataset.src_lang}-{dataset.tgt_lang}"
-    lines = [
-        f"{directory} {split} ({what}), epoch {epoch}, mode {mode}, world size {world_size}",
-        *([mix_table, ""] if multilingual else []),
-        _row("pairs in split", f"{len(dataset):,}"),
-        _row("samples this epoch", f"{stats.num_samples:,}"),
-        _row("dropped", f"{stats.num_dropped:,} ({dropped})"),
-        _row("batches", f"{stats.num_batches:,}"),
-        _row("batches per rank", f"{per_rank[0]:,} on each of {world_size} rank(s)"),
-        _row("tokens (source / target)", f"{stats.src_tokens:,} / {stats.tgt_tokens:,}"),
-        _row("tokens per rank (min-max)", f"{min(tokens):,} - {max(tokens):,}"),
-        _row("padding", f"{stats.padding_fraction:.2%} of {stats.padded_tokens:,} slots"),
-        _row("batches split / merged", f"{stats.splits} / {stats.merges}"),
-    ]
-    if pack_length is not None:
-        lines += [
-            _row(
-                "packed rows",
-                f"{stats.extra['rows']:,} of {pack_length} tokens, {stats.extra['pairs_per_row']:.2f} "
-                f"pairs per row ({pack_strategy})",
-            ),
-            _row("padding unpacked", f"{unpacked_padding:.2%} (mode {mode}, same split and budget)"),
+    click.echo("\n".join(shown.lines(mix_table, report)))
+
+
+def _mix_settings(
+    directory: str, split: str, shard: int | None, seed: int, flags: tuple[Any, ...], langtok_flags: tuple[Any, ...]
+) -> tuple[SamplingConfig, LangTokConfig]:
+    """The sampling settings (``flags``: temperature, weights, virtual size, virtual epoch size, upsample primary)
+    and the language tokens (``langtok_flags``: encoder, decoder, template) of a many-direction epoch."""
+    temperature, weights, virtual_size, virtual_epoch_size, upsample_primary = flags
+    if split != "train" and any(flag is not None for flag in flags):
+        raise ConfigError(f"sampling settings apply to train; {split} uses every pair once (drop them)")
+    if shard is not None:
+        raise ConfigError("--shard is for one direction: with many directions epoch e reads shard (e-1) mod k")
+    sampling = SamplingConfig(
+        temperature=1.0 if temperature is None else temperature, weights=_weights(weights),
+        virtual_size=virtual_size, virtual_epoch_size=virtual_epoch_size, upsample_primary=upsample_primary,
+        seed=seed,
+    )
+    encoder_langtok, decoder_langtok, langtok_template = langtok_flags
+    template = langtok_template or manifest_lang_token_format(Path(directory)) or LangTokConfig.template
+    return sampling, LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok, template)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """One epoch's plan as ``tokenmill batches`` shows it: the JSON report and the table's lines."""
+
+    directory: str
+    split: str
+    epoch: int
+    mode: str
+    world_size: int
+    dataset: PairDataset | MultiPairDataset
+    multilingual: bool
+    stats: Any
+    """The plan's statistics (of the packed plan with --pack-length)."""
+    pack_length: int | None
+    pack_strategy: str
+    unpacked_padding: float | None
+
+    def report(self, config: BatchConfig, elapsed: float) -> dict[str, Any]:
+        """The JSON report (``mix`` and ``ledger`` are added by the caller)."""
+        stats = self.stats
+        report = {
+            "directory": self.directory,
+            "split": self.split,
+            "source_lang": None if self.multilingual else self.dataset.src_lang,  # type: ignore[union-attr]
+            "target_lang": None if self.multilingual else self.dataset.tgt_lang,  # type: ignore[union-attr]
+            "epoch": self.epoch,
+            "mode": self.mode,
+            "world_size": self.world_size,
+            "config": config.to_dict(),
+            "num_pairs": len(self.dataset),
+            "num_samples": stats.num_samples,
+            "num_dropped": stats.num_dropped,
+            "dropped": stats.dropped,
+            "num_batches": stats.num_batches,
+            "num_batches_per_rank": stats.num_batches_per_rank,
+            "src_tokens": stats.src_tokens,
+            "tgt_tokens": stats.tgt_tokens,
+            "tokens_per_rank": stats.tokens_per_rank,
+            "padded_tokens": stats.padded_tokens,
+            "padding_fraction": stats.padding_fraction,
+            "splits": stats.splits,
+            "merges": stats.merges,
+            "plan_seconds": stats.seconds,
+            "plan_cached": stats.cached,
+            "seconds": elapsed,
+        }
+        if self.pack_length is not None:
+            report.update(packed=stats.extra, unpacked_padding_fraction=self.unpacked_padding)
+        return report
+
+    def lines(self, mix_table: str | None, report: dict[str, Any]) -> list[str]:
+        """The table: what was planned, the counts, the packing, the times, the ledger when a state was given."""
+        stats = self.stats
+        tokens = stats.tokens_per_rank
+        dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(stats.dropped.items())) or "none"
+        dataset = self.dataset
+        what = (f"{len(dataset.directions)} directions" if self.multilingual  # type: ignore[union-attr]
+                else f"{dataset.src_lang}-{dataset.tgt_lang}")  # type: ignore[union-attr]
+        lines = [
+            f"{self.directory} {self.split} ({what}), epoch {self.epoch}, mode {self.mode}, "
+            f"world size {self.world_size}",
+            *([mix_table, ""] if mix_table is not None else []),
+            _row("pairs in split", f"{len(dataset):,}"),
+            _row("samples this epoch", f"{stats.num_samples:,}"),
+            _row("dropped", f"{stats.num_dropped:,} ({dropped})"),
+            _row("batches", f"{stats.num_batches:,}"),
+            _row("batches per rank", f"{stats.num_batches_per_rank[0]:,} on each of {self.world_size} rank(s)"),
+            _row("tokens (source / target)", f"{stats.src_tokens:,} / {stats.tgt_tokens:,}"),
+            _row("tokens per rank (min-max)", f"{min(tokens):,} - {max(tokens):,}"),
+            _row("padding", f"{stats.padding_fraction:.2%} of {stats.padded_tokens:,} slots"),
+            _row("batches split / merged", f"{stats.splits} / {stats.merges}"),
         ]
-    lines += [
-        _row("plan", f"mapped from the cache (computing it took {stats.seconds:.2f} s)" if stats.cached
-             else f"computed in {stats.seconds:.2f} s"),
-        _row("total", f"{elapsed:.2f} s"),
-    ]
-    if state_file is not None:
-        lines += ["", describe_ledger(report["ledger"])]
-    click.echo("\n".join(lines))
+        if self.pack_length is not None:
+            lines += [
+                _row("packed rows", f"{stats.extra['rows']:,} of {self.pack_length} tokens, "
+                                    f"{stats.extra['pairs_per_row']:.2f} pairs per row ({self.pack_strategy})"),
+                _row("padding unpacked", f"{self.unpacked_padding:.2%} (mode {self.mode}, same split and budget)"),
+            ]
+        lines += [
+            _row("plan", f"mapped from the cache (computing it took {stats.seconds:.2f} s)" if stats.cached
+                 else f"computed in {stats.seconds:.2f} s"),
+            _row("total", f"{report['seconds']:.2f} s"),
+        ]
+        if "ledger" in report:
+            lines += ["", describe_ledger(report["ledger"])]
+        return lines
 
 
 def _ledger(iterator: BatchIterator, state_file: str, allow_mix_change: bool) -> dict:

@@ -147,13 +147,53 @@ class _Decoder:
     T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary)."""
 
     def __init__(self, dictionary: Dictionary | None, spm: Any, spm_path: Path | str | None,
-                 t2t: Any = None, t2t_path: Path | str | None = None, tokenizer: Tokenizer | None = None) -> None:
+                 t2t: Any = None, t2t_path: Path | str | None = None, tokenizer: Tokenizer | None = None,
+                 dictionary_path: Path | str | None = None) -> None:
         self.tokenizer = tokenizer
         self.dictionary = dictionary
+        self.dictionary_path = dictionary_path
         self.spm = spm
         self.spm_path = spm_path
         self.t2t = t2t
         self.t2t_path = t2t_path
+
+    @classmethod
+    def find(cls, prefix: str, dict_path: str | None, spm_path: str | None, t2t_path: str | None) -> _Decoder:
+        """The decoders given by flag, else those found beside the store: a fairseq dictionary (checked against
+        the manifest), a SentencePiece model, a T2T vocab (only without the first two), prepare's saved tokenizer
+        (only without any of them)."""
+        found_dict = dict_path or _auto_dictionary(prefix)
+        dictionary = _load_dictionary(found_dict, "--dict" if dict_path else "") if found_dict else None
+        if dictionary is not None and found_dict is not None:
+            _check_dictionary(prefix, found_dict, dictionary)
+        found_model = spm_path or _auto_model(prefix)
+        spm = _load_model(found_model, "--spm" if spm_path else "") if found_model else None
+        found_t2t = t2t_path or (None if dictionary or spm else _auto_t2t_vocab(prefix))
+        t2t = _load_t2t_vocab(found_t2t, "--t2t-vocab" if t2t_path else "") if found_t2t else None
+        tokenizer = None if (dictionary or spm or t2t) else _auto_saved_tokenizer(prefix)
+        return cls(dictionary, spm, found_model, t2t, found_t2t, tokenizer, found_dict)
+
+    def facts(self) -> dict[str, object]:
+        """Which decoders are used, for the JSON facts (``t2t_vocab`` and ``tokenizer`` only when used)."""
+        return {
+            "dictionary": str(self.dictionary_path) if self.dictionary is not None else None,
+            "spm_model": str(self.spm_path) if self.spm is not None else None,
+            **({"t2t_vocab": str(self.t2t_path)} if self.t2t is not None else {}),
+            **({"tokenizer": str(self.tokenizer.path)} if self.tokenizer is not None else {}),
+        }
+
+    def lines(self) -> list[str]:
+        """One line per decoder used, for the listing."""
+        out = []
+        if self.dictionary is not None:
+            out.append(f"dictionary: {self.dictionary_path} ({len(self.dictionary)} entries)")
+        if self.tokenizer is not None:
+            out.append(f"tokenizer: {self.tokenizer.path} ({self.tokenizer.name}, {self.tokenizer.vocab_size} ids)")
+        if self.spm is not None:
+            out.append(f"spm model: {self.spm_path} ({self.spm.get_piece_size()} pieces)")
+        if self.t2t is not None:
+            out.append(f"t2t vocab: {self.t2t_path} ({self.t2t.vocab_size} subtokens)")
+        return out
 
     def describe(self, ids: np.ndarray) -> dict[str, object]:
         row: dict[str, object] = {"ids": [int(i) for i in ids]}
@@ -268,33 +308,54 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
         raise click.UsageError("give --index or --range, not both")
     stem = split_prefix(prefix)
     if Path(prefix).is_dir() and not Path(f"{stem}.idx").exists() and not Path(f"{stem}.bin").exists():
-        refuse_non_manifest(prefix)  # as open, verify and report refuse it
-        given = [flag for flag, value in (("--index", index), ("--range", span), ("--dict", dict_path),
-                                          ("--spm", spm_path), ("--t2t-vocab", t2t_path)) if value is not None]
-        if given:
-            verb = "needs" if len(given) == 1 else "need"
-            raise click.UsageError(f"{' and '.join(given)} {verb} a store PREFIX, not the directory {prefix}")
-        _list_directory(prefix, as_json)
+        flags = {"--index": index, "--range": span, "--dict": dict_path, "--spm": spm_path, "--t2t-vocab": t2t_path}
+        _inspect_directory(prefix, as_json, [flag for flag, value in flags.items() if value is not None])
         return
     dataset = IndexedDataset(prefix)
+    decoder = _Decoder.find(dataset.prefix, dict_path, spm_path, t2t_path)
+    facts = {**_store_facts(dataset), **decoder.facts()}
+    items = [{"index": i, **decoder.describe(dataset[i])} for i in _chosen(dataset, index, span)]
+    if as_json:
+        click.echo(json.dumps({**facts, "shown": items}, ensure_ascii=False))
+        return
+    length = facts["length"]
+    documents = f", {facts['documents']} documents" if facts["documents"] is not None else ""
+    click.echo(f"{dataset.prefix}: {dataset.layout.value} layout, {dataset.dtype}, {len(dataset)} items, "
+               f"{facts['tokens']} tokens{documents}")
+    click.echo(f"lengths: min {length['min']}  median {length['median']:g}  "
+               f"mean {length['mean']:g}  max {length['max']}")
+    for line in decoder.lines():
+        click.echo(line)
+    for item in items:
+        click.echo(f"[{item['index']}] ids:    {' '.join(map(str, item['ids']))}")
+        if "tokens" in item:
+            click.echo(f"{'':{len(str(item['index'])) + 2}} tokens: {' '.join(item['tokens'])}")
+        if "text" in item:
+            click.echo(f"{'':{len(str(item['index'])) + 2}} text:   {item['text']}")
+
+
+def _inspect_directory(directory: str, as_json: bool, given: list[str]) -> None:
+    """List a directory's stores; refuse flags that need a store, and a folder that is not a data directory."""
+    refuse_non_manifest(directory)  # as open, verify and report refuse it
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise click.UsageError(f"{' and '.join(given)} {verb} a store PREFIX, not the directory {directory}")
+    _list_directory(directory, as_json)
+
+
+def _chosen(dataset: IndexedDataset, index: int | None, span: str | None) -> list[int]:
+    """The items to show: ``--index``, ``--range``, or the first five."""
     if index is not None:
         if not -len(dataset) <= index < len(dataset):
             raise TokenmillError(f"--index {index} is out of range: {dataset.prefix} has {len(dataset)} items")
-        chosen = [index % len(dataset)]
-    else:
-        chosen = list(_parse_range(span, len(dataset))) if span is not None else list(range(min(5, len(dataset))))
-    found_dict = dict_path or _auto_dictionary(dataset.prefix)
-    dictionary = _load_dictionary(found_dict, "--dict" if dict_path else "") if found_dict else None
-    if dictionary is not None and found_dict is not None:
-        _check_dictionary(dataset.prefix, found_dict, dictionary)
-    found_model = spm_path or _auto_model(dataset.prefix)
-    spm = _load_model(found_model, "--spm" if spm_path else "") if found_model else None
-    found_t2t = t2t_path or (None if dictionary or spm else _auto_t2t_vocab(dataset.prefix))
-    t2t = _load_t2t_vocab(found_t2t, "--t2t-vocab" if t2t_path else "") if found_t2t else None
-    tokenizer = None if (dictionary or spm or t2t) else _auto_saved_tokenizer(dataset.prefix)
-    decoder = _Decoder(dictionary, spm, found_model, t2t, found_t2t, tokenizer)
+        return [index % len(dataset)]
+    return list(_parse_range(span, len(dataset))) if span is not None else list(range(min(5, len(dataset))))
+
+
+def _store_facts(dataset: IndexedDataset) -> dict[str, Any]:
+    """What the header and index say: layout, dtype, counts, length statistics."""
     sizes = dataset.sizes
-    facts = {
+    return {
         "prefix": dataset.prefix,
         "layout": dataset.layout.value,
         "dtype": str(dataset.dtype),
@@ -307,32 +368,5 @@ def inspect(prefix: str, index: int | None, span: str | None, dict_path: str | N
             "mean": round(float(sizes.mean()), 2) if len(sizes) else 0.0,
             "max": int(sizes.max()) if len(sizes) else 0,
         },
-        "dictionary": str(found_dict) if dictionary is not None else None,
-        "spm_model": str(found_model) if spm is not None else None,
-        **({"t2t_vocab": str(found_t2t)} if t2t is not None else {}),
-        **({"tokenizer": str(tokenizer.path)} if tokenizer is not None else {}),
     }
-    items = [{"index": i, **decoder.describe(dataset[i])} for i in chosen]
-    if as_json:
-        click.echo(json.dumps({**facts, "shown": items}, ensure_ascii=False))
-        return
-    length = facts["length"]
-    documents = f", {facts['documents']} documents" if facts["documents"] is not None else ""
-    click.echo(f"{dataset.prefix}: {dataset.layout.value} layout, {dataset.dtype}, {len(dataset)} items, "
-               f"{facts['tokens']} tokens{documents}")
-    click.echo(f"lengths: min {length['min']}  median {length['median']:g}  "
-               f"mean {length['mean']:g}  max {length['max']}")
-    if dictionary is not None:
-        click.echo(f"dictionary: {facts['dictionary']} ({len(dictionary)} entries)")
-    if tokenizer is not None:
-        click.echo(f"tokenizer: {tokenizer.path} ({tokenizer.name}, {tokenizer.vocab_size} ids)")
-    if spm is not None:
-        click.echo(f"spm model: {facts['spm_model']} ({spm.get_piece_size()} pieces)")
-    if t2t is not None:
-        click.echo(f"t2t vocab: {found_t2t} ({t2t.vocab_size} subtokens)")
-    for item in items:
-        click.echo(f"[{item['index']}] ids:    {' '.join(map(str, item['ids']))}")
-        if "tokens" in item:
-            click.echo(f"{'':{len(str(item['index'])) + 2}} tokens: {' '.join(item['tokens'])}")
-        if "text" in item:
-            click.echo(f"{'':{len(str(item['index'])) + 2}} text:   {item['text']}")
+

@@ -22,8 +22,9 @@ import click
 from tokenmill.commands.messages import KeptWarnings, capture_warnings, release, warning_lines
 from tokenmill.commands.params import click_type
 from tokenmill.commands.peer_flags import apply_peer_flags, peer_options
-from tokenmill.prepare import PrepareConfig, build_config, load_yaml, prepare
+from tokenmill.prepare import PrepareConfig, PrepareSummary, build_config, load_yaml, prepare
 from tokenmill.prepare.config import NESTED, SETTINGS, field_help, field_sections, flag_name
+from tokenmill.prepare.engines import engine_part
 from tokenmill.prepare.object_storage import upload_file
 from tokenmill.prepare.pipeline import PHASES
 from tokenmill.prepare.run import run_task, status, write_slurm_script
@@ -155,17 +156,9 @@ def _execute(
         click.echo(status(config))
         return
     if task is not None or phase in ("clean", "encode"):
-        if task is None or phase not in ("clean", "encode"):
-            raise click.UsageError("--task I goes with --phase clean or --phase encode (one task of that phase)")
-        for record in run_task(config, phase, task):
-            if quiet:
-                continue
-            if record.get("merged"):
-                click.echo(f"task {task} ({phase}): {record['stage']} is already merged; nothing to do")
-            else:
-                click.echo(f"task {task} ({phase}): {record['lines']:,} lines in {record['seconds']:.1f}s")
+        _one_task(config, phase, task, quiet)
         return
-    if config.engine.name == "slurm" and phase is None:
+    if engine_part(config.engine.name).scheduled and phase is None:  # the engine runs as scheduler jobs: their script
         script = write_slurm_script(config)
         click.echo(f"wrote {script}: submit it with `bash {script}` on a Slurm login node; "
                    f"progress: tokenmill prepare -c {script.parent / 'config.yaml'} --status")
@@ -187,16 +180,35 @@ def _execute(
     else:  # quiet: no logs or progress, but the counts and every warning
         click.echo("\n".join([summary.table(), *(f"warning: {m}" for m in summary.warnings), *late]))
     if report:
-        try:
-            page, _ = write_report(summary.destdir)  # the local folder (a URL destdir is worked on locally)
-            if is_url(config.inputs.destdir):
-                page = upload_file(config.inputs.destdir, Path(page), config.engine.storage_options)
-        except Exception as error:  # the data is prepared and verified; the page is extra
-            click.echo(f"warning: {config.inputs.destdir} is ready, but its report was not written "
-                       f"({type(error).__name__}: {error}); run `tokenmill report {config.inputs.destdir}`", err=True)
+        _write_page(config, summary, shown=not quiet and not as_json)
+
+
+def _one_task(config: PrepareConfig, phase: str | None, task: int | None, quiet: bool) -> None:
+    """``--phase clean|encode --task I``: run task I of that phase, one line per stage unless ``quiet``."""
+    if task is None or phase not in ("clean", "encode"):
+        raise click.UsageError("--task I goes with --phase clean or --phase encode (one task of that phase)")
+    for record in run_task(config, phase, task):
+        if quiet:
+            continue
+        if record.get("merged"):
+            click.echo(f"task {task} ({phase}): {record['stage']} is already merged; nothing to do")
         else:
-            if not quiet and not as_json:
-                click.echo(f"report: {page} (open it in a browser)")
+            click.echo(f"task {task} ({phase}): {record['lines']:,} lines in {record['seconds']:.1f}s")
+
+
+def _write_page(config: PrepareConfig, summary: PrepareSummary, *, shown: bool) -> None:
+    """Write report.html (uploaded beside the data for a URL destdir); a failure is a warning, not an error:
+    the data is prepared and verified, the page is extra."""
+    try:
+        page, _ = write_report(summary.destdir)  # the local folder (a URL destdir is worked on locally)
+        if is_url(config.inputs.destdir):
+            page = upload_file(config.inputs.destdir, Path(page), config.engine.storage_options)
+    except Exception as error:  # the data is prepared and verified; the page is extra
+        click.echo(f"warning: {config.inputs.destdir} is ready, but its report was not written "
+                   f"({type(error).__name__}: {error}); run `tokenmill report {config.inputs.destdir}`", err=True)
+    else:
+        if shown:
+            click.echo(f"report: {page} (open it in a browser)")
 
 
 prepare_command = _SectionedCommand(

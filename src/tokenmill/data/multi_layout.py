@@ -137,19 +137,44 @@ def discover(
         folders = folders[:1]
     scans = [_scan(folder, split) for folder in folders]
     for folder, found in zip(folders, scans, strict=True):
-        for (a, b), langs in found.items():
-            for lang in (a, b):
-                if lang not in langs:
-                    other = b if lang == a else a
-                    raise FormatError(
-                        f"shard folder {folder}: direction {a}-{b} has {split}.{a}-{b}.{other}.idx but "
-                        f"{split}.{a}-{b}.{lang}.bin/.idx is missing (both sides are needed); re-run prepare for "
-                        "this shard or remove the direction's files from it"
-                    )
+        _check_both_sides(folder, split, found)
     on_disk = sorted({pair for found in scans for pair in found})
-    available = ", ".join(f"{a}-{b}" for a, b in on_disk) or "none"
     listed = read_manifest_hints(root).directions_for(split) if directions is None else None
-    from_manifest = listed is not None
+    wanted = _wanted(split, folders, directions, listed, on_disk)
+    available = ", ".join(f"{a}-{b}" for a, b in on_disk) or "none"
+    where = "manifest.json lists it but it" if listed is not None else "it"
+    result = []
+    for name in wanted:
+        files = _direction_files(name, split, folders, scans)
+        if not files.shards:
+            src, tgt = files.src, files.tgt
+            raise ConfigError(
+                f"direction {name}: {where} has no {split} files ({split}.{src}-{tgt}.{src}.bin/.idx and "
+                f"{split}.{src}-{tgt}.{tgt}.bin/.idx) in {', '.join(map(str, folders))}; "
+                f"directions on disk: {available}"
+            )
+        result.append(files)
+    return Layout(folders, root, split, result)
+
+
+def _check_both_sides(folder: Path, split: str, found: dict[tuple[str, str], set[str]]) -> None:
+    """Refuse a direction of which the folder holds one side only."""
+    for (a, b), langs in found.items():
+        for lang in (a, b):
+            if lang not in langs:
+                other = b if lang == a else a
+                raise FormatError(
+                    f"shard folder {folder}: direction {a}-{b} has {split}.{a}-{b}.{other}.idx but "
+                    f"{split}.{a}-{b}.{lang}.bin/.idx is missing (both sides are needed); re-run prepare for "
+                    "this shard or remove the direction's files from it"
+                )
+
+
+def _wanted(
+    split: str, folders: list[Path], directions: Sequence[str] | None, listed: list[str] | None,
+    on_disk: list[tuple[str, str]],
+) -> list[str]:
+    """The direction names to open: those asked for, else the manifest's, else every one on disk."""
     wanted = list(directions) if directions is not None else listed
     if wanted is None:
         wanted = [f"{a}-{b}" for a, b in on_disk]
@@ -158,21 +183,18 @@ def discover(
     if len(set(wanted)) != len(wanted):
         repeated = sorted(n for n in set(wanted) if wanted.count(n) > 1)
         raise ConfigError(f"directions are listed more than once: {repeated}")
-    result = []
-    for name in wanted:
-        src, tgt = parse_direction(name)
-        pair = (src, tgt) if any((src, tgt) in found for found in scans) else (tgt, src)
-        files = DirectionFiles(name, src, tgt)
-        for index, (folder, found) in enumerate(zip(folders, scans, strict=True)):
-            if pair in found:
-                files.shards.append(index)
-                files.prefixes.append(folder / pair_prefix(split, *pair))
-        if not files.shards:
-            where = "manifest.json lists it but it" if from_manifest else "it"
-            raise ConfigError(
-                f"direction {name}: {where} has no {split} files ({split}.{src}-{tgt}.{src}.bin/.idx and "
-                f"{split}.{src}-{tgt}.{tgt}.bin/.idx) in {', '.join(map(str, folders))}; "
-                f"directions on disk: {available}"
-            )
-        result.append(files)
-    return Layout(folders, root, split, result)
+    return wanted
+
+
+def _direction_files(
+    name: str, split: str, folders: list[Path], scans: list[dict[tuple[str, str], set[str]]]
+) -> DirectionFiles:
+    """The shard folders holding direction ``name`` (its own files, else the reverse direction's)."""
+    src, tgt = parse_direction(name)
+    pair = (src, tgt) if any((src, tgt) in found for found in scans) else (tgt, src)
+    files = DirectionFiles(name, src, tgt)
+    for index, (folder, found) in enumerate(zip(folders, scans, strict=True)):
+        if pair in found:
+            files.shards.append(index)
+            files.prefixes.append(folder / pair_prefix(split, *pair))
+    return files

@@ -63,6 +63,23 @@ _TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup
 LATER_STEP_LABELS = {"pieces": "counted in tokenizer pieces"}
 
 
+_ONE_COUNTER = (("decontaminate", "contaminated"), ("leakage", "leaked"), ("dedup", "duplicates"))
+"""Text clean-up steps recorded as one counter each: (step, its counter of dropped items)."""
+
+
+class _Steps:
+    """The funnel's steps as they are added, each with what remains after it."""
+
+    def __init__(self, remaining: int) -> None:
+        self.remaining = remaining
+        self.steps: list[dict[str, Any]] = []
+
+    def add(self, reason: str, label: str, dropped: int, manifest: list[str] | None) -> None:
+        self.remaining -= dropped
+        self.steps.append({"reason": reason, "label": label, "dropped": dropped, "remaining": self.remaining,
+                           "manifest": manifest})
+
+
 def funnel(clean: dict[str, Any]) -> dict[str, Any]:
     """The funnel of one split from its recorded step counts.
 
@@ -73,38 +90,51 @@ def funnel(clean: dict[str, Any]) -> dict[str, Any]:
     pieces, whose reasons are ``pieces.tokens`` ...) and whether the counts add up."""
     read_counts = clean.get("read") or {}
     read = int(read_counts.get("read", read_counts.get("yielded", 0)))
-    steps: list[dict[str, Any]] = []
-    remaining = read
+    steps = _Steps(read)
     yielded = read_counts.get("yielded")
-
-    def step(reason: str, label: str, dropped: int, manifest: list[str] | None) -> None:
-        nonlocal remaining
-        remaining -= dropped
-        steps.append({"reason": reason, "label": label, "dropped": dropped, "remaining": remaining,
-                      "manifest": manifest})
-
     if yielded is not None and int(yielded) != read:
-        step("read", REASON_LABELS["read"], read - int(yielded), None)
+        steps.add("read", REASON_LABELS["read"], read - int(yielded), None)
+    _text_steps(clean, steps)
+    kept_counts = clean.get("kept") or {}
+    kept_key = next(iter(kept_counts), None)
+    cleaned = int(kept_counts[kept_key]) if kept_key is not None else steps.remaining
+    adds_up = steps.remaining == cleaned
+    steps.remaining = cleaned  # the later steps start from what the text clean-up kept
+    kept_manifest = ["kept", kept_key] if kept_key is not None else None
+    kept, kept_manifest, later_add_up = _later_steps(clean, steps, cleaned, kept_manifest)
+    normalize = clean.get("normalize") or {}
+    return {
+        "read": read,
+        "steps": steps.steps,
+        "cleaned": cleaned,
+        "kept": kept,
+        "kept_manifest": kept_manifest,
+        "kept_share": kept / read if read else 0.0,
+        "adds_up": adds_up and later_add_up,
+        "normalized_changed": int(normalize.get("changed", 0)),
+        "normalized_lines": int(normalize.get("lines", 0)),
+    }
+
+
+def _text_steps(clean: dict[str, Any], steps: _Steps) -> None:
+    """The text clean-up's steps: each filter (known ones in pipeline order, newer ones after), then the
+    one-counter steps."""
     filters = clean.get("filter") or {}
     known = [name for name in FILTER_STEPS if f"dropped_{name}" in filters]
     unknown = [k.removeprefix("dropped_") for k in filters if k.startswith("dropped_")]  # newer steps, kept
     for name in known + [n for n in unknown if n not in known]:
-        step(name, REASON_LABELS.get(name, name), int(filters[f"dropped_{name}"]), ["filter", f"dropped_{name}"])
-    if "decontaminate" in clean:
-        step("decontaminate", REASON_LABELS["decontaminate"],
-             int((clean.get("decontaminate") or {}).get("contaminated", 0)), ["decontaminate", "contaminated"])
-    if "leakage" in clean:
-        step("leakage", REASON_LABELS["leakage"], int((clean.get("leakage") or {}).get("leaked", 0)),
-             ["leakage", "leaked"])
-    if "dedup" in clean:
-        step("dedup", REASON_LABELS["dedup"], int((clean.get("dedup") or {}).get("duplicates", 0)),
-             ["dedup", "duplicates"])
-    kept_counts = clean.get("kept") or {}
-    kept_key = next(iter(kept_counts), None)
-    cleaned = int(kept_counts[kept_key]) if kept_key is not None else remaining
-    adds_up = remaining == cleaned
-    kept, kept_manifest = cleaned, (["kept", kept_key] if kept_key is not None else None)
-    remaining = cleaned  # the later steps start from what the text clean-up kept
+        steps.add(name, REASON_LABELS.get(name, name), int(filters[f"dropped_{name}"]), ["filter", f"dropped_{name}"])
+    for name, counter in _ONE_COUNTER:
+        if name in clean:
+            steps.add(name, REASON_LABELS[name], int((clean.get(name) or {}).get(counter, 0)), [name, counter])
+
+
+def _later_steps(
+    clean: dict[str, Any], steps: _Steps, kept: int, kept_manifest: list[str] | None
+) -> tuple[int, list[str] | None, bool]:
+    """The steps that run on the encoded items (any record with ``dropped_*`` counters beyond the text
+    clean-up's); returns (kept after them, where that count sits, whether each one's ``kept`` adds up)."""
+    adds_up = True
     for later, counts in clean.items():
         if later in _TEXT_STEPS or not isinstance(counts, dict):
             continue
@@ -114,22 +144,11 @@ def funnel(clean: dict[str, Any]) -> dict[str, Any]:
         where = LATER_STEP_LABELS.get(later, later)
         for key in drops:
             name = key.removeprefix("dropped_")
-            step(f"{later}.{name}", f"{REASON_LABELS.get(name, name)}, {where}", int(counts[key]), [later, key])
+            steps.add(f"{later}.{name}", f"{REASON_LABELS.get(name, name)}, {where}", int(counts[key]), [later, key])
         if "kept" in counts:
             kept, kept_manifest = int(counts["kept"]), [later, "kept"]
-            adds_up = adds_up and remaining == kept
-    normalize = clean.get("normalize") or {}
-    return {
-        "read": read,
-        "steps": steps,
-        "cleaned": cleaned,
-        "kept": kept,
-        "kept_manifest": kept_manifest,
-        "kept_share": kept / read if read else 0.0,
-        "adds_up": adds_up,
-        "normalized_changed": int(normalize.get("changed", 0)),
-        "normalized_lines": int(normalize.get("lines", 0)),
-    }
+            adds_up = adds_up and steps.remaining == kept
+    return kept, kept_manifest, adds_up
 
 
 def cleaning(root: Path, summary: dict[str, Any], split: str, direction: str | None) -> dict[str, Any] | None:

@@ -197,38 +197,19 @@ def part_numbers(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Every number of section 2 for one part; also the length arrays of its sides (for later sections)."""
     rng = np.random.default_rng(seed)
-    special = data.manifest.vocab.get("special") or {}
-    if not special and isinstance(data.manifest.summary.get("vocab"), dict):
-        special = data.manifest.summary["vocab"].get("special") or {}
+    special = _special_ids(data)
     recorded = summary_langs(data, part)
     sides: dict[str, Any] = {}
     lengths: dict[str, np.ndarray] = {}
     checks: list[str] = []
     for lang in part.langs:
-        prefixes = part.stores.get(lang, [])
-        stores = [IndexedDataset(data.root / p, check_pointers=False) for p in prefixes]
-        record = data.store(prefixes[0]) if prefixes else {}
-        symbols = vocabularies.symbols(record)
-        declared = record.get("vocab_size")  # the manifest's word, whatever its type (verify checks it)
-        vocab_size = declared if type(declared) is int and declared > 0 else (len(symbols) if symbols else 0)
-        eos = record.get("eos", special.get("eos"))
-        skip = {int(eos)} if isinstance(eos, int) else set()
-        numbers, sizes = side_numbers(stores, symbols, vocab_size, skip, budget, rng)
-        numbers["stores"] = prefixes
-        numbers["eos"] = eos
-        listed_items = _listed_total([data.store(p).get("items", 0) for p in prefixes])
-        listed_tokens = _listed_total([data.store(p).get("tokens", 0) for p in prefixes])
-        if (listed_items, listed_tokens) != (numbers["items"], numbers["tokens"]):
-            checks.append(f"{lang}: stores hold {numbers['items']} items / {numbers['tokens']} tokens, manifest "
-                          f"lists {listed_items} / {listed_tokens}")
+        numbers, sizes = _side(data, part.stores.get(lang, []), vocabularies, special, budget, rng)
+        checks += _listed_checks(data, lang, numbers)
         info = recorded.get(lang) if isinstance(recorded, dict) else None
         if isinstance(info, dict):
             numbers["recorded"] = {k: info[k] for k in ("sentences", "tokens", "unk", "unk_percent", "shards")
                                    if k in info}
-            if info.get("sentences") is not None and info["sentences"] != numbers["items"]:
-                checks.append(f"{lang}: {numbers['items']} items stored, summary says {info['sentences']} sentences")
-            if info.get("tokens") is not None and info["tokens"] != numbers["tokens"]:
-                checks.append(f"{lang}: {numbers['tokens']} tokens stored, summary says {info['tokens']}")
+            checks += _recorded_checks(lang, numbers, info)
         sides[lang] = numbers
         lengths[lang] = sizes
     out: dict[str, Any] = {
@@ -248,6 +229,53 @@ def part_numbers(
         else:
             checks.append(f"sides differ in length: {len(src)} vs {len(tgt)} items")
     return out, lengths
+
+
+def _special_ids(data: DataDir) -> dict[str, Any]:
+    """The special ids the manifest records (its vocab record, else the summary's)."""
+    special = data.manifest.vocab.get("special") or {}
+    if not special and isinstance(data.manifest.summary.get("vocab"), dict):
+        special = data.manifest.summary["vocab"].get("special") or {}
+    return special
+
+
+def _side(
+    data: DataDir, prefixes: list[str], vocabularies: Vocabularies, special: dict[str, Any], budget: int,
+    rng: np.random.Generator,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """The numbers of one side (its stores ``prefixes``) and its lengths; ``</s>`` left out of the token counts."""
+    stores = [IndexedDataset(data.root / p, check_pointers=False) for p in prefixes]
+    record = data.store(prefixes[0]) if prefixes else {}
+    symbols = vocabularies.symbols(record)
+    declared = record.get("vocab_size")  # the manifest's word, whatever its type (verify checks it)
+    vocab_size = declared if type(declared) is int and declared > 0 else (len(symbols) if symbols else 0)
+    eos = record.get("eos", special.get("eos"))
+    skip = {int(eos)} if isinstance(eos, int) else set()
+    numbers, sizes = side_numbers(stores, symbols, vocab_size, skip, budget, rng)
+    numbers["stores"] = prefixes
+    numbers["eos"] = eos
+    return numbers, sizes
+
+
+def _listed_checks(data: DataDir, lang: str, numbers: dict[str, Any]) -> list[str]:
+    """A mismatch between what the side's stores hold and what the manifest lists for them."""
+    prefixes = numbers["stores"]
+    listed_items = _listed_total([data.store(p).get("items", 0) for p in prefixes])
+    listed_tokens = _listed_total([data.store(p).get("tokens", 0) for p in prefixes])
+    if (listed_items, listed_tokens) != (numbers["items"], numbers["tokens"]):
+        return [f"{lang}: stores hold {numbers['items']} items / {numbers['tokens']} tokens, manifest "
+                f"lists {listed_items} / {listed_tokens}"]
+    return []
+
+
+def _recorded_checks(lang: str, numbers: dict[str, Any], info: dict[str, Any]) -> list[str]:
+    """Mismatches between what the side's stores hold and what prepare's summary recorded."""
+    checks = []
+    if info.get("sentences") is not None and info["sentences"] != numbers["items"]:
+        checks.append(f"{lang}: {numbers['items']} items stored, summary says {info['sentences']} sentences")
+    if info.get("tokens") is not None and info["tokens"] != numbers["tokens"]:
+        checks.append(f"{lang}: {numbers['tokens']} tokens stored, summary says {info['tokens']}")
+    return checks
 
 
 __all__ = [

@@ -62,37 +62,11 @@ def overview(data: DataDir, verify: bool = True) -> dict[str, Any]:
     """Settings, tokenizer, vocabulary, version, stage times, warnings, checksum status and sizes."""
     manifest = data.manifest
     settings = manifest.settings
-    stages = []
-    for name, info in (manifest.run.get("stages") or {}).items():
-        if isinstance(info, dict):
-            stages.append({
-                "name": name, "kind": stage_kind(name),
-                "seconds": float(info.get("seconds", 0.0)), "ran": bool(info.get("ran", False)),
-            })
-    groups: dict[str, dict[str, Any]] = {}
-    for stage in stages:
-        group = groups.setdefault(stage["kind"], {"kind": stage["kind"], "seconds": 0.0, "stages": 0, "ran": 0})
-        group["seconds"] += stage["seconds"]
-        group["stages"] += 1
-        group["ran"] += int(stage["ran"])
-    ordered_groups = sorted(
-        groups.values(), key=lambda g: STAGE_KINDS.index(g["kind"]) if g["kind"] in STAGE_KINDS else len(STAGE_KINDS)
-    )
+    stages = _stages(manifest.run)
     by_kind: dict[str, int] = {}
     for relative, info in manifest.files.items():
         kind = file_kind(relative)
         by_kind[kind] = by_kind.get(kind, 0) + int(info.get("bytes", 0))
-    checked: dict[str, Any] | None = None
-    if verify:
-        began = time.perf_counter()
-        problems = verify_directory(data.root)
-        checked = {
-            "ok": not problems,
-            "problems": problems[:_MAX_PROBLEMS],
-            "problem_count": len(problems),
-            "files": len(manifest.files),
-            "seconds": time.perf_counter() - began,
-        }
     vocab = manifest.vocab
     summary_vocab = manifest.summary.get("vocab") if isinstance(manifest.summary.get("vocab"), dict) else {}
     return {
@@ -108,10 +82,10 @@ def overview(data: DataDir, verify: bool = True) -> dict[str, Any]:
         "normalize": settings.get("normalize") or {},
         "settings": settings,
         "stages": stages,
-        "stage_groups": ordered_groups,
+        "stage_groups": _stage_groups(stages),
         "stage_seconds": sum(s["seconds"] for s in stages),
         "warnings": [str(w) for w in (manifest.run.get("warnings") or [])],
-        "verify": checked,
+        "verify": _verified(data) if verify else None,
         "disk": {
             "listed_bytes": sum(by_kind.values()),
             "listed_files": len(manifest.files),
@@ -124,6 +98,42 @@ def overview(data: DataDir, verify: bool = True) -> dict[str, Any]:
             for prefix, store in manifest.stores.items()
         ],
         "shards": data.shard_folders,
+    }
+
+
+def _stages(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages of the last prepare run, in run order: name, kind, seconds, whether it ran."""
+    return [
+        {"name": name, "kind": stage_kind(name), "seconds": float(info.get("seconds", 0.0)),
+         "ran": bool(info.get("ran", False))}
+        for name, info in (run.get("stages") or {}).items()
+        if isinstance(info, dict)
+    ]
+
+
+def _stage_groups(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Seconds, stages and stages run per kind of stage, in :data:`STAGE_KINDS` order (unknown kinds last)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for stage in stages:
+        group = groups.setdefault(stage["kind"], {"kind": stage["kind"], "seconds": 0.0, "stages": 0, "ran": 0})
+        group["seconds"] += stage["seconds"]
+        group["stages"] += 1
+        group["ran"] += int(stage["ran"])
+    return sorted(
+        groups.values(), key=lambda g: STAGE_KINDS.index(g["kind"]) if g["kind"] in STAGE_KINDS else len(STAGE_KINDS)
+    )
+
+
+def _verified(data: DataDir) -> dict[str, Any]:
+    """What ``verify`` says of the directory (the first problems, their count, the files checked, the time)."""
+    began = time.perf_counter()
+    problems = verify_directory(data.root)
+    return {
+        "ok": not problems,
+        "problems": problems[:_MAX_PROBLEMS],
+        "problem_count": len(problems),
+        "files": len(data.manifest.files),
+        "seconds": time.perf_counter() - began,
     }
 
 

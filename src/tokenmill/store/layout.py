@@ -328,24 +328,8 @@ class ManifestHints:
         """The hints in a decoded manifest (anything that is not a JSON object gives none)."""
         if not isinstance(obj, dict):
             return cls()
-        pair = None
-        for scope in (obj, obj.get("settings"), obj.get("summary")):
-            if isinstance(scope, dict):
-                src, tgt = scope.get("source_lang"), scope.get("target_lang")
-                if isinstance(src, str) and isinstance(tgt, str):
-                    pair = (src, tgt)
-                    break
-        directions: dict[str, frozenset[str]] = {}
-        for scope in (obj, obj.get("summary"), obj.get("settings")):
-            listed = scope.get("directions") if isinstance(scope, dict) else None
-            if isinstance(listed, dict):
-                for name, entry in listed.items():
-                    splits = entry.get("splits") if isinstance(entry, dict) else None
-                    directions[name] = frozenset(splits) if isinstance(splits, dict) else frozenset({"train"})
-                break
-            if isinstance(listed, list):
-                directions = {name: frozenset({"train"}) for name in listed if isinstance(name, str)}
-                break
+        pair = _language_pair(obj)
+        directions = _listed_directions(obj)
         summary, vocab, settings = obj.get("summary"), obj.get("vocab"), obj.get("settings")
         template = vocab.get("lang_token_format") if isinstance(vocab, dict) else None
         layout = settings.get("layout") if isinstance(settings, dict) else None
@@ -357,6 +341,31 @@ class ManifestHints:
             layout=layout if isinstance(layout, str) else None,
             present=True,
         )
+
+
+def _language_pair(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """``(source_lang, target_lang)`` from the first of the top level, ``settings``, ``summary`` naming both."""
+    for scope in (obj, obj.get("settings"), obj.get("summary")):
+        if isinstance(scope, dict):
+            src, tgt = scope.get("source_lang"), scope.get("target_lang")
+            if isinstance(src, str) and isinstance(tgt, str):
+                return src, tgt
+    return None
+
+
+def _listed_directions(obj: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Direction name -> its splits, from the first of the top level, ``summary``, ``settings`` listing them."""
+    for scope in (obj, obj.get("summary"), obj.get("settings")):
+        listed = scope.get("directions") if isinstance(scope, dict) else None
+        if isinstance(listed, dict):
+            directions: dict[str, frozenset[str]] = {}
+            for name, entry in listed.items():
+                splits = entry.get("splits") if isinstance(entry, dict) else None
+                directions[name] = frozenset(splits) if isinstance(splits, dict) else frozenset({"train"})
+            return directions
+        if isinstance(listed, list):
+            return {name: frozenset({"train"}) for name in listed if isinstance(name, str)}
+    return {}
 
 
 def read_manifest_hints(directory: str | os.PathLike[str] | None) -> ManifestHints:

@@ -45,24 +45,19 @@ backend's environment (``AWS_ENDPOINT_URL``, ``AWS_PROFILE``, ``FSSPEC_S3``, ...
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any
 
-import xxhash
 from filelock import FileLock
 
-from tokenmill.errors import ConfigError, FormatError, TokenmillError
-from tokenmill.fsutil import TMP_MARKER, atomic_write, cache_root, fsync_dir
-from tokenmill.store.layout import in_split, parse_align_name, parse_megatron_name, parse_store_name, shard_dir
+from tokenmill.errors import FormatError, TokenmillError
+from tokenmill.fsutil import TMP_MARKER, atomic_write, fsync_dir
 from tokenmill.store.manifest import (
     CHECKSUM_ALGORITHM,
     MANIFEST_NAME,
@@ -71,109 +66,15 @@ from tokenmill.store.manifest import (
     file_checksum,
     safe_member,
 )
+from tokenmill.store.remote_fetch import RangedFetcher
+from tokenmill.store.remote_options import FetchLog, RemoteOptions, default_remote_cache
+from tokenmill.store.remote_select import split_stores
+from tokenmill.store.remote_url import NoManifest, RemoteError, describe_error, is_url, url_filesystem
 
-
-def _fsspec_core() -> Any:
-    """``fsspec.core``, imported when a URL is first read: it is the s3 extra, and importing it costs tens of
-    milliseconds (ssl, asyncio) that ``import tokenmill`` should not pay. None when it is not installed."""
-    try:
-        return importlib.import_module("fsspec.core")
-    except ImportError:
-        return None
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*(::|://)")
 _STATE = ".cache"
 """The cached view's own bookkeeping (locks, stamps): a name manifests and ``verify`` ignore."""
-_PERMANENT = (
-    FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, ImportError, TypeError, ValueError,
-)
-"""Errors a retry cannot fix (a missing object, a refusal, wrong storage_options); anything else a backend
-raises while fetching (aiohttp's, botocore's, socket errors) is retried, a bounded number of times."""
 _SEARCH_UP = 3
 """How many folders above a URL to look for ``manifest.json`` (a store prefix inside a shard folder)."""
-
-T = TypeVar("T")
-
-
-class RemoteError(TokenmillError):
-    """A remote directory that cannot be read (unreachable, or not what its manifest says)."""
-
-
-class NoManifest(RemoteError):
-    """No ``manifest.json`` at a URL (:func:`locate` then looks in the folders above)."""
-
-
-@dataclass(frozen=True)
-class RemoteOptions:
-    """How remote directories are cached and fetched."""
-
-    cache_dir: str | os.PathLike[str] | None = None
-    """Folder of cached views (None: ``$TOKENMILL_CACHE/remote`` or ``~/.cache/tokenmill/remote``)."""
-    retries: int = 4
-    """Retries of a failed request (after the backend's own), with exponential backoff."""
-    backoff: float = 0.5
-    """Seconds before the first retry; doubled for each next one."""
-    chunk_bytes: int = 16 << 20
-    """Bytes per ranged request."""
-    workers: int = 4
-    """Files fetched at once."""
-
-    def __post_init__(self) -> None:
-        for name, low in (("retries", 0), ("chunk_bytes", 1), ("workers", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ConfigError(f"RemoteOptions.{name} must be an integer >= {low}, got {value!r}")
-        if not isinstance(self.backoff, int | float) or self.backoff < 0:
-            raise ConfigError(f"RemoteOptions.backoff must be a number >= 0, got {self.backoff!r}")
-
-
-def is_url(path: object) -> bool:
-    """True for ``s3://...``, ``gs://...``, ``https://...``, ``simplecache::s3://...``: not a local path."""
-    return isinstance(path, str) and _URL.match(path) is not None
-
-
-def url_filesystem(url: str, storage_options: Mapping[str, Any] | None = None, shown: str | None = None) -> Any:
-    """(fsspec filesystem, path in it) of ``url``; one clear error when fsspec or the protocol's filesystem
-    is missing or the URL does not parse (``shown``: how the message names the URL)."""
-    shown = shown or url
-    core = _fsspec_core()
-    if core is None:
-        raise ConfigError(f"{shown}: reading a URL needs fsspec and its filesystem: pip install 'tokenmill[s3]'")
-    try:
-        return core.url_to_fs(url, **dict(storage_options or {}))
-    except ImportError as error:
-        raise ConfigError(
-            f"{shown}: {error}; pip install 'tokenmill[s3]' for s3://, or the fsspec filesystem of this protocol "
-            "(gcsfs for gs://)"
-        ) from None
-    except (ValueError, TypeError) as error:
-        raise ConfigError(f"{shown}: cannot open it with fsspec ({_describe(error)}); check the URL and "
-                          "storage_options") from None
-
-
-def default_remote_cache() -> Path:
-    """``<tokenmill cache>/remote``: where cached views of remote directories live."""
-    return cache_root() / "remote"
-
-
-def _transient(error: BaseException) -> bool:
-    if isinstance(error, (TokenmillError, *_PERMANENT)):
-        return False
-    return "Credential" not in type(error).__name__  # botocore's NoCredentialsError & co.: not a network fault
-
-
-def _describe(error: BaseException) -> str:
-    text = " ".join(str(error).split())[:300]
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-@dataclass
-class FetchLog:
-    """What this process downloaded (tests and benchmarks read it)."""
-
-    files: list[str] = field(default_factory=list)
-    bytes: int = 0
-    retries: int = 0
 
 
 class RemoteDirectory:
@@ -196,50 +97,26 @@ class RemoteDirectory:
         self.local = base / f"{name}-{key}"
         self.log = FetchLog()
         self.manifest: Manifest | None = None
+        self.fetcher = RangedFetcher(self.fs, self.root, self.url, self.options, self.log)
 
-    # ---------------------------------------------------------------- requests
     def _remote(self, relative: str) -> str:
-        return f"{self.root}/{relative}"
+        return self.fetcher.remote(relative)
 
     def _where(self, relative: str) -> str:
-        return f"{self.url}/{relative}"
-
-    def _request(self, call: Callable[[], T], relative: str) -> T:
-        """``call()`` with retries and backoff on transient failures, then one clear error."""
-        failures = 0
-        while True:
-            try:
-                return call()
-            except Exception as error:  # classified: only network-like failures are retried
-                if isinstance(error, TokenmillError | FileNotFoundError | PermissionError):
-                    raise  # the caller says what is missing or refused
-                if not _transient(error):
-                    raise RemoteError(
-                        f"{self._where(relative)}: cannot read it ({_describe(error)}); check the URL, credentials "
-                        "and storage_options"
-                    ) from None
-                failures += 1
-                if failures > self.options.retries:
-                    raise RemoteError(
-                        f"{self._where(relative)}: the request failed {failures} times (last: {_describe(error)}); "
-                        "check the endpoint, credentials and network (storage_options, AWS_ENDPOINT_URL) and open "
-                        "it again — nothing partial was kept"
-                    ) from None
-                self.log.retries += 1
-                time.sleep(self.options.backoff * 2 ** (failures - 1))
+        return self.fetcher.where(relative)
 
     # ---------------------------------------------------------------- manifest and small files
     def sync(self) -> Manifest:
         """Fetch the manifest, drop stale cached files, fetch every file but the ``.bin`` token data."""
         try:
-            raw = self._request(lambda: self.fs.cat_file(self._remote(MANIFEST_NAME)), MANIFEST_NAME)
+            raw = self.fetcher.request(lambda: self.fs.cat_file(self._remote(MANIFEST_NAME)), MANIFEST_NAME)
         except FileNotFoundError:
             raise NoManifest(
                 f"{self._where(MANIFEST_NAME)} does not exist: a URL must name a directory written by tokenmill "
                 "prepare (its manifest lists the checksums every fetched file is checked against), or a store in one"
             ) from None
         except PermissionError as error:
-            raise RemoteError(f"{self._where(MANIFEST_NAME)}: access denied ({_describe(error)}); check the "
+            raise RemoteError(f"{self._where(MANIFEST_NAME)}: access denied ({describe_error(error)}); check the "
                               "credentials (storage_options or the backend's environment)") from None
         return self._adopt(raw)
 
@@ -250,15 +127,7 @@ class RemoteDirectory:
             raise FormatError(f"{self._where(MANIFEST_NAME)}: not valid JSON ({error})") from None
         except FormatError as error:  # its message names the file: name the URL instead
             raise FormatError(f"{self.url}/{error}") from None
-        for relative, entry in manifest.files.items():
-            pure = PurePosixPath(relative)  # no path may leave the cached view or touch its bookkeeping
-            if pure.is_absolute() or not pure.parts or any(p in ("..", _STATE) or TMP_MARKER in p for p in pure.parts):
-                raise FormatError(f"{self._where(MANIFEST_NAME)}: path {relative!r} is not a file inside the "
-                                  "directory; refusing it")
-            if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) or not entry.get(
-                CHECKSUM_ALGORITHM
-            ):
-                raise FormatError(f"{self._where(MANIFEST_NAME)}: entry {relative!r} lacks bytes/{CHECKSUM_ALGORITHM}")
+        self._check_entries(manifest)
         self.manifest = manifest
         try:
             (self.local / _STATE).mkdir(parents=True, exist_ok=True)
@@ -273,6 +142,18 @@ class RemoteDirectory:
         lazy = self.lazy_files()
         self.fetch(rel for rel in manifest.files if rel not in lazy)
         return manifest
+
+    def _check_entries(self, manifest: Manifest) -> None:
+        """Refuse a manifest entry that is not a file inside the view, or lacks its size or checksum."""
+        for relative, entry in manifest.files.items():
+            pure = PurePosixPath(relative)  # no path may leave the cached view or touch its bookkeeping
+            if pure.is_absolute() or not pure.parts or any(p in ("..", _STATE) or TMP_MARKER in p for p in pure.parts):
+                raise FormatError(f"{self._where(MANIFEST_NAME)}: path {relative!r} is not a file inside the "
+                                  "directory; refusing it")
+            if not isinstance(entry, dict) or not isinstance(entry.get("bytes"), int) or not entry.get(
+                CHECKSUM_ALGORITHM
+            ):
+                raise FormatError(f"{self._where(MANIFEST_NAME)}: entry {relative!r} lacks bytes/{CHECKSUM_ALGORITHM}")
 
     def _write_source(self) -> None:
         source = self.local / _STATE / "source.json"
@@ -359,7 +240,7 @@ class RemoteDirectory:
                 stale.unlink(missing_ok=True)
             tmp = final.with_name(f"{final.name}{TMP_MARKER}{os.getpid()}-{uuid.uuid4().hex[:8]}")
             try:
-                self._download(relative, tmp)
+                self.fetcher.download(relative, tmp, *self._expected(relative))
                 self._write_stamp(relative, tmp)  # stat survives the rename: the stamp matches the final file
                 os.replace(tmp, final)
                 fsync_dir(final.parent)
@@ -383,45 +264,6 @@ class RemoteDirectory:
         final.unlink()
         return False
 
-    def _download(self, relative: str, tmp: Path) -> None:
-        """Stream the object into ``tmp`` by ranges, hashing as it arrives; raise unless it matches."""
-        size, checksum = self._expected(relative)
-        remote = self._remote(relative)
-        digest = xxhash.xxh3_128()
-        step = self.options.chunk_bytes
-        with open(tmp, "wb") as out:
-            offset = 0
-            while offset < size:
-                end = min(offset + step, size)
-
-                def get(start: int = offset, stop: int = end) -> bytes:
-                    data = self.fs.cat_file(remote, start=start, end=stop)
-                    if len(data) != stop - start:
-                        raise ConnectionError(f"got {len(data)} bytes for the range {start}-{stop}")
-                    return data
-
-                try:
-                    data = self._request(get, relative)
-                except FileNotFoundError:
-                    raise RemoteError(
-                        f"{self._where(relative)} is listed in {MANIFEST_NAME} but missing on the server; upload the "
-                        "whole directory again"
-                    ) from None
-                except PermissionError as error:
-                    raise RemoteError(f"{self._where(relative)}: access denied ({_describe(error)})") from None
-                out.write(data)
-                digest.update(data)
-                offset = end
-                self.log.bytes += len(data)
-            out.flush()
-            os.fsync(out.fileno())
-        if digest.hexdigest() != checksum:
-            raise RemoteError(
-                f"{self._where(relative)}: the {size} bytes fetched have {CHECKSUM_ALGORITHM} {digest.hexdigest()} but "
-                f"{MANIFEST_NAME} lists {checksum}; the object is not the file the manifest describes (corrupt, or the "
-                "directory was partly re-uploaded): refusing it — upload the directory again, manifest included"
-            )
-
     def _cache_error(self, error: OSError) -> TokenmillError:
         return TokenmillError(
             f"cannot write the cached copy of {self.url} under {self.local} ({error.strerror or error}); free space "
@@ -433,40 +275,6 @@ def _endpoint(storage_options: Mapping[str, Any] | None) -> str:
     options = dict(storage_options or {})
     client = options.get("client_kwargs") or {}
     return str(options.get("endpoint_url") or client.get("endpoint_url") or "")
-
-
-def split_stores(
-    manifest: Manifest,
-    split: str,
-    *,
-    folder: str = "",
-    shard: int | None = None,
-    directions: Sequence[str] | None = None,
-    langs: tuple[str, str] | None = None,
-) -> list[str]:
-    """The stores an open of ``split`` reads: ``{split}``, ``{split}N`` (fairseq's extra parts), their
-    alignments, in every shard folder under ``folder`` (or shard ``shard``), of the given directions or
-    language pair; and Megatron's ``*_document`` stores, which carry no split in their names."""
-    pairs = set(directions or ())
-    if langs is not None:
-        pairs |= {f"{langs[0]}-{langs[1]}", f"{langs[1]}-{langs[0]}"}
-    chosen = []
-    for prefix in sorted(manifest.stores):
-        path = PurePosixPath(prefix)
-        if folder and not prefix.startswith(f"{folder}/"):
-            continue
-        if shard is not None and path.parent.name != shard_dir(shard):
-            continue
-        if parse_megatron_name(path.name) is not None:
-            chosen.append(prefix)
-            continue
-        name = parse_store_name(path.name) or parse_align_name(path.name)
-        if name is None or not in_split(name.split, split):
-            continue
-        if pairs and name.direction is not None and name.direction not in pairs:
-            continue
-        chosen.append(prefix)
-    return chosen
 
 
 def locate(

@@ -118,29 +118,38 @@ class Cleaner:
                 self.dropped.add(reason, line_numbers(chunk, where), src, tgt, where)
         if self.decontaminator is not None:
             self._decontaminate(chunk, src, tgt, keep)
-        hashes = None
-        if self.leakage is not None and self.leakage.empty:  # no held-out set: nothing to pick or hash
-            self.leakage.nothing_leaked(int(np.count_nonzero(keep)), self.stats["leakage"])
-        elif self.leakage is not None:
-            idx = np.flatnonzero(keep)
-            kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
-            found = None
-            if keys or self.leakage.mode == "pair":  # hashed once, for the leakage and the dedup
-                side = side_hashes(kept_src)
-                found = (side, None if kept_tgt is None else pair_hashes(kept_src, kept_tgt, side))
-            ok = self.leakage(kept_src, kept_tgt, self.stats["leakage"], keys=found)
-            leaked = idx[~ok]
-            keep[leaked] = False
-            if sampling and len(leaked):
-                self.dropped.add("leakage", line_numbers(chunk, leaked), src, tgt, leaked)
-            if keys and found is not None:
-                hashes = (found[0] if found[1] is None else found[1])[ok]
+        hashes = self._leak_check(chunk, src, tgt, keep, keys)
         numbers = line_numbers(chunk, np.flatnonzero(keep))  # the kept items' places: drop samples, provenance
         src, tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
         extra = None if chunk.extra is None else _pick(chunk.extra, keep)
         if keys and hashes is None:
             hashes = side_hashes(src) if tgt is None else pair_hashes(src, tgt)
         return CleanChunk(chunk.start, chunk.n_read, src, tgt, extra, numbers=numbers), hashes
+
+    def _leak_check(
+        self, chunk: Chunk, src: list[str], tgt: list[str] | None, keep: np.ndarray, keys: bool
+    ) -> np.ndarray | None:
+        """Drop (in ``keep``) the kept items found in the held-out sets; count and sample them. Returns the dedup
+        keys of the items still kept when they were hashed here for the check (``keys``), else None."""
+        if self.leakage is None:
+            return None
+        if self.leakage.empty:  # no held-out set: nothing to pick or hash
+            self.leakage.nothing_leaked(int(np.count_nonzero(keep)), self.stats["leakage"])
+            return None
+        idx = np.flatnonzero(keep)
+        kept_src, kept_tgt = _pick(src, keep), (None if tgt is None else _pick(tgt, keep))
+        found = None
+        if keys or self.leakage.mode == "pair":  # hashed once, for the leakage and the dedup
+            side = side_hashes(kept_src)
+            found = (side, None if kept_tgt is None else pair_hashes(kept_src, kept_tgt, side))
+        ok = self.leakage(kept_src, kept_tgt, self.stats["leakage"], keys=found)
+        leaked = idx[~ok]
+        keep[leaked] = False
+        if self.sample_size > 0 and len(leaked):
+            self.dropped.add("leakage", line_numbers(chunk, leaked), src, tgt, leaked)
+        if keys and found is not None:
+            return (found[0] if found[1] is None else found[1])[ok]
+        return None
 
     def _decontaminate(self, chunk: Chunk, src: list[str], tgt: list[str] | None, keep: np.ndarray) -> None:
         """Drop (in ``keep``) the kept items that share an n-gram with the reference files; count and sample them."""
