@@ -5,11 +5,18 @@ optionally loads a saved state (of another mix too, when allowed), serves batche
 ``stop_after`` then stops), and
 agrees with the other ranks on the most and fewest batches served (an all_reduce: a rank that ran
 fewer steps would hang a real job). Each rank writes one JSON record; :func:`run_job` returns them.
+
+The ranks start from a fork server that imported torch once for the whole test session (a spawned rank
+imports torch anew: seconds each on a loaded 2-core machine, and these tests start 20 ranks); each rank
+takes the launching test's environment (its ``TOKENMILL_CACHE``), not the one the server started with.
+Where there is no fork server, the ranks are spawned.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +30,17 @@ MakeLoader = Callable[[], Any]
 """Builds one rank's loader inside the rank's process (a module-level function or a partial of one)."""
 RecordBatch = Callable[[Any], Any]
 """Turns a served batch into JSON values (a module-level function)."""
+
+_PRELOAD = ["torch", "torch.distributed", __name__]
+"""Imported once by the fork server, so a rank starts with them loaded."""
+
+
+def _start_method() -> str:
+    """``forkserver`` (its server preloading torch) where the platform has it, else ``spawn``."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)  # read when the server starts
+    return "forkserver"
 
 
 def free_port() -> int:
@@ -41,8 +59,11 @@ def _rank(
     record_batch: RecordBatch,
     resume: str | None,
     stop_after: int | None,
-    allow_mix_change: bool = False,
+    allow_mix_change: bool,
+    environ: dict[str, str],
 ) -> None:
+    os.environ.clear()
+    os.environ.update(environ)  # the launching test's, not the fork server's
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         loader = make_loader()
@@ -77,6 +98,6 @@ def run_job(
     loader resumes a state saved under another mix (``load_state_dict(..., allow_mix_change=True)``)."""
     out.mkdir(parents=True, exist_ok=True)
     mp.start_processes(_rank, args=(world, free_port(), str(out), make_loader, record_batch,
-                                    resume and str(resume), stop_after, allow_mix_change),
-                       nprocs=world, join=True, start_method="spawn")
+                                    resume and str(resume), stop_after, allow_mix_change, dict(os.environ)),
+                       nprocs=world, join=True, start_method=_start_method())
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]

@@ -427,39 +427,51 @@ PREPROCESS_DATA_WRITER = """
 import numpy as np, torch
 from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
 # preprocess_data's writer: one document per JSON row, EOD only after a document with ids (--append-eod)
-builder = IndexedDatasetBuilder(PAYLOAD["prefix"] + ".bin", dtype=DType.optimal_dtype(PAYLOAD["vocab_size"]))
-for ids in PAYLOAD["documents"]:
-    if ids and PAYLOAD["append_eod"]:
-        ids = ids + [PAYLOAD["eod"]]
-    builder.add_document(torch.tensor(ids, dtype=torch.int64), [len(ids)] if ids else [])
-builder.finalize(PAYLOAD["prefix"] + ".idx")
+for job in PAYLOAD:  # one store per --append-eod setting, in one peer run (its start imports torch)
+    builder = IndexedDatasetBuilder(job["prefix"] + ".bin", dtype=DType.optimal_dtype(job["vocab_size"]))
+    for ids in job["documents"]:
+        if ids and job["append_eod"]:
+            ids = ids + [job["eod"]]
+        builder.add_document(torch.tensor(ids, dtype=torch.int64), [len(ids)] if ids else [])
+    builder.finalize(job["prefix"] + ".idx")
 print("RESULT:" + json.dumps("ok"))
 """
 
 
-@pytest.mark.megatron
-@pytest.mark.parametrize("append_eod", [True, False])
-def test_documents_without_ids_are_what_preprocess_data_writes(hf_model, tmp_path, append_eod):
-    """A JSON row whose text gives no ids is a document without a sequence (no lone EOD): the .bin and
-    .idx equal, byte for byte, what megatron-core's builder writes when fed as preprocess_data feeds it,
-    cut into tasks or not."""
+@pytest.fixture(scope="module")
+def documents_without_ids(hf_model, tmp_path_factory) -> Path:
+    """``in.jsonl`` (60 documents, 4 of them empty) and megatron-core's stores of it as preprocess_data
+    writes them, ``peer-True`` / ``peer-False`` by --append-eod, made in one peer run; only read."""
+    root = tmp_path_factory.mktemp("without-ids")
     docs = documents(60)
     for i in (0, 7, 8, 59):  # first, two in a row, last
         docs[i] = ""
-    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    (root / "in.jsonl").write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
     reference = tokenizers.Tokenizer.from_file(str(hf_model))
     ids = [e.ids for e in reference.encode_batch(docs, add_special_tokens=False)]
-    run_peer("megatron", PREPROCESS_DATA_WRITER, {
-        "prefix": str(tmp_path / "peer"), "documents": ids, "append_eod": append_eod,
-        "eod": reference.token_to_id(ENDOFTEXT), "vocab_size": reference.get_vocab_size()})
+    run_peer("megatron", PREPROCESS_DATA_WRITER, [
+        {"prefix": str(root / f"peer-{append_eod}"), "documents": ids, "append_eod": append_eod,
+         "eod": reference.token_to_id(ENDOFTEXT), "vocab_size": reference.get_vocab_size()}
+        for append_eod in (True, False)])
+    return root
+
+
+@pytest.mark.megatron
+@pytest.mark.parametrize("append_eod", [True, False])
+def test_documents_without_ids_are_what_preprocess_data_writes(hf_model, documents_without_ids, tmp_path,
+                                                               append_eod):
+    """A JSON row whose text gives no ids is a document without a sequence (no lone EOD): the .bin and
+    .idx equal, byte for byte, what megatron-core's builder writes when fed as preprocess_data feeds it,
+    cut into tasks or not."""
+    peer = documents_without_ids / f"peer-{append_eod}"
     for tasks in (None, 2):
         out = tmp_path / f"tasks-{tasks}"
-        settings = {**megatron_run(tmp_path / "in.jsonl", out / "lm", "HuggingFaceTokenizer",
+        settings = {**megatron_run(documents_without_ids / "in.jsonl", out / "lm", "HuggingFaceTokenizer",
                                    tokenizer_model=hf_model), "append_eod": append_eod,
                     **({"tasks": tasks} if tasks else {})}
         prepare(build_config(settings), progress=False)
         for suffix in (".bin", ".idx"):
-            assert (out / f"lm_text_document{suffix}").read_bytes() == (tmp_path / f"peer{suffix}").read_bytes()
+            assert (out / f"lm_text_document{suffix}").read_bytes() == peer.with_suffix(suffix).read_bytes()
         assert verify_directory(out) == []
     store = IndexedDataset(tmp_path / "tasks-None" / "lm_text_document")
     assert len(store) == 56 and len(store.document_indices) == 61

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,15 @@ needs_namespaces = pytest.mark.skipif(not can_make_namespaces(),
                                       reason="needs root and iproute2 to make a network namespace")
 
 
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> tuple[Path, Path]:
+    """(corpus, its one-process run in 3 tasks): what both Ray runs must equal, prepared once and only read."""
+    root = tmp_path_factory.mktemp("ray-reference")
+    corpus = write_corpus(root / "corpus", pairs=2000)
+    tokenmill.prepare(settings_for(corpus, root / "local", tasks=3), progress=False)
+    return corpus, root / "local"
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """A head and a second node (one CPU each) inside a fresh network namespace; yields (namespace, address).
@@ -42,28 +52,26 @@ def cluster(tmp_path):
 
 
 @needs_namespaces
-def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(cluster, tmp_path):
+def test_ray_cluster_gives_the_local_bytes_despite_a_killed_worker(local, cluster, tmp_path):
     namespace, address = cluster
-    corpus = write_corpus(tmp_path / "corpus", pairs=2000)
-    tokenmill.prepare(settings_for(corpus, tmp_path / "local", tasks=3), progress=False)
+    corpus, plain = local
     config = tmp_path / "ray.yaml"
     config.write_text(json.dumps(settings_for(corpus, tmp_path / "ray", tasks=3, engine="ray", ray_address=address)))
     done = run_in(namespace, sys.executable, "-m", "tokenmill", "prepare", "-c", str(config), "-q", "--no-report",
                   check=False, env={k: v for k, v in os.environ.items() if not k.startswith("TOKENMILL_CRASH")})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "crashed-once").exists()  # a worker did die in the middle of task 1
-    assert_same_output(tmp_path / "local", tmp_path / "ray")
+    assert_same_output(plain, tmp_path / "ray")
     rows = json.loads((tmp_path / "ray" / "manifest.json").read_text())["run"]["tasks"]
     assert [row["attempts"] for row in rows["clean.train"]] == [1, 2, 1]  # Ray ran task 1 again, alone
     nodes = {row["node"] for stage in rows.values() for row in stage}
     assert len(nodes) == 2  # both nodes took tasks
 
 
-def test_a_ray_run_whose_task_keeps_dying_keeps_the_finished_tasks(tmp_path):
+def test_a_ray_run_whose_task_keeps_dying_keeps_the_finished_tasks(local, tmp_path):
     """Out of retries, the run stops as a killed local task stops it: the output folder (a first run's)
     stays with the tasks that finished, and the next run does only the task left."""
-    corpus = write_corpus(tmp_path / "corpus", pairs=2000)
-    tokenmill.prepare(settings_for(corpus, tmp_path / "local", tasks=3), progress=False)
+    corpus, plain = local
     config = write_config(tmp_path / "ray.yaml", settings_for(corpus, tmp_path / "ray", tasks=3, engine="ray"))
     # RAY_AUTH_MODE: a local ray.init would otherwise write a token to ~/.ray/auth_token, which turns on token
     # authentication for every `ray start` after it on this machine (the two-node test's among them)
@@ -82,7 +90,7 @@ def test_a_ray_run_whose_task_keeps_dying_keeps_the_finished_tasks(tmp_path):
     rows = json.loads((tmp_path / "ray" / "manifest.json").read_text())["run"]["tasks"]["clean.train"]
     assert [row["attempts"] for row in rows if row["task"] in finished] == [1] * len(finished)  # not run again
     assert rows[2]["attempts"] == 5
-    assert_same_output(tmp_path / "local", tmp_path / "ray")
+    assert_same_output(plain, tmp_path / "ray")
 
 
 def test_the_engine_s_own_ray_advertises_loopback_even_when_ray_was_imported_first():

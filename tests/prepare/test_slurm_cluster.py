@@ -9,8 +9,6 @@ import json
 
 import pytest
 
-import tokenmill
-from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 from tests.slurm_cluster import can_start_slurm, one_node_slurm
 
@@ -20,11 +18,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tmp_path):
-    corpus = write_corpus(tmp_path / "corpus")
-    plain = tmp_path / "plain"
-    tokenmill.prepare(settings_for(corpus, plain), progress=False)
-
+def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tasks_corpus, tasks_one_process, tmp_path):
+    corpus, plain = tasks_corpus, tasks_one_process  # shared with test_tasks.py (tests/prepare/conftest.py)
     destdir = tmp_path / "bin"
     config = write_config(tmp_path / "run.yaml", settings_for(corpus, destdir, tasks=3, engine="slurm"))
     made = run_cli("-c", str(config))

@@ -60,8 +60,8 @@ def assert_same_output(expected: Path, actual: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus"))
+def corpus(tasks_corpus) -> Path:
+    return tasks_corpus  # shared with test_slurm_cluster.py (tests/prepare/conftest.py)
 
 
 def settings_for(corpus: Path, destdir: Path, **more) -> dict:
@@ -70,16 +70,9 @@ def settings_for(corpus: Path, destdir: Path, **more) -> dict:
 
 
 @pytest.fixture(scope="module")
-def one_process(corpus, tmp_path_factory) -> Path:
-    """The plain run: one process, no tasks."""
-    destdir = tmp_path_factory.mktemp("plain") / "bin"
-    summary = tokenmill.prepare(settings_for(corpus, destdir), progress=False)
-    assert summary.tasks == {}
-    steps = summary.splits["train"]["clean"]
-    # the corpus does its job: duplicates, leaks and pairs too long in pieces
-    assert steps["dedup"]["duplicates"] > 500 and steps["leakage"]["leaked"] > 20
-    assert steps["pieces"]["dropped_tokens"] > 10
-    return destdir
+def one_process(tasks_one_process) -> Path:
+    """The plain run: one process, no tasks (prepared once per session: tests/prepare/conftest.py)."""
+    return tasks_one_process
 
 
 @pytest.mark.parametrize("tasks", [1, 2, 3, 7])

@@ -21,6 +21,7 @@ from tokenmill.report.page import early_charts
 gather_module = importlib.import_module("tokenmill.report.gather")
 forked_module = importlib.import_module("tokenmill.report.forked")  # the package's name is the function
 page_module = importlib.import_module("tokenmill.report.page")
+report_package = importlib.import_module("tokenmill.report")  # gather_for_page calls its early_charts
 
 
 @pytest.fixture
@@ -103,12 +104,13 @@ def test_charts_are_drawn_while_the_child_computes_batching(pairs_dir: Path, mon
     parent may be slow on a loaded machine), so every early chart is drawn while it is busy."""
     options = OPTIONS["pairs_dir"]
     real, real_early = gather_module._background, page_module.early_charts
-    done = tmp_path / "early-done"
+    done, seen = tmp_path / "early-done", tmp_path / "child-saw-early-done"
 
     def slow(*args):
         deadline = time.monotonic() + 120  # bounded: a page that never runs the early step fails, not hangs
         while not done.exists() and time.monotonic() < deadline:  # in the forked child
             time.sleep(0.05)
+        seen.write_text(str(done.exists()))
         return real(*args)
 
     def early(*args):
@@ -118,8 +120,9 @@ def test_charts_are_drawn_while_the_child_computes_batching(pairs_dir: Path, mon
             done.touch()
 
     monkeypatch.setattr(gather_module, "_background", slow)
-    monkeypatch.setattr(page_module, "early_charts", early)
+    monkeypatch.setattr(report_package, "early_charts", early)
     numbers, drawn = gather_for_page(pairs_dir, options)
+    assert seen.read_text() == "True", "the child finished before the page's early step was over"
     assert drawn and "early" in numbers["timings"]
     page = render_html(numbers, options, drawn=drawn)
     assert page == render_html(numbers, options, parallel=False)

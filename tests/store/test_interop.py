@@ -6,6 +6,8 @@ after ``bash scripts/setup_peers.sh fairseq``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,48 +17,63 @@ from tokenmill.store import IndexedDataset, IndexedWriter
 ITEMS = [[5, 6, 7], [8], [], [9, 10, 11, 12, 4000], [70] * 33]
 DOCUMENT_ENDS = [2, 3, 5]
 
-MEGATRON_READ = """
+MEGATRON_READER = """
 from megatron.core.datasets.indexed_dataset import IndexedDataset
-ds = IndexedDataset(PAYLOAD["prefix"], mmap=True)
-print("RESULT:" + json.dumps({
-    "sizes": ds.sequence_lengths.tolist(),
-    "documents": ds.document_indices.tolist(),
-    "dtype": str(ds.index.dtype.__name__ if hasattr(ds.index.dtype, "__name__") else ds.index.dtype),
-    "items": [ds[i].tolist() for i in range(len(ds))],
-}))
+def read(prefix):
+    ds = IndexedDataset(prefix, mmap=True)
+    return {
+        "sizes": ds.sequence_lengths.tolist(),
+        "documents": ds.document_indices.tolist(),
+        "dtype": str(ds.index.dtype.__name__ if hasattr(ds.index.dtype, "__name__") else ds.index.dtype),
+        "items": [ds[i].tolist() for i in range(len(ds))],
+    }
 """
 
-MEGATRON_WRITE = """
+MEGATRON_WRITER = """
 import numpy as np, torch
 from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
-builder = IndexedDatasetBuilder(PAYLOAD["prefix"] + ".bin", dtype=np.dtype(PAYLOAD["dtype"]).type)
-for i, item in enumerate(PAYLOAD["items"], start=1):
-    builder.add_item(torch.tensor(item, dtype=torch.int64))
-    if i in PAYLOAD["ends"]:
-        builder.end_document()
-builder.finalize(PAYLOAD["prefix"] + ".idx")
-print("RESULT:" + json.dumps("ok"))
+def write(prefix, dtype, items, ends):
+    builder = IndexedDatasetBuilder(prefix + ".bin", dtype=np.dtype(dtype).type)
+    for i, item in enumerate(items, start=1):
+        builder.add_item(torch.tensor(item, dtype=torch.int64))
+        if i in ends:
+            builder.end_document()
+    builder.finalize(prefix + ".idx")
 """
 
-FAIRSEQ_READ = """
+FAIRSEQ_READER = """
 from fairseq.data.indexed_dataset import MMapIndexedDataset
-ds = MMapIndexedDataset(PAYLOAD["prefix"])
-print("RESULT:" + json.dumps({
-    "sizes": ds.sizes.tolist(),
-    "dtype": str(ds._index.dtype.__name__ if hasattr(ds._index.dtype, "__name__") else ds._index.dtype),
-    "items": [ds[i].tolist() for i in range(len(ds))],
-}))
+def read(prefix):
+    ds = MMapIndexedDataset(prefix)
+    return {
+        "sizes": ds.sizes.tolist(),
+        "dtype": str(ds._index.dtype.__name__ if hasattr(ds._index.dtype, "__name__") else ds._index.dtype),
+        "items": [ds[i].tolist() for i in range(len(ds))],
+    }
 """
 
-FAIRSEQ_WRITE = """
+FAIRSEQ_WRITER = """
 import numpy as np, torch
 from fairseq.data.indexed_dataset import MMapIndexedDatasetBuilder
-builder = MMapIndexedDatasetBuilder(PAYLOAD["prefix"] + ".bin", dtype=np.dtype(PAYLOAD["dtype"]).type)
-for item in PAYLOAD["items"]:
-    builder.add_item(torch.tensor(item, dtype=torch.int64))
-builder.finalize(PAYLOAD["prefix"] + ".idx")
-print("RESULT:" + json.dumps("ok"))
+def write(prefix, dtype, items, ends):
+    builder = MMapIndexedDatasetBuilder(prefix + ".bin", dtype=np.dtype(dtype).type)
+    for item in items:
+        builder.add_item(torch.tensor(item, dtype=torch.int64))
+    builder.finalize(prefix + ".idx")
 """
+
+EVERY_JOB = """
+out = {}
+for job in PAYLOAD:
+    write(job["theirs"], job["dtype"], job["items"], job["ends"])
+    out[job["dtype"]] = read(job["ours"])
+print("RESULT:" + json.dumps(out))
+"""
+"""One peer run does the work of every dtype (a peer's start imports torch: seconds each): it writes
+``theirs`` and reads ``ours`` of each; the tests check each dtype's part."""
+
+MEGATRON_READ = MEGATRON_READER + 'print("RESULT:" + json.dumps(read(PAYLOAD["prefix"])))\n'
+DTYPES = ["uint16", "int32"]
 
 
 def write_ours(prefix, layout, dtype):
@@ -67,11 +84,33 @@ def write_ours(prefix, layout, dtype):
                 writer.end_document()
 
 
+def peer_work(name: str, code: str, root: Path) -> tuple[Path, dict]:
+    """Our files of each dtype under ``root/<dtype>/ours``, then one run of peer ``name`` that writes its own
+    under ``root/<dtype>/theirs`` and reads ours; returns (root, what it read of each dtype)."""
+    layout = "megatron" if name == "megatron" else "fairseq"
+    jobs = []
+    for dtype in DTYPES:
+        (root / dtype).mkdir()
+        write_ours(root / dtype / "ours", layout, dtype)
+        jobs.append({"dtype": dtype, "ours": str(root / dtype / "ours"), "theirs": str(root / dtype / "theirs"),
+                     "items": ITEMS, "ends": DOCUMENT_ENDS})
+    return root, run_peer(name, code + EVERY_JOB, jobs)
+
+
+@pytest.fixture(scope="module")
+def megatron_work(tmp_path_factory) -> tuple[Path, dict]:
+    return peer_work("megatron", MEGATRON_READER + MEGATRON_WRITER, tmp_path_factory.mktemp("megatron"))
+
+
+@pytest.fixture(scope="module")
+def fairseq_work(tmp_path_factory) -> tuple[Path, dict]:
+    return peer_work("fairseq", FAIRSEQ_READER + FAIRSEQ_WRITER, tmp_path_factory.mktemp("fairseq"))
+
+
 @pytest.mark.megatron
-@pytest.mark.parametrize("dtype", ["uint16", "int32"])
-def test_megatron_reads_what_we_write(tmp_path, dtype):
-    write_ours(tmp_path / "ours", "megatron", dtype)
-    seen = run_peer("megatron", MEGATRON_READ, {"prefix": str(tmp_path / "ours")})
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_megatron_reads_what_we_write(megatron_work, dtype):
+    seen = megatron_work[1][dtype]
     assert seen["items"] == ITEMS
     assert seen["sizes"] == [len(x) for x in ITEMS]
     assert seen["documents"] == [0, *DOCUMENT_ENDS]
@@ -79,39 +118,37 @@ def test_megatron_reads_what_we_write(tmp_path, dtype):
 
 
 @pytest.mark.megatron
-@pytest.mark.parametrize("dtype", ["uint16", "int32"])
-def test_we_read_what_megatron_writes_byte_exact(tmp_path, dtype):
-    payload = {"prefix": str(tmp_path / "theirs"), "dtype": dtype, "items": ITEMS, "ends": DOCUMENT_ENDS}
-    run_peer("megatron", MEGATRON_WRITE, payload)
-    theirs = IndexedDataset(tmp_path / "theirs")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_we_read_what_megatron_writes_byte_exact(megatron_work, tmp_path, dtype):
+    theirs_prefix = megatron_work[0] / dtype / "theirs"
+    theirs = IndexedDataset(theirs_prefix)
     assert theirs.layout.value == "megatron" and theirs.dtype == np.dtype(dtype)
     assert [theirs[i].tolist() for i in range(len(theirs))] == ITEMS
     assert theirs.document_indices.tolist() == [0, *DOCUMENT_ENDS]
     write_ours(tmp_path / "ours", "megatron", dtype)
     for suffix in (".bin", ".idx"):
-        assert (tmp_path / f"ours{suffix}").read_bytes() == (tmp_path / f"theirs{suffix}").read_bytes()
+        assert (tmp_path / f"ours{suffix}").read_bytes() == theirs_prefix.with_suffix(suffix).read_bytes()
 
 
 @pytest.mark.fairseq
-@pytest.mark.parametrize("dtype", ["uint16", "int32"])
-def test_fairseq_reads_what_we_write(tmp_path, dtype):
-    write_ours(tmp_path / "ours", "fairseq", dtype)
-    seen = run_peer("fairseq", FAIRSEQ_READ, {"prefix": str(tmp_path / "ours")})
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fairseq_reads_what_we_write(fairseq_work, dtype):
+    seen = fairseq_work[1][dtype]
     assert seen["items"] == ITEMS
     assert seen["sizes"] == [len(x) for x in ITEMS]
     assert dtype in seen["dtype"]
 
 
 @pytest.mark.fairseq
-@pytest.mark.parametrize("dtype", ["uint16", "int32"])
-def test_we_read_what_fairseq_writes_byte_exact(tmp_path, dtype):
-    run_peer("fairseq", FAIRSEQ_WRITE, {"prefix": str(tmp_path / "theirs"), "dtype": dtype, "items": ITEMS})
-    theirs = IndexedDataset(tmp_path / "theirs")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_we_read_what_fairseq_writes_byte_exact(fairseq_work, tmp_path, dtype):
+    theirs_prefix = fairseq_work[0] / dtype / "theirs"
+    theirs = IndexedDataset(theirs_prefix)
     assert theirs.layout.value == "fairseq" and theirs.dtype == np.dtype(dtype)
     assert [theirs[i].tolist() for i in range(len(theirs))] == ITEMS
     write_ours(tmp_path / "ours", "fairseq", dtype)
     for suffix in (".bin", ".idx"):
-        assert (tmp_path / f"ours{suffix}").read_bytes() == (tmp_path / f"theirs{suffix}").read_bytes()
+        assert (tmp_path / f"ours{suffix}").read_bytes() == theirs_prefix.with_suffix(suffix).read_bytes()
 
 
 @pytest.mark.megatron
