@@ -63,6 +63,7 @@ _MEGATRON_TOKENIZERS = {"HuggingFaceTokenizer": "hf", "TikTokenizer": "tiktoken"
                         "SentencePieceTokenizer": "sentencepiece", "GPT2BPETokenizer": "hf"}
 ModelType = Literal["unigram", "bpe", "char", "word"]
 CleanPreset = Literal["bitext"]
+NearDedupSides = Literal["both", "src", "tgt"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
@@ -77,7 +78,8 @@ _CHECK_HELP = (
     "Random documents in the sample that proves the fast encoder (besides the longest ones, ones in other scripts "
     "and ones holding special-token text)."
 )
-RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram")
+RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram", "near_dedup", "near_dedup_ngram",
+                   "near_dedup_bands", "near_dedup_rows", "near_dedup_seed", "near_dedup_sides")
 """Settings added after manifests were first written: the manifest records them only when they differ from
 their defaults (see :meth:`PrepareConfig.recorded`)."""
 RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")
@@ -208,6 +210,33 @@ class PrepareConfig:
     decontaminate_ngram: Annotated[int, AtLeast1] = field(
         default=13,
         metadata={"help": "Words per n-gram of --decontaminate (a line with fewer words is compared whole)."},
+    )
+    near_dedup: bool = field(
+        default=False,
+        metadata={"help": "Drop near-duplicate training items (MinHash + LSH over word n-grams): of each cluster "
+                          "of near-duplicates the item that comes first in the input is kept "
+                          "(docs/how-to/near-duplicates.md)."},
+    )
+    near_dedup_ngram: Annotated[int, AtLeast1] = field(
+        default=5,
+        metadata={"help": "Words per shingle of --near-dedup (an item with fewer words is one shingle)."},
+    )
+    near_dedup_bands: Annotated[int, AtLeast1] = field(
+        default=14,
+        metadata={"help": "LSH bands of --near-dedup (permutations = bands x rows; more bands: more pairs found)."},
+    )
+    near_dedup_rows: Annotated[int, AtLeast1] = field(
+        default=8,
+        metadata={"help": "MinHash values per LSH band of --near-dedup (more rows: only closer pairs meet)."},
+    )
+    near_dedup_seed: Annotated[int, AtLeast0] = field(
+        default=1,
+        metadata={"help": "Seed of --near-dedup's MinHash permutations."},
+    )
+    near_dedup_sides: NearDedupSides = field(
+        default="both",
+        metadata={"help": "Which side of a pair --near-dedup compares: both (the pair as one item), src or tgt "
+                          "(monolingual data: the document)."},
     )
 
     # ---- tokenizer
@@ -509,6 +538,7 @@ class PrepareConfig:
             raise ConfigError("--align-suffix cannot be combined with --on-invalid-utf8 skip (use error or replace)")
         self._validate_tokenizer()
         self._validate_engine()
+        self._validate_near_dedup()
         if self.joined_dictionary and self.srcdict and self.tgtdict and self.srcdict != self.tgtdict:
             raise ConfigError("--joined-dictionary with different --srcdict and --tgtdict")
         if self.monolingual and self.tgtdict:
@@ -547,6 +577,17 @@ class PrepareConfig:
                     "--documents blank-line" if self.documents == "blank-line" else None)
             if what:
                 raise ConfigError(f"{what} is not cut into tasks yet: use --tasks 1 --engine local with it")
+
+    def _validate_near_dedup(self) -> None:
+        """--near-dedup runs on the clean tasks' parts: inputs that are cleaned in one piece are refused."""
+        if not self.near_dedup:
+            return
+        what = ("--align-suffix" if self.align_suffix else "--documents blank-line" if self.documents == "blank-line"
+                else "--directions" if self.directions else None)
+        if what:
+            raise ConfigError(f"--near-dedup does not work with {what} yet: leave one of them out")
+        if self.monolingual and self.near_dedup_sides == "tgt":
+            raise ConfigError("--near-dedup-sides tgt needs a target side (--target-lang): use src or both")
 
     def _validate_tokenizer(self) -> None:
         """The tokenizer's files and Megatron's flags fit together (checked before any work)."""
