@@ -717,11 +717,13 @@ class PrepareConfig:
 
     def recorded(self) -> dict[str, Any]:
         """The settings as the manifest records them: :meth:`to_dict` less the settings of
-        :data:`RECORDED_IF_SET` at their defaults and the bitext rules that are off
-        (:meth:`FilterConfig.recorded`), so a run that uses none of them writes the manifest it wrote before
-        they existed."""
+        :data:`RECORDED_IF_SET` at their defaults (near-dedup's are all kept once it is on) and the bitext
+        rules that are off (:meth:`FilterConfig.recorded`), so a run that uses none of them writes the manifest
+        it wrote before they existed."""
         settings = self.to_dict()
         for item in fields(self):
+            if self.near_dedup and item.name.startswith("near_dedup"):
+                continue  # near-dedup's settings, all of them, once it is on
             if item.name in RECORDED_IF_SET and getattr(self, item.name) == (
                     item.default if item.default_factory is dataclasses.MISSING else item.default_factory()):
                 del settings[item.name]

@@ -15,7 +15,7 @@ from tokenmill.prepare.near_dedup import drops_in, find_edges, near_settings, re
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.stages.cleaned import cleaned_line
 from tokenmill.prepare.tasks import TaskSet
-from tokenmill.text.drop_sample import DropSample, line_keys
+from tokenmill.text.drop_sample import MAX_CHARS, DropSample, line_keys
 
 REASON = "near_dedup"
 Offer = Callable[[RunContext, Path, np.ndarray, DropSample, str], None]
@@ -63,10 +63,15 @@ class NearClusters:
             position = np.array([where - int(self.bases[part])])
             folder = self.folders[part]
             line = int(np.memmap(folder / "numbers.raw", dtype=np.int64, mode="r")[position[0]])
-            kept = [cleaned_line(ctx, self.lines(folder, lang, position)[0]) for lang in ctx.config.langs]
+            kept = [_clip(cleaned_line(ctx, self.lines(folder, lang, position)[0])) for lang in ctx.config.langs]
             rows.append({**item, "kept_line": line, "kept_src": kept[0],
                          "kept_tgt": kept[1] if len(kept) > 1 else None})
         write_json(path, rows)
+
+
+def _clip(text: str) -> str:
+    """Cut as the drop sample cuts its texts (:data:`~tokenmill.text.drop_sample.MAX_CHARS`)."""
+    return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
 
 
 def near_clusters(ctx: RunContext, folders: list[Path], bases: np.ndarray, tasks: TaskSet, offer: Offer,
