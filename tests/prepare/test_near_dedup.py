@@ -17,6 +17,7 @@ from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 from tests.text.near_dup_text import near_copy, planted_corpus
 from tokenmill.prepare import build_config
+from tokenmill.report.cleaning import funnel
 
 RECALL_FLOOR = 0.85
 PRECISION_FLOOR = 0.97
@@ -65,6 +66,9 @@ def test_planted_near_duplicates_are_found(planted, tmp_path):
     assert stats["near_duplicates"] == len(dropped) and summary.splits["train"]["clean"]["kept"]["pairs"] == (
         len(docs) - len(dropped))
     assert 0 < stats["clusters"] <= len(dropped)
+    steps = funnel(summary.splits["train"]["clean"])
+    assert steps["adds_up"] and [s["dropped"] for s in steps["steps"] if s["reason"] == "near_dedup"] == [
+        len(dropped)]
 
 
 def test_the_audit_names_the_kept_item(planted, tmp_path):

@@ -30,6 +30,7 @@ REASON_LABELS = {
     "decontaminate": "shares an n-gram with --decontaminate files",
     "leakage": "also in valid/test (leakage)",
     "dedup": "duplicate",
+    "near_dedup": "near-duplicate (MinHash + LSH)",
 }
 
 
@@ -58,7 +59,7 @@ def read_dropped(root: str | Path, split: str, direction: str | None = None) -> 
     return out
 
 
-_TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup", "kept")
+_TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup", "near_dedup", "kept")
 LATER_STEP_LABELS = {"pieces": "counted in tokenizer pieces"}
 
 
@@ -98,6 +99,9 @@ def funnel(clean: dict[str, Any]) -> dict[str, Any]:
     if "dedup" in clean:
         step("dedup", REASON_LABELS["dedup"], int((clean.get("dedup") or {}).get("duplicates", 0)),
              ["dedup", "duplicates"])
+    if "near_dedup" in clean:
+        step("near_dedup", REASON_LABELS["near_dedup"],
+             int((clean.get("near_dedup") or {}).get("near_duplicates", 0)), ["near_dedup", "near_duplicates"])
     kept_counts = clean.get("kept") or {}
     kept_key = next(iter(kept_counts), None)
     cleaned = int(kept_counts[kept_key]) if kept_key is not None else remaining
