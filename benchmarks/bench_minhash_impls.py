@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from near_dup_corpus import documents  # noqa: E402
+from near_dup_corpus import documents
 
-from tokenmill.text.minhash import MinHashSettings, item_shingles, signatures  # noqa: E402
+from tokenmill.text.minhash import MinHashSettings, item_shingles, signatures
 
 
 def _best(function, repeats: int) -> float:
@@ -53,7 +53,8 @@ def main() -> None:
         offsets = np.searchsorted(items, np.arange(len(docs) + 1)).astype(np.uint64)
         rensa_s = _best(lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes(
             hashes, offsets, settings.permutations, settings.seed), 3)
-        rows.append((f"rensa {getattr(rensa, '__version__', '0.5')} digest_matrix_from_flat_token_hashes", rensa_s, size))
+        name = f"rensa {getattr(rensa, '__version__', '0.5')} digest_matrix_from_flat_token_hashes"
+        rows.append((name, rensa_s, size))
     except ImportError:
         print("rensa is not installed: pip install rensa")
     try:

@@ -9,6 +9,7 @@ changed, or a boilerplate line added. Written as JSONL (``{"text": ...}``) for t
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -34,36 +35,47 @@ def _edit(rng: np.random.Generator, text: str) -> str:
     return f"{BOILERPLATE[int(rng.integers(len(BOILERPLATE)))]}\n{text}"
 
 
+def _fresh(gen: CorpusGenerator, rng: np.random.Generator, count: int) -> list[str]:
+    """``count`` fresh documents: Zipf-drawn words in one batch, sentences of 8-30 words closed by a period."""
+    words = np.array(gen.en_words, dtype=object)
+    cdf = np.cumsum(gen.en_p)
+    lengths = np.clip(rng.lognormal(5.5, 0.8, count), 20, 4000).astype(np.int64)
+    drawn = words[np.minimum(np.searchsorted(cdf, rng.random(int(lengths.sum())) * cdf[-1]), len(cdf) - 1)]
+    ends = np.cumsum(rng.integers(8, 30, size=len(drawn) // 8 + 1))
+    drawn[ends[ends < len(drawn)]] += "."
+    cuts = np.concatenate([[0], np.cumsum(lengths)])
+    return [" ".join(drawn[a:b]) + "." for a, b in pairwise(cuts.tolist())]
+
+
 def documents(megabytes: float, seed: int = 0) -> list[str]:
     """About ``megabytes`` MB of documents, 10% of them near-duplicates of earlier ones."""
     gen = CorpusGenerator(seed)
-    words = np.array(gen.en_words, dtype=object)
-    cdf = np.cumsum(gen.en_p)
     rng = np.random.default_rng(seed)
     docs: list[str] = []
     size = 0
     while size < megabytes * 1e6:
-        if docs and rng.random() < 0.1:
-            doc = _edit(rng, docs[int(rng.integers(len(docs)))])
-        else:
-            n = int(min(4000, max(20, rng.lognormal(5.5, 0.8))))
-            drawn = words[np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1]), len(cdf) - 1)]
-            cuts = np.cumsum(rng.integers(8, 30, size=n // 8 + 1))
-            sentences = [" ".join(drawn[a:b]) for a, b in zip(np.r_[0, cuts], cuts, strict=False) if a < n]
-            doc = ". ".join(s[:1].upper() + s[1:] for s in sentences) + "."
-        docs.append(doc)
-        size += len(doc.encode()) + 1
+        batch = _fresh(gen, rng, 2000)
+        for doc in batch:
+            if docs and rng.random() < 0.1:
+                doc = _edit(rng, docs[int(rng.integers(len(docs)))])
+            docs.append(doc)
+            size += len(doc.encode()) + 1
+            if size >= megabytes * 1e6:
+                break
     return docs
 
 
-def jsonl_file(megabytes: float, seed: int = 0) -> Path:
-    """The documents of :func:`documents` as one JSONL file (made once, then cached)."""
-    path = DATA / f"near_dup_{megabytes:g}MB_{seed}.jsonl"
-    if not path.exists():
-        DATA.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
-            for doc in documents(megabytes, seed):
-                out.write(json.dumps({"text": doc}, ensure_ascii=False) + "\n")
-        tmp.rename(path)
-    return path
+def jsonl_shards(megabytes: float, shards: int = 4, seed: int = 0) -> list[Path]:
+    """The documents of :func:`documents` as ``shards`` JSONL files (``{"text": ...}``), made once, then cached."""
+    folder = DATA / f"near_dup_{megabytes:g}MB_{seed}"
+    paths = [folder / f"part{i:02d}.jsonl" for i in range(shards)]
+    if not all(p.exists() for p in paths):
+        folder.mkdir(parents=True, exist_ok=True)
+        docs = documents(megabytes, seed)
+        cuts = np.linspace(0, len(docs), shards + 1).astype(int)
+        for path, a, b in zip(paths, cuts[:-1], cuts[1:], strict=True):
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs[a:b]),
+                           encoding="utf-8")
+            tmp.rename(path)
+    return paths

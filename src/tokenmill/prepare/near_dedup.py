@@ -33,6 +33,8 @@ NEAR = "near."
 EDGES = "near.edges.raw"
 DROPS = "near.drops.npy"
 KEPT = "near.kept.npy"
+BATCH_CHARS = 1 << 21
+"""Characters of text hashed at once (memory: about 40 bytes per byte of text, so ~80 MiB)."""
 
 
 def near_settings(config: PrepareConfig) -> MinHashSettings | None:
@@ -55,10 +57,17 @@ def near_partition_count(items: int, settings: MinHashSettings) -> int:
 
 def write_band_keys(handle: BinaryIO, src: list[str], tgt: list[str] | None, sides: str,
                     settings: MinHashSettings) -> None:
-    """Append the band keys of a chunk's kept items to ``handle`` (``near.keys.raw``), in item order."""
-    keys, has = chunk_band_keys(src, tgt, sides, settings)
-    keys[~has] = 0
-    handle.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
+    """Append the band keys of a chunk's kept items to ``handle`` (``near.keys.raw``), in item order, in
+    batches of about :data:`BATCH_CHARS` characters (the hashing's arrays take ~40 bytes per byte of text)."""
+    sizes = np.fromiter(map(len, src), dtype=np.int64, count=len(src))
+    if tgt is not None:
+        sizes += np.fromiter(map(len, tgt), dtype=np.int64, count=len(tgt))
+    batch = np.cumsum(sizes) // BATCH_CHARS
+    cuts = np.flatnonzero(np.diff(batch)) + 1
+    for start, stop in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(src)].tolist(), strict=True):
+        keys, has = chunk_band_keys(src[start:stop], None if tgt is None else tgt[start:stop], sides, settings)
+        keys[~has] = 0
+        handle.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
 
 
 def partition_band_keys(folder: Path, partitions: int) -> None:
