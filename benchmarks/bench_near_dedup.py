@@ -119,13 +119,45 @@ def peer_rows(megabytes: float, tasks: list[int], scratch: Path) -> None:
     print(f"| output the same for tasks {tasks} | {same_ours} | {same_theirs} |")
 
 
+def phase_rss(sizes: list[float], scratch: Path) -> None:
+    """Peak RSS of the processes near-dedup runs in, apart from the rest of prepare: the Slurm engine's
+    phases run one at a time (``plan``; ``clean --task 0``: the task that signs every item; ``tokenizer``:
+    the coordinator's merge that settles the clusters, and with ``--tokenizer none`` the later stages)."""
+    print("\n| corpus | clean task peak RSS with / without | clean task CPU s (wall s) with / without | merge "
+          "phase peak RSS with / without |\n|---|---|---|---|")
+    for megabytes in sizes:
+        files = jsonl_shards(megabytes)
+        rows = {}
+        for near in (True, False):
+            destdir = scratch / f"phase{megabytes:g}{near}"
+            config = destdir.with_suffix(".json")
+            config.write_text(json.dumps({
+                "source_lang": "en", "trainpref": [str(f) for f in files], "input_format": "jsonl",
+                "source_key": "text", "tokenizer": "none", "dedup": False, "near_dedup": near, "workers": 1,
+                "tasks": 1, "engine": "slurm", "destdir": str(destdir)}))
+            base = [sys.executable, "-m", "tokenmill", "prepare", "-c", str(config), "-q", "--no-report", "--phase"]
+            run_measured([*base, "plan"])
+            task = run_measured([*base, "clean", "--task", "0"])
+            merge = run_measured([*base, "tokenizer"])
+            rows[near] = (task.process_peak_mb, task.cpu_s, merge.process_peak_mb, task.seconds)
+            shutil.rmtree(destdir)
+        on, off = rows[True], rows[False]
+        print(f"| {megabytes:g} MB | {on[0]:.0f} / {off[0]:.0f} MB | {on[1]:.1f} ({on[3]:.0f}) / {off[1]:.1f} "
+              f"({off[3]:.0f}) | "
+              f"{on[2]:.0f} / {off[2]:.0f} MB |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--megabytes", default="50,100,200", help="corpus sizes for tokenmill's MB/s and RSS")
     parser.add_argument("--peer-megabytes", type=float, default=5.0, help="corpus size of the datatrove comparison")
     parser.add_argument("--tasks", default="1,2", help="task counts whose outputs are compared")
+    parser.add_argument("--phases-only", action="store_true", help="only the per-phase RSS rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="near-bench-") as scratch:
+        if args.phases_only:
+            phase_rss([float(x) for x in args.megabytes.split(",")], Path(scratch))
+            return
         if args.megabytes:
             size_rows([float(x) for x in args.megabytes.split(",")], Path(scratch))
         peer_rows(args.peer_megabytes, [int(x) for x in args.tasks.split(",")], Path(scratch))
