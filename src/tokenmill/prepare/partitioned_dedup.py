@@ -44,13 +44,14 @@ def _save(path: Path, array: np.ndarray) -> None:
         np.save(handle, array, allow_pickle=False)
 
 
-def partition_keys(folder: Path, partitions: int) -> None:
+def partition_keys(folder: Path, partitions: int, prefix: str = "") -> None:
     """Sort a task's ``keys.raw`` (uint64 in kept order) by partition into ``keys.npy`` and
-    ``positions.npy`` (int64 positions in the task), with ``bounds.npy`` (partitions + 1 offsets).
+    ``positions.npy`` (int64 positions in the task), with ``bounds.npy`` (partitions + 1 offsets); every
+    name starts with ``prefix`` (near-dedup's band keys: ``near.``).
 
     A counting sort in blocks: one pass counts each partition, a second scatters every block to its
     place (stable: positions rise within a partition). Memory: one block, whatever the task size."""
-    raw = folder / KEYS_RAW
+    raw = folder / f"{prefix}{KEYS_RAW}"
     n = os.path.getsize(raw) // 8
     keys = np.memmap(raw, dtype=np.uint64, mode="r") if n else np.zeros(0, dtype=np.uint64)
     divisor = np.uint64(partitions)
@@ -59,12 +60,13 @@ def partition_keys(folder: Path, partitions: int) -> None:
         counts += np.bincount((keys[start : start + _BLOCK] % divisor).astype(np.int64), minlength=partitions)
     bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if n == 0:
-        _save(folder / KEYS, np.zeros(0, np.uint64))
-        _save(folder / POSITIONS, np.zeros(0, np.int64))
-        _save(folder / BOUNDS, bounds)
+        _save(folder / f"{prefix}{KEYS}", np.zeros(0, np.uint64))
+        _save(folder / f"{prefix}{POSITIONS}", np.zeros(0, np.int64))
+        _save(folder / f"{prefix}{BOUNDS}", bounds)
         raw.unlink()
         return
-    with atomic_path(folder / KEYS) as keys_tmp, atomic_path(folder / POSITIONS) as positions_tmp:
+    keys_path, positions_path = folder / f"{prefix}{KEYS}", folder / f"{prefix}{POSITIONS}"
+    with atomic_path(keys_path) as keys_tmp, atomic_path(positions_path) as positions_tmp:
         out_keys = np.lib.format.open_memmap(keys_tmp, mode="w+", dtype=np.uint64, shape=(n,))
         out_positions = np.lib.format.open_memmap(positions_tmp, mode="w+", dtype=np.int64, shape=(n,))
         cursor = bounds[:-1].copy()
@@ -83,7 +85,7 @@ def partition_keys(folder: Path, partitions: int) -> None:
         out_keys.flush()
         out_positions.flush()
         del out_keys, out_positions
-    _save(folder / BOUNDS, bounds)
+    _save(folder / f"{prefix}{BOUNDS}", bounds)
     raw.unlink()
 
 
@@ -102,10 +104,10 @@ def find_duplicates(
         for k, p in enumerate(which):
             # one partition's slice of each task, copied out of a map opened for it alone: the pages of the
             # other partitions are never touched, so resident memory stays one partition's
-            keys = np.concatenate([_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
+            keys = np.concatenate([npy_slice(f / KEYS, b[p], b[p + 1]) for f, b in zip(folders, bounds, strict=True)]
                                   or [np.zeros(0, np.uint64)])
             positions = np.concatenate(
-                [_slice(f / POSITIONS, b[p], b[p + 1]) + base
+                [npy_slice(f / POSITIONS, b[p], b[p + 1]) + base
                  for f, b, base in zip(folders, bounds, bases, strict=True)] or [np.zeros(0, np.int64)]
             )
             order = np.lexsort((positions, keys))
@@ -135,7 +137,7 @@ def join_duplicates(parts: Sequence[Path], out: Path) -> int:
     return int(joined[-1])
 
 
-def _slice(path: Path, start: int, stop: int) -> np.ndarray:
+def npy_slice(path: Path, start: int, stop: int) -> np.ndarray:
     """``array[start:stop]`` of a ``.npy`` file, copied; the map is closed when this returns."""
     return np.array(np.load(path, mmap_mode="r")[start:stop])
 
@@ -162,5 +164,6 @@ def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarr
 
 
 __all__ = [
-    "PARTITION_ITEMS", "duplicates_in", "find_duplicates", "join_duplicates", "partition_count", "partition_keys",
+    "BOUNDS", "KEYS", "KEYS_RAW", "PARTITION_ITEMS", "POSITIONS", "duplicates_in", "find_duplicates",
+    "join_duplicates", "npy_slice", "partition_count", "partition_keys",
 ]

@@ -31,6 +31,7 @@ REASON_LABELS = {
     "decontaminate": "shares an n-gram with --decontaminate files",
     "leakage": "also in valid/test (leakage)",
     "dedup": "duplicate",
+    "near_dedup": "near-duplicate (MinHash + LSH)",
 }
 
 
@@ -59,11 +60,12 @@ def read_dropped(root: str | Path, split: str, direction: str | None = None) -> 
     return out
 
 
-_TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup", "kept")
+_TEXT_STEPS = ("read", "normalize", "filter", "decontaminate", "leakage", "dedup", "near_dedup", "kept")
 LATER_STEP_LABELS = {"pieces": "counted in tokenizer pieces"}
 
 
-_ONE_COUNTER = (("decontaminate", "contaminated"), ("leakage", "leaked"), ("dedup", "duplicates"))
+_ONE_COUNTER = (("decontaminate", "contaminated"), ("leakage", "leaked"), ("dedup", "duplicates"),
+                ("near_dedup", "near_duplicates"))
 """Text clean-up steps recorded as one counter each: (step, its counter of dropped items)."""
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from tokenmill.errors import ConfigError
-from tokenmill.prepare.config.kinds import AtLeast1, CleanPreset, Leakage
+from tokenmill.prepare.config.kinds import AtLeast0, AtLeast1, CleanPreset, Leakage, NearDedupSides
 from tokenmill.prepare.config.section import Section
 from tokenmill.settings import check_settings, did_you_mean
 from tokenmill.text.charclass import script_table
@@ -70,6 +70,33 @@ class CleaningSettings(Section):
         default=13,
         metadata={"help": "Words per n-gram of --decontaminate (a line with fewer words is compared whole)."},
     )
+    near_dedup: bool = field(
+        default=False,
+        metadata={"help": "Drop near-duplicate training items (MinHash + LSH over word n-grams): of each cluster "
+                          "of near-duplicates the item that comes first in the input is kept "
+                          "(docs/how-to/near-duplicates.md)."},
+    )
+    near_dedup_ngram: Annotated[int, AtLeast1] = field(
+        default=5,
+        metadata={"help": "Words per shingle of --near-dedup (an item with fewer words is one shingle)."},
+    )
+    near_dedup_bands: Annotated[int, AtLeast1] = field(
+        default=14,
+        metadata={"help": "LSH bands of --near-dedup (permutations = bands x rows; more bands: more pairs found)."},
+    )
+    near_dedup_rows: Annotated[int, AtLeast1] = field(
+        default=8,
+        metadata={"help": "MinHash values per LSH band of --near-dedup (more rows: only closer pairs meet)."},
+    )
+    near_dedup_seed: Annotated[int, AtLeast0] = field(
+        default=1,
+        metadata={"help": "Seed of --near-dedup's MinHash permutations."},
+    )
+    near_dedup_sides: NearDedupSides = field(
+        default="both",
+        metadata={"help": "Which side of a pair --near-dedup compares: both (the pair as one item), src or tgt "
+                          "(monolingual data: the document)."},
+    )
 
     def check_types(self, config: PrepareConfig) -> None:
         """The section's own settings and those of its nested groups (``normalize.nfkc``, ``filters.max_ratio``)."""
@@ -77,6 +104,18 @@ class CleaningSettings(Section):
         for group, kind in NESTED.items():
             check_settings(kind, getattr(self, group), lambda name, g=group: config.label(f"{g}.{name}"))
         self._check_lm_filters(config)
+
+    def checked(self, config: PrepareConfig) -> CleaningSettings:
+        """--near-dedup runs on the clean tasks' parts: inputs that are cleaned in one piece are refused."""
+        if self.near_dedup:
+            inputs = config.inputs
+            what = ("--align-suffix" if inputs.align_suffix else "--documents blank-line"
+                    if inputs.documents == "blank-line" else "--directions" if config.multilingual else None)
+            if what:
+                raise ConfigError(f"--near-dedup does not work with {what} yet: leave one of them out")
+            if config.monolingual and self.near_dedup_sides == "tgt":
+                raise ConfigError("--near-dedup-sides tgt needs a target side (--target-lang): use src or both")
+        return self
 
     def _check_lm_filters(self, config: PrepareConfig) -> None:
         """The LM document filters: known names, and documents to filter (no target side)."""

@@ -21,6 +21,7 @@ MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePie
                             "Llama2Tokenizer"]  # the last one is refused with the way to get its ids
 ModelType = Literal["unigram", "bpe", "char", "word"]
 CleanPreset = Literal["bitext", "web"]
+NearDedupSides = Literal["both", "src", "tgt"]
 LayoutName = Literal["fairseq", "megatron"]  # tokenmill.store.format.Layout's values
 EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
@@ -34,7 +35,8 @@ SUFFIX = Pattern(r"[^/\\\s]+", "a file-name suffix (not empty; no '/', '\\' or s
 AtLeast0 = Range(0)
 AtLeast1 = Range(1)
 
-RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram", "lm_filters")
+RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram", "lm_filters", "near_dedup",
+                   "near_dedup_ngram", "near_dedup_bands", "near_dedup_rows", "near_dedup_seed", "near_dedup_sides")
 """Settings added after manifests were first written: the manifest records them only when they differ from
 their defaults (see :meth:`PrepareConfig.recorded`)."""
 RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")
@@ -55,4 +57,5 @@ def flag_name(name: str, group: str | None = None) -> str:
 __all__ = ["FLAG_PREFIX", "LANG_CODE", "LANG_CODE_RE", "MEGATRON_KEYS", "NON_EMPTY", "PREFIXES", "RECORDED_IF_SET",
            "RUN_ONLY", "SPLITS", "SUFFIX", "TOKENIZERS", "AtLeast0", "AtLeast1", "CleanPreset", "Documents", "Encoder",
            "EngineName", "HFModelType", "InputFormat", "LayoutName", "Leakage", "MegatronTokenizer", "ModelType",
+           "NearDedupSides",
            "NormalizationRule", "OnInvalidUtf8", "OnMalformed", "Tokenizer", "flag_name"]

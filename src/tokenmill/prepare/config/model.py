@@ -27,7 +27,7 @@ from tokenmill.prepare.config.output import OutputSettings
 from tokenmill.prepare.config.run import RunSettings
 from tokenmill.prepare.config.tokenizer import TokenizerSettings
 
-_ONE_DIRECTION_ORDER = ("inputs", "tokenizer", "megatron", "engine", "dictionary")
+_ONE_DIRECTION_ORDER = ("inputs", "tokenizer", "megatron", "engine", "cleaning", "dictionary")
 """The order sections are checked in for a single-direction run (the first problem found is reported)."""
 
 
@@ -114,7 +114,7 @@ class PrepareConfig:
         for name in SECTION_TYPES:
             getattr(self, name).check_types(self)
         config = self
-        for name in ("directions",) if self.multilingual else _ONE_DIRECTION_ORDER:
+        for name in ("directions", "cleaning") if self.multilingual else _ONE_DIRECTION_ORDER:
             section = getattr(config, name).checked(config)
             if section is not getattr(config, name):
                 config = PrepareConfig(labels=self._labels, **{**config._sections(), name: section})  # type: ignore[attr-defined]
@@ -147,11 +147,13 @@ class PrepareConfig:
 
     def recorded(self) -> dict[str, Any]:
         """The settings as the manifest records them: :meth:`to_dict` less the settings of
-        :data:`RECORDED_IF_SET` at their defaults and the bitext rules that are off
-        (:meth:`FilterConfig.recorded`), so a run that uses none of them writes the manifest it wrote before
-        they existed."""
+        :data:`RECORDED_IF_SET` at their defaults (near-dedup's are all kept once it is on) and the bitext
+        rules that are off (:meth:`FilterConfig.recorded`), so a run that uses none of them writes the manifest
+        it wrote before they existed."""
         settings = self.to_dict()
         for key in RECORDED_IF_SET:
+            if self.cleaning.near_dedup and key.startswith("near_dedup"):
+                continue  # near-dedup's settings, all of them, once it is on
             if settings[key] == PLACES[key].default():
                 del settings[key]
         kept = self.cleaning.filters.recorded()

@@ -30,6 +30,14 @@ from tokenmill.fsutil import atomic_write, write_json
 from tokenmill.prepare.clean_parts import CleanParts, index_path, lines_at, save_gone, text_path
 from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.heap import release_heap
+from tokenmill.prepare.near_dedup import (
+    NEAR,
+    near_partition_count,
+    near_settings,
+    near_sides,
+    partition_band_keys,
+    write_band_keys,
+)
 from tokenmill.prepare.parallel import clean_blocks, clean_chunks, local_chunks, reads_in_workers
 from tokenmill.prepare.part_merge import LineIndexer
 from tokenmill.prepare.partitioned_dedup import KEYS_RAW, duplicates_in, partition_count, partition_keys
@@ -52,6 +60,7 @@ from tokenmill.prepare.stages.cleaned import (
     train_input_bytes,
     train_tasked,
 )
+from tokenmill.prepare.stages.near_merge import audit_path, near_clusters
 from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tasks import PLAN, TaskSet
 from tokenmill.text import Cleaner, open_source
@@ -218,8 +227,10 @@ class CleanStage(TaskedStage):
                 source.restore_index(count.count_inputs(ctx, plan))
             total = source.scan()
             n = task_count(ctx, train_input_bytes(ctx))
+            near = near_settings(ctx.config)
             tasks.write_plan(n, ranges=source.ranges(n), index=source.index_state(), items=total,
-                             partitions=partition_count(total))
+                             partitions=partition_count(total),
+                             **({"near_partitions": near_partition_count(total, near)} if near else {}))
             if counted:
                 count.remove_rounds(ctx, plan.key)  # the plan holds the index
         return tasks
@@ -244,6 +255,7 @@ class CleanStage(TaskedStage):
         duplicates = 0
         if plan.config.dedup:
             duplicates = dedup.duplicates(ctx, folders, bases[:-1].tolist(), partitions, dedup_dir, tasks.key)
+        near = near_clusters(ctx, folders, bases, tasks, _sample_duplicates, _part_lines)
         dropped = Cleaner(plan.config).dropped
         for folder in folders:
             dropped.merge(DropSample.from_dict(json.loads((folder / DROPPED).read_text(encoding="utf-8")),
@@ -252,6 +264,8 @@ class CleanStage(TaskedStage):
         for i, folder in enumerate(folders):
             gone = (duplicates_in(dedup_dir, partitions, int(bases[i]), kept[i]) if plan.config.dedup
                     else np.zeros(0, np.int64))
+            if near is not None:
+                gone = near.add_part(ctx, folder, gone, int(bases[i]), kept[i], dropped)
             outputs.append(save_gone(folder, gone))
             outputs += [path(folder, lang) for lang in cfg.langs for path in (text_path, index_path)]
             if len(gone) and dropped.size:
@@ -260,8 +274,14 @@ class CleanStage(TaskedStage):
             release_heap()  # one task's arrays at a time in the coordinator's resident memory
         dropped_file = ctx.folder.dropped_path("train")
         dropped.write(dropped_file)
+        if near is not None:
+            near.write_audit(ctx, dropped, audit_path(dropped_file))
+            outputs.append(audit_path(dropped_file))
         stats = _merged_stats(records, plan.config.dedup, int(bases[-1]), duplicates)
         total = int(bases[-1]) - duplicates
+        if near is not None:
+            stats["near_dedup"] = near.stats(total)
+            total -= near.dropped
         stats["kept"] = {"pairs" if plan.tgt_files is not None or cfg.inputs.input_format != "text" else "lines": total}
         source = open_inputs(ctx, plan.files, plan.tgt_files)
         source.restore_index(tasks.plan()["index"])  # items per input file, for the manifest and provenance
@@ -269,15 +289,16 @@ class CleanStage(TaskedStage):
         return [*outputs, dropped_file], info
 
 
-def _sample_duplicates(ctx: RunContext, folder: Path, gone: np.ndarray, dropped: DropSample) -> None:
-    """Offer a part's duplicates to the drop sample: their input line numbers only (pages of a map), and the
-    text of the few that could enter it, read through the part's index."""
+def _sample_duplicates(ctx: RunContext, folder: Path, gone: np.ndarray, dropped: DropSample,
+                       reason: str = "dedup") -> None:
+    """Offer a part's duplicates (or near-duplicates: ``reason``) to the drop sample: their input line numbers
+    only (pages of a map), and the text of the few that could enter it, read through the part's index."""
     numbers = np.array(np.memmap(folder / NUMBERS_RAW, dtype=np.int64, mode="r")[gone])
     sampled = _smallest_keys(numbers, dropped)
     if len(sampled):
         sides = [[cleaned_line(ctx, text) for text in _part_lines(folder, lang, gone[sampled])]
                  for lang in ctx.config.langs]
-        dropped.add("dedup", numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
+        dropped.add(reason, numbers[sampled], sides[0], sides[1] if len(sides) > 1 else None)
 
 
 def _merged_stats(records: list[dict[str, Any]], dedup: bool, pairs: int, duplicates: int) -> dict[str, Any]:
@@ -299,6 +320,7 @@ def _clean_part(
     source = open_inputs(ctx, plan.files, plan.tgt_files)
     source.restore_index(details["index"])
     cleaner = Cleaner(replace(plan.config, dedup=False), leakage_filter(ctx, "train"))
+    near, sides = near_settings(cfg), near_sides(cfg)
     start, stop = details["ranges"][index]
     started = time.perf_counter()
     kept = 0
@@ -307,6 +329,7 @@ def _clean_part(
         texts = [files.enter_context(atomic_write(text_path(folder, lang), "wb")) for lang in cfg.langs]
         keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
         numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
+        near_out = files.enter_context(atomic_write(folder / f"{NEAR}{KEYS_RAW}", "wb")) if near else None
         chunks = source.chunks(start, stop, chunk_lines=clean_chunk_lines(cfg))
         for _, cleaned, keys in local_chunks(chunks, cleaner, clean_workers(stop - start, workers)):
             if not len(cleaned):
@@ -317,11 +340,15 @@ def _clean_part(
                 indexer.add_block(data)
             keys_out.write(np.ascontiguousarray(keys, dtype=np.uint64).tobytes())
             numbers_out.write(np.asarray(cleaned.numbers, dtype=np.int64).tobytes())
+            if near_out is not None:
+                write_band_keys(near_out, cleaned.src, cleaned.tgt, sides, near)  # type: ignore[arg-type]
             kept += len(cleaned)
             crash_point(f"clean.train#{index}:midway")
     for lang, indexer in zip(cfg.langs, indexes, strict=True):
         write_json(index_path(folder, lang), indexer.state(text_path(folder, lang)))
     partition_keys(folder, details["partitions"])
+    if near:
+        partition_band_keys(folder, details["near_partitions"])
     cleaner.dropped.write(folder / DROPPED)
     stats = {"read": dict(source.stats.counts)}
     stats.update({name: dict(cleaner.stats[name].counts) for name in STEP_ORDER if cleaner.stats[name].counts})

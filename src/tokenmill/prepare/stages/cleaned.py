@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tokenmill.prepare.clean_parts import PartsSource
 from tokenmill.prepare.config import PrepareConfig
+from tokenmill.prepare.near_dedup import near_settings, near_sides
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import task_count
 from tokenmill.prepare.state import fingerprint
@@ -97,11 +98,13 @@ def clean_plan(ctx: RunContext, split: str) -> CleanPlan:
     leakage_refs = [] if heldout or cfg.cleaning.leakage == "off" else [
         clean_plan(ctx, s).key for s in ("valid", "test") if s in cfg.split_prefixes()
     ]
+    near = near_settings(cfg) if not heldout else None
     key = fingerprint(
         "clean", split, [ctx.inputs.identity(f) for f in files + (tgt_files or []) + align_files(ctx, split)],
         cfg.inputs.input_format, cfg.inputs.source_key, cfg.inputs.target_key, repr(ctx.read_options),
         repr(clean_config), cfg.cleaning.leakage, leakage_refs,
         *([cfg.inputs.documents] if cfg.inputs.documents != "line" else []),
+        *([repr(near), near_sides(cfg)] if near else []),  # only when asked: earlier keys stay as they were
     )
     return CleanPlan(split, files, tgt_files, clean_config, key)
 
@@ -112,8 +115,8 @@ def train_tasked(ctx: RunContext) -> bool:
     cfg = ctx.config
     if not ctx.tasks_allowed or cfg.inputs.align_suffix or cfg.inputs.documents == "blank-line":
         return False  # alignments and blank-line documents are cleaned in one piece (see config)
-    if ctx.engine.is_cluster or cfg.engine.tasks >= 1 or ctx.phase is not None:
-        return True
+    if ctx.engine.is_cluster or cfg.engine.tasks >= 1 or ctx.phase is not None or cfg.cleaning.near_dedup:
+        return True  # near-dedup settles its clusters over the tasks' parts (one task is one part)
     return task_count(ctx, train_input_bytes(ctx)) > 1
 
 
