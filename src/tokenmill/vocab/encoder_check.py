@@ -19,6 +19,7 @@ equal, and where the first difference is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,9 @@ class _BottomK:
         if self.k <= 0 or not len(positions):
             return
         keys = _mix(positions, self.seed)
+        if len(positions) > self.k:  # only this chunk's k smallest can join
+            smallest = np.argpartition(keys, self.k)[: self.k]
+            positions, keys = positions[smallest], keys[smallest]
         if len(self.keys) >= self.k:
             wanted = keys < self.keys.max()
             positions, keys = positions[wanted], keys[wanted]
@@ -83,6 +87,8 @@ class CheckResult:
     mismatches: int
     first_mismatch: int | None
     """Input position (0-based) of the first differing document, None when all match."""
+    seconds: float = 0.0
+    """Wall seconds the check took (both encoders on the sample): its share of the stage's time."""
 
     @property
     def matched(self) -> bool:
@@ -90,7 +96,7 @@ class CheckResult:
 
     def record(self) -> dict[str, Any]:
         return {"documents": self.documents, "characters": self.characters, "mismatches": self.mismatches,
-                "first_mismatch": self.first_mismatch, "matched": self.matched}
+                "first_mismatch": self.first_mismatch, "matched": self.matched, "seconds": round(self.seconds, 3)}
 
 
 class CheckSample:
@@ -177,16 +183,17 @@ class CheckSample:
 def check_sample(reference: Tokenizer, fast: Tokenizer, documents: Sequence[tuple[int, str]],
                  num_threads: int = 1) -> CheckResult:
     """Encode ``documents`` with both; equal when every document's id list is."""
+    started = time.perf_counter()
     texts = [text for _, text in documents]
     ref_flat, ref_lengths = reference.encode_batch(texts, num_threads=num_threads)
     fast_flat, fast_lengths = fast.encode_batch(texts, num_threads=num_threads)
     chars = sum(map(len, texts))
     if np.array_equal(ref_lengths, fast_lengths) and np.array_equal(ref_flat, fast_flat):
-        return CheckResult(len(texts), chars, 0, None)
+        return CheckResult(len(texts), chars, 0, None, time.perf_counter() - started)
     ref_ends, fast_ends = np.cumsum(ref_lengths), np.cumsum(fast_lengths)
     differing = [
         i for i in range(len(texts))
         if not np.array_equal(ref_flat[ref_ends[i] - ref_lengths[i] : ref_ends[i]],
                               fast_flat[fast_ends[i] - fast_lengths[i] : fast_ends[i]])
     ]
-    return CheckResult(len(texts), chars, len(differing), documents[differing[0]][0])
+    return CheckResult(len(texts), chars, len(differing), documents[differing[0]][0], time.perf_counter() - started)
