@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,9 @@ BUDGET_SHARE = 400
 """The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
 characters (0.25% of a large stage), so that the reference library's pass over it stays a small share of the
 run."""
+CHECK_CALL_CHARS = 1 << 18
+"""Characters per encode call of the check (each encoder's whole sample in one call would hold the reference
+library's per-token objects for all of it at once)."""
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -180,13 +184,25 @@ class CheckSample:
         return sorted(chosen.items())
 
 
+def _encoded(tokenizer: Tokenizer, texts: list[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``tokenizer.encode_batch(texts)`` in calls of about :data:`CHECK_CALL_CHARS` characters: a reference
+    library's per-token objects for the whole sample would be the largest memory of a run."""
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+    cuts = np.searchsorted(ends, np.arange(CHECK_CALL_CHARS, int(ends[-1]) if len(ends) else 0, CHECK_CALL_CHARS))
+    bounds = [0, *sorted({int(c) + 1 for c in cuts if 0 <= c < len(texts) - 1}), len(texts)]
+    parts = [tokenizer.encode_batch(texts[a:b], num_threads=num_threads) for a, b in pairwise(bounds) if b > a]
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate([f for f, _ in parts]).astype(np.int64, copy=False), np.concatenate([n for _, n in parts])
+
+
 def check_sample(reference: Tokenizer, fast: Tokenizer, documents: Sequence[tuple[int, str]],
                  num_threads: int = 1) -> CheckResult:
     """Encode ``documents`` with both; equal when every document's id list is."""
     started = time.perf_counter()
     texts = [text for _, text in documents]
-    ref_flat, ref_lengths = reference.encode_batch(texts, num_threads=num_threads)
-    fast_flat, fast_lengths = fast.encode_batch(texts, num_threads=num_threads)
+    ref_flat, ref_lengths = _encoded(reference, texts, num_threads)
+    fast_flat, fast_lengths = _encoded(fast, texts, num_threads)
     chars = sum(map(len, texts))
     if np.array_equal(ref_lengths, fast_lengths) and np.array_equal(ref_flat, fast_flat):
         return CheckResult(len(texts), chars, 0, None, time.perf_counter() - started)

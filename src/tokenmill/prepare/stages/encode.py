@@ -11,6 +11,7 @@ by the coordinator when it plans the tasks; the plan records it and every task r
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -54,6 +55,7 @@ from tokenmill.vocab.fast_encoder import Unsupported, fast_encoder
 from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
+READ_CHUNK_BYTES = 32 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
 
@@ -113,7 +115,7 @@ class EncodeStage(TaskedStage):
 
         def lines() -> Iterator[list[str]]:
             nonlocal kept
-            for chunk in source.chunks():
+            for chunk in source.chunks(**read_chunks(ctx, source)):
                 if cleaner is not None:  # counts only: every line is kept as read
                     chunk, _ = cleaner.local(chunk, keys=False)
                 kept += len(chunk.src)
@@ -262,6 +264,19 @@ def planned_encoder(reference: Tokenizer, record: dict[str, Any] | None) -> tupl
     except Unsupported:
         return reference, "reference"
     return fast, fast.library
+
+
+def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]:
+    """How the encode stage reads ``source``: ``--chunk-lines`` items a chunk, fewer when the files' average
+    item is long (LM documents), so that a chunk holds about :data:`READ_CHUNK_BYTES` of input whatever the
+    corpus size (65,536 documents of 20 kB would be 1.3 GB of text at once). Chunks change no output."""
+    if not isinstance(source, Source):
+        return {}
+    items = source.scan()
+    size = sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
+    if not items or not size:
+        return {}
+    return {"chunk_lines": int(min(ctx.config.chunk_lines, max(1024, READ_CHUNK_BYTES * items // size)))}
 
 
 def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
