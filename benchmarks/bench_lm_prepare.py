@@ -25,6 +25,9 @@ this order (rotated every round when ``--rounds`` > 1):
   documents' text, 10,000 documents a call, rayon on all cores; only the encode calls are timed (the
   JSON is parsed beforehand), ids taken out of the encodings as lists.
 
+Every side runs with compiled modules (``PYTHONDONTWRITEBYTECODE`` is dropped and tokenmill's modules are
+compiled first, as an installed package is), so no side pays for compiling its sources on each start.
+
 Peak memory: the summed RSS of each command's process tree (sampled every 0.2 s; forked workers'
 shared pages counted in each) and the largest single process (``/usr/bin/time``). Ids: ours and
 Megatron-style are compared byte for byte (``.bin`` and ``.idx``); datatrove's ``.ds`` files
@@ -44,6 +47,7 @@ install datatrove tokenizers orjson``), or ``TOKENMILL_MEGATRON_PYTHON`` / ``TOK
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
 import itertools
 import json
@@ -249,6 +253,10 @@ def main() -> None:
         if name in sides and python is None:
             print(f"{name} peer missing ({how_to_get(name)}); skipped", file=sys.stderr)
             sides.remove(name)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # every side starts from compiled modules, as installed
+    import tokenmill
+
+    compileall.compile_dir(Path(tokenmill.__file__).parent, quiet=1)  # a checkout's modules, compiled once
     meg_env = megatron_env(megatron_python) if megatron_python else None
     work = DATA / "lm" / "runs"
     commands = {
@@ -295,6 +303,8 @@ def main() -> None:
             if side.startswith("ours"):
                 manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
                 row["stages"] = {k: v["seconds"] for k, v in manifest["run"]["stages"].items()}
+                check = (manifest["run"].get("encoders", {}).get("encode.train.text") or {}).get("check") or {}
+                row["check_s"] = check.get("seconds", 0.0)
             results[side].append(row)
             print(json.dumps({"round": round_, "side": side, **row}), file=sys.stderr)
         ours = work / "ours" / "corpus_text_document"
@@ -389,7 +399,8 @@ def main() -> None:
                   for k in results[side][0]["stages"]}
         other = med(side, "seconds") - sum(stages.values())
         print(f"\n{names[side]}, stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
-              + f", other (start-up, publishing, manifest) {other:.1f}")
+              + f" (of which the encoder's sample check {med(side, 'check_s'):.1f})"
+              + f", other (start-up, publishing, manifest, report) {other:.1f}")
     print(f"checks: {json.dumps(checks)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"mb": mb, "tokens": total_tokens, "documents": documents,

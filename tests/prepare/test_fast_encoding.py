@@ -167,3 +167,40 @@ def test_the_encoder_is_no_part_of_the_encode_stage_key(small, tmp_path):
     assert (tmp_path / "out" / "lm_text_document.bin").read_bytes() == before
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
     assert "encoder" not in manifest["settings"] and manifest["run"]["encoder"] == "auto"
+
+
+# ---------------------------------------------------------------- encode cut into tasks
+
+
+def test_tasks_run_the_coordinators_checked_choice_and_write_the_same_bytes(small, tmp_path):
+    """--tasks 1 and 3 with the fast encoder write the reference's one-process store, byte for byte; the coordinator
+    checked the fast encoder once (its record is in the plan and the manifest) and every task ran it."""
+    corpus, model = small
+    run(corpus, tmp_path / "reference", "HuggingFaceTokenizer", model, "reference")
+    for tasks in (1, 3):
+        out = tmp_path / f"tasks-{tasks}"
+        summary = run(corpus, out, "HuggingFaceTokenizer", model, "auto", tasks=tasks)
+        assert len(summary.tasks["encode.train.text"]) == tasks
+        for suffix in (".bin", ".idx"):
+            assert ((out / f"lm_text_document{suffix}").read_bytes()
+                    == (tmp_path / "reference" / f"lm_text_document{suffix}").read_bytes()), f"{tasks} tasks: {suffix}"
+        record = manifest_run(out)["encoders"]["encode.train.text"]
+        assert record["encoder"].startswith("gigatoken") and record["check"]["matched"] is True
+        assert "tasks_ran" not in record  # every task ran the planned encoder
+    checks = [manifest_run(tmp_path / f"tasks-{n}")["encoders"]["encode.train.text"]["check"] for n in (1, 3)]
+    one, three = ({k: v for k, v in check.items() if k != "seconds"} for check in checks)
+    assert one == three  # the same sample whatever the task count
+
+
+def test_tasks_obey_a_failed_check_and_run_the_reference(small, tmp_path, monkeypatch, caplog):
+    corpus, model = small
+    run(corpus, tmp_path / "reference", "HuggingFaceTokenizer", model, "reference")
+    monkeypatch.setitem(FAST_BUILDERS, "hf", wrong_fast.TARGET)
+    with caplog.at_level("WARNING"):
+        run(corpus, tmp_path / "tasks", "HuggingFaceTokenizer", model, "auto", tasks=3)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: wrong-gigatoken gave other ids than hf on ")
+    assert ((tmp_path / "tasks" / "lm_text_document.bin").read_bytes()
+            == (tmp_path / "reference" / "lm_text_document.bin").read_bytes())
+    record = manifest_run(tmp_path / "tasks")["encoders"]["encode.train.text"]
+    assert record["encoder"] == "reference" and "gave other ids" in record["why"]

@@ -19,8 +19,10 @@ equal, and where the first difference is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -38,6 +40,9 @@ BUDGET_SHARE = 400
 """The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
 characters (0.25% of a large stage), so that the reference library's pass over it stays a small share of the
 run."""
+CHECK_CALL_CHARS = 1 << 18
+"""Characters per encode call of the check (each encoder's whole sample in one call would hold the reference
+library's per-token objects for all of it at once)."""
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -62,6 +67,9 @@ class _BottomK:
         if self.k <= 0 or not len(positions):
             return
         keys = _mix(positions, self.seed)
+        if len(positions) > self.k:  # only this chunk's k smallest can join
+            smallest = np.argpartition(keys, self.k)[: self.k]
+            positions, keys = positions[smallest], keys[smallest]
         if len(self.keys) >= self.k:
             wanted = keys < self.keys.max()
             positions, keys = positions[wanted], keys[wanted]
@@ -83,6 +91,8 @@ class CheckResult:
     mismatches: int
     first_mismatch: int | None
     """Input position (0-based) of the first differing document, None when all match."""
+    seconds: float = 0.0
+    """Wall seconds the check took (both encoders on the sample): its share of the stage's time."""
 
     @property
     def matched(self) -> bool:
@@ -90,7 +100,7 @@ class CheckResult:
 
     def record(self) -> dict[str, Any]:
         return {"documents": self.documents, "characters": self.characters, "mismatches": self.mismatches,
-                "first_mismatch": self.first_mismatch, "matched": self.matched}
+                "first_mismatch": self.first_mismatch, "matched": self.matched, "seconds": round(self.seconds, 3)}
 
 
 class CheckSample:
@@ -174,19 +184,32 @@ class CheckSample:
         return sorted(chosen.items())
 
 
+def _encoded(tokenizer: Tokenizer, texts: list[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """``tokenizer.encode_batch(texts)`` in calls of about :data:`CHECK_CALL_CHARS` characters: a reference
+    library's per-token objects for the whole sample would be the largest memory of a run."""
+    ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+    cuts = np.searchsorted(ends, np.arange(CHECK_CALL_CHARS, int(ends[-1]) if len(ends) else 0, CHECK_CALL_CHARS))
+    bounds = [0, *sorted({int(c) + 1 for c in cuts if 0 <= c < len(texts) - 1}), len(texts)]
+    parts = [tokenizer.encode_batch(texts[a:b], num_threads=num_threads) for a, b in pairwise(bounds) if b > a]
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    return np.concatenate([f for f, _ in parts]).astype(np.int64, copy=False), np.concatenate([n for _, n in parts])
+
+
 def check_sample(reference: Tokenizer, fast: Tokenizer, documents: Sequence[tuple[int, str]],
                  num_threads: int = 1) -> CheckResult:
     """Encode ``documents`` with both; equal when every document's id list is."""
+    started = time.perf_counter()
     texts = [text for _, text in documents]
-    ref_flat, ref_lengths = reference.encode_batch(texts, num_threads=num_threads)
-    fast_flat, fast_lengths = fast.encode_batch(texts, num_threads=num_threads)
+    ref_flat, ref_lengths = _encoded(reference, texts, num_threads)
+    fast_flat, fast_lengths = _encoded(fast, texts, num_threads)
     chars = sum(map(len, texts))
     if np.array_equal(ref_lengths, fast_lengths) and np.array_equal(ref_flat, fast_flat):
-        return CheckResult(len(texts), chars, 0, None)
+        return CheckResult(len(texts), chars, 0, None, time.perf_counter() - started)
     ref_ends, fast_ends = np.cumsum(ref_lengths), np.cumsum(fast_lengths)
     differing = [
         i for i in range(len(texts))
         if not np.array_equal(ref_flat[ref_ends[i] - ref_lengths[i] : ref_ends[i]],
                               fast_flat[fast_ends[i] - fast_lengths[i] : fast_ends[i]])
     ]
-    return CheckResult(len(texts), chars, len(differing), documents[differing[0]][0])
+    return CheckResult(len(texts), chars, len(differing), documents[differing[0]][0], time.perf_counter() - started)

@@ -56,19 +56,15 @@ def batch_encoder(tokenizer: Any) -> EncodeFn:
 
 def from_hf(reference: Tokenizer) -> FastBuild:
     """A BPE ``tokenizer.json`` (byte-level, or SentencePiece-style with byte fallback)."""
-    data = reference.path.read_bytes()
-    try:
-        spec = json.loads(data)
-        kind = spec["model"].get("type")
-    except (ValueError, KeyError, AttributeError, TypeError):
-        raise Unsupported(f"{reference.path} is not a tokenizer.json gigatoken reads") from None
+    library = reference.tokenizer  # type: ignore[attr-defined]  # the loaded tokenizers.Tokenizer: no second parse
+    kind = type(library.model).__name__
     if kind != "BPE":
         raise Unsupported(f"gigatoken encodes BPE models, not {kind}")
     try:
-        tokenizer = gigatoken.Tokenizer.from_json(data)
+        tokenizer = gigatoken.Tokenizer.from_json(reference.path.read_bytes())
     except (RuntimeError, ValueError) as error:
         raise Unsupported(f"gigatoken cannot load {reference.path.name}: {_first_line(error)}") from None
-    added = tuple(str(token["content"]) for token in spec.get("added_tokens") or () if token.get("content"))
+    added = tuple(str(token.content) for token in library.get_added_tokens_decoder().values() if token.content)
     return FastBuild(batch_encoder(tokenizer), LIBRARY, added)
 
 

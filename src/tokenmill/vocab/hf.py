@@ -86,6 +86,7 @@ class HFTokenizer(TokenizerBase):
     name = "hf"
     filename = "tokenizer.json"
     overlaps_batches = True  # the library encodes with the GIL released
+    shares_loads = True  # nothing changes after loading; a 128k tokenizer.json takes a second to load
     Settings = HFSettings
     TrainSettings = HFTrainSettings
 

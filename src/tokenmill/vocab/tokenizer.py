@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import dataclasses
 import hashlib
 import importlib
@@ -225,6 +226,9 @@ class TokenizerBase:
     has_unknown_surfaces: ClassVar[bool] = False
     """Whether a piece it calls unknown has a surface text that fairseq keeps as a word of its own
     (``spm_encode`` prints it; see ``prepare.tokenizing.UnknownSurfaces``)."""
+    shares_loads: ClassVar[bool] = False
+    """Whether one loaded model may serve several callers (no state that changes after loading, loading
+    costs): :func:`load_tokenizer` then loads each model content once."""
     overlaps_batches: ClassVar[bool] = False
     """Whether ``encode_batch`` lets go of the GIL while it encodes, so that two batches on two threads keep
     the cores busy where one leaves them idle (its last long lines, its ids turned into arrays). Not for a
@@ -371,9 +375,30 @@ def get_backend(name: str) -> type[TokenizerBase]:
     return BACKENDS[name].resolve()
 
 
+LOADED_KEEP = 4
+"""Loaded models kept for reuse (:func:`load_tokenizer`), the most recently loaded first."""
+_loaded: dict[tuple[str, str, str], TokenizerBase] = {}
+
+
 def load_tokenizer(backend: str, model: str | os.PathLike[str], settings: Any = None) -> Tokenizer:
-    """Load ``model`` (a file) with the named backend."""
-    return get_backend(backend).load(model, settings)
+    """Load ``model`` (a file) with the named backend. A backend whose loads are costly and shareable
+    (``shares_loads``: a 128k ``tokenizer.json`` takes a second) is loaded once per model content and
+    settings: prepare's stages ask for the given model, its working copy and its published copy, which
+    are the same bytes; each caller gets its own shallow copy naming the path it asked for."""
+    cls = get_backend(backend)
+    path = Path(model)
+    if not cls.shares_loads or not path.is_file():
+        return cls.load(path, settings)
+    key = (backend, file_sha256(path), repr(make_settings(cls.Settings, settings, cls.name)))
+    loaded = _loaded.pop(key, None)
+    if loaded is None:
+        loaded = cls.load(path, settings)
+    _loaded[key] = loaded  # most recent last
+    while len(_loaded) > LOADED_KEEP:
+        del _loaded[next(iter(_loaded))]
+    twin = copy.copy(loaded)
+    twin.path = path
+    return twin
 
 
 def train_tokenizer(backend: str, lines: Sequence[str], settings: Any, out_path: str | os.PathLike[str]) -> Tokenizer:

@@ -5,11 +5,13 @@ or worker processes that read their own ranges of the cleaned file (:mod:`~token
 train's work ids are counted for the dictionary. Whitespace-tokenized text is numbered by first appearance.
 As tasks (train with clean parts): task i encodes clean part i (through its mask) into a part id store with
 its bincount and unknown surfaces; the parts are never joined, the merge only makes the split's table of
-unknown surfaces (:mod:`~tokenmill.prepare.part_merge`).
+unknown surfaces (:mod:`~tokenmill.prepare.part_merge`). The encoder (``--encoder``) is chosen and checked once,
+by the coordinator when it plans the tasks; the plan records it and every task runs it.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -49,9 +51,11 @@ from tokenmill.store import IndexedWriter
 from tokenmill.text import Cleaner
 from tokenmill.text.readers import Source
 from tokenmill.vocab.encoder_choice import EncoderChoice, choose_encoder, run_checked
+from tokenmill.vocab.fast_encoder import Unsupported, fast_encoder
 from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
+READ_CHUNK_BYTES = 32 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
 
@@ -111,7 +115,7 @@ class EncodeStage(TaskedStage):
 
         def lines() -> Iterator[list[str]]:
             nonlocal kept
-            for chunk in source.chunks():
+            for chunk in source.chunks(**read_chunks(ctx, source)):
                 if cleaner is not None:  # counts only: every line is kept as read
                     chunk, _ = cleaner.local(chunk, keys=False)
                 kept += len(chunk.src)
@@ -180,8 +184,26 @@ class EncodeStage(TaskedStage):
         assert parts is not None  # encode tasks are planned only over recorded clean parts
         plan = tasks.read_plan()
         if fresh_plan(ctx, tasks) or plan is None or plan["tasks"] != len(parts.folders):
-            tasks.write_plan(len(parts.folders), lines=parts.kept_lines(), lang=self.lang)
+            tasks.write_plan(len(parts.folders), lines=parts.kept_lines(), lang=self.lang,
+                             encoder=self._tasks_encoder(ctx))
         return tasks
+
+    def _tasks_encoder(self, ctx: RunContext) -> dict[str, Any]:
+        """The encoder the tasks run, chosen once here by the coordinator (see encoder_choice): the fast
+        encoder's sample is taken from the clean parts' lines that stay, in input order (the sample a
+        one-process run takes), and checked before any task runs; the record goes into the plan, and holds
+        for the stage's tasks until the plan is written again (a resumed run keeps it)."""
+        cfg = ctx.config
+        choice = choose_encoder(tokenizer_for(ctx, self.lang), cfg.encoder, check_docs=cfg.encoder_check_docs,
+                                seed=cfg.seed)
+        if choice.sample is not None:
+            assert ctx.parts is not None
+            for chunk in ctx.parts.chunks(self.lang):
+                choice.sample.observe(chunk)
+            if not choice.check(cfg.workers):
+                choice = choice.fallback()
+                ctx.summary.warn(f"{choice.why_reference}: encoded with {choice.reference.name} instead")  # type: ignore[union-attr]
+        return choice.record()
 
     def run_task(self, ctx: RunContext, index: int, workers: int) -> dict[str, Any]:
         """Task ``index``: clean part ``index`` as a part id store, with its counts and unknown surfaces."""
@@ -197,12 +219,13 @@ class EncodeStage(TaskedStage):
         def body(folder: Path, attempt: int) -> dict[str, Any]:
             parts = clean_parts(ctx, int(details["tasks"]))
             started = time.perf_counter()
-            counts = IdCounts(tokenizer_for(ctx, lang).vocab_size)
+            tokenizer, used = planned_encoder(tokenizer_for(ctx, lang), details.get("encoder"))
+            counts = IdCounts(tokenizer.vocab_size)
             table = encode_lines(ctx, lang, parts.part_chunks(index, lang), folder / IDS, threads=workers,
-                                 crash_name=f"{self.name}#{index}", counts=counts)
+                                 crash_name=f"{self.name}#{index}", counts=counts, tokenizer=tokenizer)
             counts.save(folder / COUNTS)
             write_json(folder / UNKNOWN, table or {})
-            return task_record(started, int(details["lines"][index]), attempt)
+            return task_record(started, int(details["lines"][index]), attempt, encoder=used)
 
         return tasks.run_once(index, body)
 
@@ -223,7 +246,37 @@ class EncodeStage(TaskedStage):
             write_json(path, table)
             outputs.append(path)
         ctx.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
-        return outputs, {"parts": tasks.count}
+        encoder = tasks.plan().get("encoder")
+        used = sorted({record.get("encoder", "reference") for record in tasks.records()})
+        if encoder is not None and used != [encoder["encoder"]]:
+            encoder = {**encoder, "tasks_ran": used}  # a task's machine lacked the fast encoder: same ids
+        return outputs, {"parts": tasks.count, "encoder": encoder}
+
+
+def planned_encoder(reference: Tokenizer, record: dict[str, Any] | None) -> tuple[Tokenizer, str]:
+    """What an encode task runs, as its plan's encoder record says (the coordinator's check proved the fast
+    encoder on the stage's sample), and its name. A task whose machine cannot build the fast encoder (not
+    installed there) runs the reference library: the same ids, and its task record says so."""
+    if record is None or record.get("encoder", "reference") == "reference":
+        return reference, "reference"
+    try:
+        fast = fast_encoder(reference)
+    except Unsupported:
+        return reference, "reference"
+    return fast, fast.library
+
+
+def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]:
+    """How the encode stage reads ``source``: ``--chunk-lines`` items a chunk, fewer when the files' average
+    item is long (LM documents), so that a chunk holds about :data:`READ_CHUNK_BYTES` of input whatever the
+    corpus size (65,536 documents of 20 kB would be 1.3 GB of text at once). Chunks change no output."""
+    if not isinstance(source, Source):
+        return {}
+    items = source.scan()
+    size = sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
+    if not items or not size:
+        return {}
+    return {"chunk_lines": int(min(ctx.config.chunk_lines, max(1024, READ_CHUNK_BYTES * items // size)))}
 
 
 def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:

@@ -16,9 +16,11 @@ from tokenmill.prepare.stages.cleaned import clean_plan
 from tokenmill.prepare.stages.tokenizer import model_path
 from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tokenizing import keeps_unknown_surfaces, load_settings, piece_filter, splits_words
+from tokenmill.store.index_file import read_header
 from tokenmill.store.manifest import file_checksum
 
-ITEMS_PER_BLOCK = 1 << 16  # items per block read from a work-id store: bounds the temporary id arrays
+ITEMS_PER_BLOCK = 1 << 16  # items per block read from a work-id store: bounds the temporary id arrays...
+IDS_PER_BLOCK = 1 << 22  # ...and ids per block on average (16 MB as int32): 65,536 LM documents are ~50M ids
 
 
 def encode_key(ctx: RunContext, split: str, lang: str) -> str:
@@ -54,12 +56,23 @@ def keep_file(ctx: RunContext, split: str) -> Path | None:
     return path
 
 
+def items_per_block(prefix: Path) -> int:
+    """Items per block of the work-id store at ``prefix``: :data:`ITEMS_PER_BLOCK`, fewer when its items hold
+    more than :data:`IDS_PER_BLOCK` / :data:`ITEMS_PER_BLOCK` ids on average (long documents), so that a block's
+    arrays stay near :data:`IDS_PER_BLOCK` ids whatever the corpus (the blocks' cut changes no output)."""
+    _, dtype, items, _ = read_header(Path(f"{prefix}.idx"))
+    ids = Path(f"{prefix}.bin").stat().st_size // dtype.itemsize
+    return int(min(ITEMS_PER_BLOCK, max(1, IDS_PER_BLOCK * items // max(ids, 1))))
+
+
 def encoded_blocks(ctx: RunContext, split: str, lang: str) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """(work ids as stored: int32, int64 lengths) of the kept items of one split and side, block by block,
     read with plain reads (no memory map: the process's memory must not grow with the corpus)."""
     path = keep_file(ctx, split)
-    keep = None if path is None else npy_blocks(path, ITEMS_PER_BLOCK)
-    for block, sizes in item_blocks(ctx.folder.ids_prefix(split, lang), ITEMS_PER_BLOCK):
+    prefix = ctx.folder.ids_prefix(split, lang)
+    items = items_per_block(prefix)
+    keep = None if path is None else npy_blocks(path, items)
+    for block, sizes in item_blocks(prefix, items):
         if keep is not None:
             kept = next(keep)
             block, sizes = block[np.repeat(kept, sizes)], sizes[kept]
