@@ -194,13 +194,13 @@ class EncodeStage(TaskedStage):
         one-process run takes), and checked before any task runs; the record goes into the plan, and holds
         for the stage's tasks until the plan is written again (a resumed run keeps it)."""
         cfg = ctx.config
-        choice = choose_encoder(tokenizer_for(ctx, self.lang), cfg.encoder, check_docs=cfg.encoder_check_docs,
-                                seed=cfg.seed)
+        choice = choose_encoder(tokenizer_for(ctx, self.lang), cfg.run.encoder, check_docs=cfg.run.encoder_check_docs,
+                                seed=cfg.run.seed)
         if choice.sample is not None:
             assert ctx.parts is not None
             for chunk in ctx.parts.chunks(self.lang):
                 choice.sample.observe(chunk)
-            if not choice.check(cfg.workers):
+            if not choice.check(cfg.run.workers):
                 choice = choice.fallback()
                 ctx.summary.warn(f"{choice.why_reference}: encoded with {choice.reference.name} instead")  # type: ignore[union-attr]
         return choice.record()
@@ -276,7 +276,7 @@ def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]
     size = sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
     if not items or not size:
         return {}
-    return {"chunk_lines": int(min(ctx.config.chunk_lines, max(1024, READ_CHUNK_BYTES * items // size)))}
+    return {"chunk_lines": int(min(ctx.config.run.chunk_lines, max(1024, READ_CHUNK_BYTES * items // size)))}
 
 
 def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
