@@ -22,6 +22,7 @@ import numpy as np
 
 from tokenmill.batching.costs import Sizes
 from tokenmill.batching.mixes import mix_key, multiset_minus, same_mix, segment
+from tokenmill.batching.order import argsort_ids
 from tokenmill.batching.select import EpochSample, Selection
 from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
 from tokenmill.errors import ConfigError
@@ -268,7 +269,7 @@ class EpochPlanner:
         if sample.ids is None:
             tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
             return Sizes(src=sample.sizes.src[ids], tgt=tgt)
-        by_id = np.argsort(sample.ids, kind="stable")  # memory of the sample, not of the largest id
+        by_id = argsort_ids(sample.ids)  # memory of the sample, not of the largest id
         where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
         tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
         repeated = None if sample.sizes.copies is None else np.asarray(ids, dtype=np.int64)  # spread them again

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill.batching.order import argsort_ids
 from tokenmill.errors import ConfigError
 
 Segment = tuple[int, int, "dict[str, Any] | None"]
@@ -43,7 +44,7 @@ def multiset_minus(items: np.ndarray, served: np.ndarray) -> np.ndarray:
     partly = np.flatnonzero(~keep & (np.bincount(items, minlength=top)[items] > remove))
     if len(partly):  # ids with more copies than were served: keep the copies after the first ``remove``
         ids = items[partly]
-        grouped = np.argsort(ids, kind="stable")
+        grouped = argsort_ids(ids)
         run_start = np.flatnonzero(np.concatenate([[True], ids[grouped][1:] != ids[grouped][:-1]]))
         runs = np.diff(np.concatenate([run_start, [len(ids)]]))
         occurrence = np.empty(len(ids), dtype=np.int64)

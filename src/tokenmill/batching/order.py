@@ -143,6 +143,13 @@ def curve_keys(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return table[cell], (occupied // width).astype(lengths_dtype), (occupied % width).astype(lengths_dtype)
 
 
+def argsort_ids(ids: np.ndarray) -> np.ndarray:
+    """Stable argsort of ids (integers): one packed sort when they are non-negative and fit, else numpy's."""
+    ids = np.asarray(ids)
+    packed = packed_argsort([ids]) if len(ids) >= PACKED_MIN else None
+    return np.argsort(ids, kind="stable") if packed is None else packed
+
+
 def radix_argsort(keys: np.ndarray) -> np.ndarray:
     """Stable argsort of non-negative integer keys below 2**32 with numpy's 16-bit radix sort."""
     keys = np.asarray(keys)
