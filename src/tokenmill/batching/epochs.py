@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching.costs import Sizes
-from tokenmill.batching.mixes import mix_key, multiset_minus, same_mix, segment
+from tokenmill.batching.mixes import mix_key, multiset_keep, multiset_minus, same_mix, segment
 from tokenmill.batching.order import argsort_ids
 from tokenmill.batching.select import EpochSample, Selection
 from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
@@ -244,19 +244,32 @@ class EpochPlanner:
     def _redrawn(self, epoch: int, ran: list[tuple[Any, int]], world_size: int, key: str) -> Any:
         """The plan of this planner's draw of ``epoch`` less what the parts ``ran`` served (a mix change),
         for ``world_size`` ranks (what was served is only worked out when the plan is not cached)."""
-        return self._rest(lambda: multiset_minus(self.selection.sample(epoch).item_ids(), served_by(ran)), epoch,
-                          world_size, key)
+        return self._rest(lambda: self._draw_less(epoch, served_by(ran)), epoch, world_size, key)
+
+    def _draw_less(self, epoch: int, served: np.ndarray) -> np.ndarray | tuple[np.ndarray, Sizes]:
+        """This planner's draw of ``epoch`` less ``served``: the ids, with their lengths where the draw has
+        them at hand (the kept positions of the sample: no lookup of each id)."""
+        sample = self.selection.sample(epoch)
+        if sample.ids is None:
+            return multiset_minus(sample.item_ids(), served)
+        ids = np.asarray(sample.ids, dtype=np.int64)
+        keep = multiset_keep(ids, served)
+        left, sizes = ids[keep], sample.sizes
+        tgt = None if sizes.tgt is None else np.asarray(sizes.tgt)[keep]
+        return left, Sizes(src=np.asarray(sizes.src)[keep], tgt=tgt, copies=None if sizes.copies is None else left)
 
     def _rest(self, left: Any, epoch: int, world_size: int, key: str) -> Any:
         """The plan of the items ``left()`` gives (dataset ids), cut for ``world_size`` ranks and cached."""
 
         def build(scratch: Path | None) -> tuple[Arrays, dict]:
-            ids = left()
+            got = left()  # the ids, or the ids and their lengths
+            ids, sizes = got if isinstance(got, tuple) else (got, None)
             if len(ids) < world_size:  # cannot give every rank an item: the epoch ends here (counted)
                 dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
                 return self._empty(), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
             before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
-            sample = EpochSample(np.asarray(ids, dtype=np.int64), self.item_sizes(ids, epoch), dict(before))
+            sizes = self.item_sizes(ids, epoch) if sizes is None else sizes
+            sample = EpochSample(np.asarray(ids, dtype=np.int64), sizes, dict(before))
             return self._compute(sample, epoch, world_size, scratch, remainder=True)
 
         entry = self.cache.get_or_build(self.kind, {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs,
