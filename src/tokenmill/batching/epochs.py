@@ -282,11 +282,24 @@ class EpochPlanner:
         if sample.ids is None:
             tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
             return Sizes(src=sample.sizes.src[ids], tgt=tgt)
-        by_id = argsort_ids(sample.ids)  # memory of the sample, not of the largest id
-        where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
+        where = first_positions(np.asarray(sample.ids), np.asarray(ids))
         tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
         repeated = None if sample.sizes.copies is None else np.asarray(ids, dtype=np.int64)  # spread them again
         return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt, copies=repeated)
+
+
+def first_positions(values: np.ndarray, lookups: np.ndarray) -> np.ndarray:
+    """The position of the first occurrence in ``values`` (non-negative ids) of each of ``lookups`` (each
+    occurs). A table over the ids when they are dense (a search of millions of lookups in random order
+    misses the cache on every step), else a search; memory of the values, not of the largest id."""
+    by_id = argsort_ids(values)
+    ordered = values[by_id]
+    if not len(ordered) or not len(lookups) or int(ordered[-1]) >= 4 * len(ordered) + (1 << 20):
+        return by_id[np.searchsorted(ordered, lookups)]
+    run = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    table = np.zeros(int(ordered[-1]) + 1, dtype=np.int64)
+    table[ordered[run]] = by_id[run]
+    return table[lookups]
 
 
 def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
@@ -296,4 +309,4 @@ def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
 
 
-__all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember", "served_by"]
+__all__ = ["EpochPlanner", "RankPlan", "first_positions", "left_of_ranges", "merge_dropped", "remember", "served_by"]
