@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmill.batching.epochs import first_positions
 from tokenmill.batching.order import (
+    argsort_ids,
     curve_keys,
     curve_order,
     fairseq_order,
     generator,
     hilbert_index,
     legacy_permutation,
+    packed_argsort,
     radix_argsort,
     random_shard_order,
     stable_argsort,
@@ -94,3 +97,23 @@ def test_random_shard_visits_whole_blocks_in_random_order():
     assert sorted(blocks[:, 0].tolist()) == [0, 1, 2, 3, 4]
     assert sorted(order.tolist()) == list(range(250))
     assert blocks[:, 0].tolist() != [0, 1, 2, 3, 4] or not np.array_equal(order[:50], np.arange(50))
+
+
+def test_packed_argsort_is_the_stable_argsort_and_declines_what_does_not_fit():
+    rng = np.random.default_rng(3)
+    major, minor = rng.integers(0, 40, 100_000), rng.integers(0, 3000, 100_000)
+    assert np.array_equal(packed_argsort([major, minor]), np.lexsort((minor, major)))  # lexsort is stable
+    big = rng.integers(0, 2**31, 100_000)
+    assert np.array_equal(radix_argsort(big), np.argsort(big, kind="stable"))
+    assert np.array_equal(argsort_ids(big), np.argsort(big, kind="stable"))
+    assert packed_argsort([big, big]) is None  # 31 + 31 + 17 bits do not fit in 64
+    assert packed_argsort([np.array([-1, 2])]) is None
+
+
+def test_first_positions_finds_the_first_copy_dense_or_sparse():
+    rng = np.random.default_rng(4)
+    for top in (100, 10**12):  # a table over dense ids; a search over sparse ones
+        values = rng.integers(0, top, 120_000)
+        lookups = values[rng.integers(0, len(values), 50_000)]
+        by_id = np.argsort(values, kind="stable")
+        assert np.array_equal(first_positions(values, lookups), by_id[np.searchsorted(values[by_id], lookups)])

@@ -136,3 +136,35 @@ def test_packed_rows_follow_the_schedule_resume_exactly_and_travel_to_workers(mu
     copy = pickle.loads(pickle.dumps(ranks()[1]))  # what a DataLoader worker gets
     assert copy.planner.fingerprint == straight[1].planner.fingerprint
     assert [b.ids.tolist() for b in copy] == [s[1] for s in stream]
+
+
+def served_counts(dataset, steps: list[list[list[int]]]) -> dict[str, tuple[int, int]]:
+    """Per direction, (samples, tokens) of the ids served in ``steps`` (every rank)."""
+    ids = np.asarray([i for step in steps for batch in step for i in batch], dtype=np.int64)
+    out = dict.fromkeys(dataset.directions, (0, 0))
+    names = [dataset.directions[d] for d in dataset.direction_of(ids).tolist()]
+    tokens = (np.asarray(dataset.src_sizes[ids], dtype=np.int64) + np.asarray(dataset.tgt_sizes[ids], dtype=np.int64))
+    for name, t in zip(names, tokens.tolist(), strict=True):
+        out[name] = (out[name][0] + 1, out[name][1] + t)
+    return out
+
+
+def test_the_ledger_of_a_schedule_equals_what_was_served(multi_dataset):
+    its = iterators(multi_dataset, 2)
+    epoch1 = take(its, its[0].num_steps())
+    begun = take(its, 3)  # three steps of epoch 2 at world size 2, then an elastic resume at world size 3
+    moved = iterators(multi_dataset, 3)
+    for it in moved:
+        it.load_state_dict(its[0].state_dict())
+    begun += take(moved, 2)
+    state = moved[0].state_dict()
+    assert state["ledger"]["epoch"] == 2  # epoch 1's totals travel with the state (its steps set epoch 2's mix)
+    resumed = iterators(multi_dataset, 3)[0]
+    resumed.load_state_dict(state)
+    table = resumed.ledger()
+    assert (table["epoch"], table["step"]) == (2, 2)
+    now, total = served_counts(multi_dataset, begun), served_counts(multi_dataset, epoch1 + begun)
+    assert any(n for n, _ in now.values()) and now != total
+    for name, row in table["sources"].items():
+        assert (row["epoch_samples"], row["epoch_tokens"]) == now[name]
+        assert (row["total_samples"], row["total_tokens"]) == total[name]

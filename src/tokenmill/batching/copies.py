@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmill.batching.order import radix_argsort
+from tokenmill.batching.order import PACKED_MIN, packed_argsort, radix_argsort
 
 
 def has_copies(ids: np.ndarray) -> bool:
@@ -89,25 +89,39 @@ def deal_by_batch(samples: np.ndarray, batch: np.ndarray, classes: np.ndarray, *
     present = np.bincount(classes) > 0
     classes = (np.cumsum(present) - 1)[classes]  # dense 0..k-1
     batch = np.asarray(batch, dtype=np.int64)
-    # by class, then batch, then position
-    slots = radix_argsort(classes) if ordered else _lsd((classes, batch))
-    key = classes[slots] * (int(batch.max()) + 1) + batch[slots]
-    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
+    # by class, then batch, then position (a cut grouped by class is in that order already)
+    order = None if ordered and bool(np.all(classes[1:] >= classes[:-1])) else (
+        radix_argsort(classes) if ordered else _lsd((classes, batch)))
+    by_class, by_batch = (classes, batch) if order is None else (classes[order], batch[order])
+    starts = np.flatnonzero(np.concatenate([[True], (by_class[1:] != by_class[:-1]) | (by_batch[1:] != by_batch[:-1])]))
     rounds = np.arange(n, dtype=np.int64) - np.repeat(starts, np.diff(np.concatenate([starts, [n]])))
-    slots = slots[_lsd((classes[slots], rounds))]  # by class, round, then batch (kept from before)
+    within = _lsd((by_class, rounds))  # by class, round, then batch (kept from before)
+    slots = within if order is None else order[within]
+    room = np.bincount(by_class[starts])  # batches holding each class
     copies = np.bincount(samples)[samples]
-    room = np.bincount(classes[slots[starts]])  # batches holding each class
     must_share = copies > room[classes]
     # samples that fit their class's batches first (most copies first), those that must share last
-    items = _lsd((classes * 2 + must_share, int(copies.max()) - copies, samples))
+    items = _lsd((_dense(classes * 2 + must_share, int(copies.max()) - copies), samples))
     perm = np.empty(n, dtype=np.int64)
     perm[slots] = items
     return perm
 
 
+def _dense(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """One key ordered like (``major``, ``minor``) (non-negative integers): the pair's rank among the
+    pairs that occur, so a sort by it and a further key packs into fewer bits."""
+    pair = major.astype(np.int64) * (int(minor.max()) + 1) + minor
+    present = np.zeros(int(pair.max()) + 1, dtype=np.int64)
+    present[pair] = 1
+    return (np.cumsum(present) - 1)[pair]
+
+
 def _lsd(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     """Stable argsort by several non-negative integer keys below 2**32 (first = most significant):
-    one radix sort per key, least significant first."""
+    one packed sort when they fit (:func:`~tokenmill.batching.order.packed_argsort`), else one radix
+    sort per key, least significant first."""
+    if len(keys[0]) >= PACKED_MIN and (packed := packed_argsort(list(keys))) is not None:
+        return packed
     perm = radix_argsort(keys[-1])
     for column in keys[-2::-1]:
         perm = perm[radix_argsort(column[perm])]

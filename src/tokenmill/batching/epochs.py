@@ -21,7 +21,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from tokenmill.batching.costs import Sizes
-from tokenmill.batching.mixes import mix_key, multiset_minus, same_mix, segment
+from tokenmill.batching.mixes import mix_key, multiset_keep, multiset_minus, same_mix, segment
+from tokenmill.batching.order import argsort_ids
 from tokenmill.batching.select import EpochSample, Selection
 from tokenmill.cache import ArrayCache, CacheLike, array_cache, fingerprint
 from tokenmill.errors import ConfigError
@@ -243,19 +244,32 @@ class EpochPlanner:
     def _redrawn(self, epoch: int, ran: list[tuple[Any, int]], world_size: int, key: str) -> Any:
         """The plan of this planner's draw of ``epoch`` less what the parts ``ran`` served (a mix change),
         for ``world_size`` ranks (what was served is only worked out when the plan is not cached)."""
-        return self._rest(lambda: multiset_minus(self.selection.sample(epoch).item_ids(), served_by(ran)), epoch,
-                          world_size, key)
+        return self._rest(lambda: self._draw_less(epoch, served_by(ran)), epoch, world_size, key)
+
+    def _draw_less(self, epoch: int, served: np.ndarray) -> np.ndarray | tuple[np.ndarray, Sizes]:
+        """This planner's draw of ``epoch`` less ``served``: the ids, with their lengths where the draw has
+        them at hand (the kept positions of the sample: no lookup of each id)."""
+        sample = self.selection.sample(epoch)
+        if sample.ids is None:
+            return multiset_minus(sample.item_ids(), served)
+        ids = np.asarray(sample.ids, dtype=np.int64)
+        keep = multiset_keep(ids, served)
+        left, sizes = ids[keep], sample.sizes
+        tgt = None if sizes.tgt is None else np.asarray(sizes.tgt)[keep]
+        return left, Sizes(src=np.asarray(sizes.src)[keep], tgt=tgt, copies=None if sizes.copies is None else left)
 
     def _rest(self, left: Any, epoch: int, world_size: int, key: str) -> Any:
         """The plan of the items ``left()`` gives (dataset ids), cut for ``world_size`` ranks and cached."""
 
         def build(scratch: Path | None) -> tuple[Arrays, dict]:
-            ids = left()
+            got = left()  # the ids, or the ids and their lengths
+            ids, sizes = got if isinstance(got, tuple) else (got, None)
             if len(ids) < world_size:  # cannot give every rank an item: the epoch ends here (counted)
                 dropped = {"left_fewer_than_ranks": len(ids)} if len(ids) else {}
                 return self._empty(), {"dropped": dropped, "splits": 0, "merges": 0, "seconds": 0.0}
             before = self.selection.sample(epoch).dropped  # what the selection left out, as in the epoch's plan
-            sample = EpochSample(np.asarray(ids, dtype=np.int64), self.item_sizes(ids, epoch), dict(before))
+            sizes = self.item_sizes(ids, epoch) if sizes is None else sizes
+            sample = EpochSample(np.asarray(ids, dtype=np.int64), sizes, dict(before))
             return self._compute(sample, epoch, world_size, scratch, remainder=True)
 
         entry = self.cache.get_or_build(self.kind, {"plan": key}, build, epoch=epoch, keep_epochs=self.keep_epochs,
@@ -268,11 +282,24 @@ class EpochPlanner:
         if sample.ids is None:
             tgt = None if sample.sizes.tgt is None else sample.sizes.tgt[ids]
             return Sizes(src=sample.sizes.src[ids], tgt=tgt)
-        by_id = np.argsort(sample.ids, kind="stable")  # memory of the sample, not of the largest id
-        where = by_id[np.searchsorted(np.asarray(sample.ids)[by_id], ids)]
+        where = first_positions(np.asarray(sample.ids), np.asarray(ids))
         tgt = None if sample.sizes.tgt is None else np.asarray(sample.sizes.tgt)[where]
         repeated = None if sample.sizes.copies is None else np.asarray(ids, dtype=np.int64)  # spread them again
         return Sizes(src=np.asarray(sample.sizes.src)[where], tgt=tgt, copies=repeated)
+
+
+def first_positions(values: np.ndarray, lookups: np.ndarray) -> np.ndarray:
+    """The position of the first occurrence in ``values`` (non-negative ids) of each of ``lookups`` (each
+    occurs). A table over the ids when they are dense (a search of millions of lookups in random order
+    misses the cache on every step), else a search; memory of the values, not of the largest id."""
+    by_id = argsort_ids(values)
+    ordered = values[by_id]
+    if not len(ordered) or not len(lookups) or int(ordered[-1]) >= 4 * len(ordered) + (1 << 20):
+        return by_id[np.searchsorted(ordered, lookups)]
+    run = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    table = np.zeros(int(ordered[-1]) + 1, dtype=np.int64)
+    table[ordered[run]] = by_id[run]
+    return table[lookups]
 
 
 def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
@@ -282,4 +309,4 @@ def served_by(ran: Sequence[tuple[Any, int]]) -> np.ndarray:
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
 
 
-__all__ = ["EpochPlanner", "RankPlan", "left_of_ranges", "merge_dropped", "remember", "served_by"]
+__all__ = ["EpochPlanner", "RankPlan", "first_positions", "left_of_ranges", "merge_dropped", "remember", "served_by"]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tokenmill.batching.order import argsort_ids
 from tokenmill.errors import ConfigError
 
 Segment = tuple[int, int, "dict[str, Any] | None"]
@@ -34,22 +35,28 @@ def multiset_minus(items: np.ndarray, served: np.ndarray) -> np.ndarray:
     kept per id, and only items whose id is partly taken out are sorted.
     """
     items = np.asarray(items, dtype=np.int64)
+    return items[multiset_keep(items, served)]
+
+
+def multiset_keep(items: np.ndarray, served: np.ndarray) -> np.ndarray:
+    """Which positions of ``items`` :func:`multiset_minus` keeps (a bool mask)."""
+    items = np.asarray(items, dtype=np.int64)
     served = np.asarray(served, dtype=np.int64)
     if not len(served) or not len(items):
-        return items
+        return np.ones(len(items), dtype=bool)
     top = int(max(items.max(), served.max())) + 1
     remove = np.bincount(served, minlength=top)[items]
     keep = remove == 0
     partly = np.flatnonzero(~keep & (np.bincount(items, minlength=top)[items] > remove))
     if len(partly):  # ids with more copies than were served: keep the copies after the first ``remove``
         ids = items[partly]
-        grouped = np.argsort(ids, kind="stable")
+        grouped = argsort_ids(ids)
         run_start = np.flatnonzero(np.concatenate([[True], ids[grouped][1:] != ids[grouped][:-1]]))
         runs = np.diff(np.concatenate([run_start, [len(ids)]]))
         occurrence = np.empty(len(ids), dtype=np.int64)
         occurrence[grouped] = np.arange(len(ids), dtype=np.int64) - np.repeat(run_start, runs)
         keep[partly] = occurrence >= remove[partly]
-    return items[keep]
+    return keep
 
 
 def segment(value: Sequence[Any]) -> Segment:
@@ -90,4 +97,4 @@ def relative(segments: Sequence[Sequence[Any]], saved_mix: dict[str, Any], own_m
     return out
 
 
-__all__ = ["Segment", "multiset_minus", "relative", "same_mix", "segment", "stored"]
+__all__ = ["Segment", "multiset_keep", "multiset_minus", "relative", "same_mix", "segment", "stored"]

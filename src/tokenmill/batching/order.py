@@ -2,10 +2,14 @@
 
 Every random choice comes from a generator derived from (seed, epoch, purpose), never from global
 state, so an order is a pure function of its inputs. Sorts are stable and run as numpy's O(n)
-radix sort whenever the keys fit in 16 bits (sentence lengths nearly always do).
+radix sort whenever the keys fit in 16 bits (sentence lengths nearly always do). A stable sort by
+integer keys whose bits and the position's fit in 64 is one plain sort of packed words instead
+(:func:`packed_argsort`): the position breaks every tie, so any sort gives the stable order.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,6 +46,38 @@ def _sort_key(keys: np.ndarray) -> np.ndarray:
 def stable_argsort(keys: np.ndarray) -> np.ndarray:
     """Stable ascending argsort; radix sort when the keys fit in 16 bits."""
     return np.argsort(_sort_key(keys), kind="stable")
+
+
+PACKED_MIN = 1 << 16
+"""Below this many keys a radix sort is as cheap as packing them (the packed sort pays off on millions)."""
+
+
+def packed_argsort(keys: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Positions sorted by ``keys`` (first = most significant), ties by position: the stable argsort.
+
+    Each position's keys and the position itself are packed into one 64-bit word, so the words are
+    distinct and one plain (SIMD) sort of them gives exactly the stable order, several times faster
+    than radix passes with their random gathers on tens of millions of items. None when the keys are
+    not non-negative integers or their bits and the position's do not fit in 64 (sort another way).
+    """
+    n = len(keys[0])
+    if n == 0 or any(k.dtype.kind not in "biu" for k in keys):
+        return None
+    if any(k.dtype.kind == "i" and int(k.min()) < 0 for k in keys):
+        return None
+    position_bits = max((n - 1).bit_length(), 1)
+    widths = [int(k.max()).bit_length() for k in keys]
+    if sum(widths) + position_bits > 64:
+        return None
+    packed = np.arange(n, dtype=np.uint64)
+    shift = position_bits
+    for key, width in zip(reversed(keys), reversed(widths), strict=True):
+        if width:
+            packed |= np.left_shift(key, shift, dtype=np.uint64, casting="unsafe")
+            shift += width
+    packed.sort()
+    packed &= np.uint64((1 << position_bits) - 1)
+    return packed.view(np.int64)  # positions < 2**63: the same values
 
 
 def sort_stable_by(indices: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -107,9 +143,18 @@ def curve_keys(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return table[cell], (occupied // width).astype(lengths_dtype), (occupied % width).astype(lengths_dtype)
 
 
+def argsort_ids(ids: np.ndarray) -> np.ndarray:
+    """Stable argsort of ids (integers): one packed sort when they are non-negative and fit, else numpy's."""
+    ids = np.asarray(ids)
+    packed = packed_argsort([ids]) if len(ids) >= PACKED_MIN else None
+    return np.argsort(ids, kind="stable") if packed is None else packed
+
+
 def radix_argsort(keys: np.ndarray) -> np.ndarray:
     """Stable argsort of non-negative integer keys below 2**32 with numpy's 16-bit radix sort."""
     keys = np.asarray(keys)
+    if len(keys) >= PACKED_MIN and (packed := packed_argsort([keys])) is not None:
+        return packed
     if not len(keys) or int(keys.max()) < 2**16:
         return stable_argsort(keys)
     low = (keys & 0xFFFF).astype(np.uint16)
@@ -144,13 +189,26 @@ def curve_order(
         keys = src
         cell_src = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
         cell_tgt = None
-    shuffled = random_ties(len(keys), rng)
-    positions = shuffled[radix_argsort(keys[shuffled])]
+    positions = _by_key_then_ties(keys, rng)
     counts = np.bincount(keys, minlength=len(cell_src))
     src_in_order = np.repeat(cell_src, counts)
     tgt_in_order = np.repeat(cell_tgt, counts) if cell_tgt is not None else None
     order = positions.astype(index_dtype(len(src_sizes)), copy=False) if ids is None else ids[positions]
     return order, src_in_order, tgt_in_order
+
+
+def _by_key_then_ties(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Positions sorted by ``keys``, ties in :func:`random_ties`' order: by (key, random 16 bits, position),
+    one packed sort when that fits (the same order as the two sorts, the same draws of ``rng``)."""
+    if len(keys) < PACKED_MIN:
+        shuffled = random_ties(len(keys), rng)
+        return shuffled[radix_argsort(keys[shuffled])]
+    ties = rng.integers(0, 2**16, len(keys), dtype=np.uint16)  # random_ties' draw
+    packed = packed_argsort([np.asarray(keys), ties])
+    if packed is not None:
+        return packed
+    shuffled = np.argsort(ties, kind="stable")
+    return shuffled[radix_argsort(keys[shuffled])]
 
 
 def random_shard_order(n: int, shard_size: int, rng: np.random.Generator) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.batching.epochs import EpochPlanner
+from tokenmill.batching.epochs import EpochPlanner, served_by
 from tokenmill.batching.mixes import relative, segment
 from tokenmill.cache import fingerprint
 from tokenmill.data.sampling import SamplingConfig
@@ -30,10 +30,23 @@ class ScheduledPlan:
     """One epoch as parts run one after the other: ``(plan, steps)`` each, the plan of what the parts
     before left under that part's mix."""
 
-    def __init__(self, parts: list[tuple[Any, int]], world_size: int) -> None:
+    def __init__(self, parts: list[tuple[Any, int]], world_size: int,
+                 earlier: list[tuple[Any, int]] | None = None) -> None:
         self.parts = parts
         self.world_size = world_size
+        self.earlier = list(earlier or [])
+        """``(plan, steps)`` of the parts run before, at other world sizes (resume segments)."""
         self.starts = np.cumsum([0] + [steps for _, steps in parts])
+
+    def served(self, step: int | None = None) -> np.ndarray:
+        """Dataset ids the epoch served before ``step`` of this world size's parts (None: the whole epoch),
+        the earlier parts' included, copies included (for the consumption ledger)."""
+        step = self.num_steps if step is None else step
+        ran = list(self.earlier)
+        for (plan, take), start in zip(self.parts, self.starts[:-1].tolist(), strict=True):
+            if step > start:
+                ran.append((plan, min(take, step - start)))
+        return served_by(ran)
 
     @property
     def num_steps(self) -> int:
@@ -95,11 +108,12 @@ class ScheduledPlanner:
             return self._memo[key]
         ran: list[tuple[int, int, dict[str, Any]]] = []  # every part so far: (world size, steps, mix)
         step = base
+        earlier: list[tuple[Any, int]] = []
         for world, steps, _ in map(segment, segments):
-            step = self._walk(epoch, world, steps, step, ran, [])
+            step = self._walk(epoch, world, steps, step, ran, earlier)
         parts: list[tuple[Any, int]] = []
         self._walk(epoch, self.world_size, None, step, ran, parts)
-        return self._keep(key, ScheduledPlan(parts, self.world_size))
+        return self._keep(key, ScheduledPlan(parts, self.world_size, earlier))
 
     def _keep(self, key: tuple, plan: ScheduledPlan) -> ScheduledPlan:
         """Keep the plans of the last few (epoch, base, segments) asked for (asked on every batch)."""

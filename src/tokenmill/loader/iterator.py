@@ -246,8 +246,11 @@ class BatchIterator:
         extra: dict[str, Any] = {}
         if isinstance(self.planner, CountsSamples):  # GPT: Megatron's global position, for the record
             extra["consumed_samples"] = int(self.planner.consumed_samples(epoch, segments, step))
-        if self.segments and self.segments_epoch < epoch and ledger.supported(self.planner):
-            self._totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
+        if ledger.supported(self.planner) and (
+            (self.segments and self.segments_epoch < epoch)  # an epoch in parts is over
+            or (isinstance(self.planner, Scheduled) and (self._totals or ledger.Totals()).epoch < epoch)
+        ):  # (a schedule's epochs depend on the steps before: their totals travel with the state)
+            self._totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._served)
         if isinstance(self.planner, Scheduled):
             extra["step_base"] = self._bases.at(epoch, self._steps_of)
         if self._totals is not None:
@@ -309,7 +312,8 @@ class BatchIterator:
             totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner))  # type: ignore[arg-type]
         if changed_from is not None:  # epochs before this one ran under the saved mix: count them now
             before = self.planner.for_mix(changed_from).for_world(saved_world)  # type: ignore[attr-defined]
-            totals = ledger.advance(before, totals or ledger.Totals(), epoch, lambda e: [])
+            totals = ledger.advance(before, totals or ledger.Totals(), epoch,
+                                    lambda e, step: ledger.served(before, e, [], step))
         return totals
 
     def _check(self, state: dict[str, Any], saved_world: int, allow_mix_change: bool) -> tuple[Any, bool]:
@@ -369,14 +373,20 @@ class BatchIterator:
     def _segments_of(self, epoch: int) -> list[Any]:
         return self.segments if epoch == self.segments_epoch else []
 
+    def _served(self, epoch: int, step: int | None) -> Any:
+        """Dataset ids served in ``epoch`` before ``step`` (None: all of it), from the plans."""
+        if isinstance(self.planner, Scheduled):
+            return self.plan(epoch).served(step)
+        return ledger.served(self.planner, epoch, self._segments_of(epoch), step)
+
     def ledger(self) -> dict[str, Any]:
         """Per source, samples and tokens served in the current epoch and in total, at the current position
         (from the plans: nothing is counted while iterating). ``ledger.describe`` prints it."""
         epoch, step = self.epoch, self.step
         if step >= self.num_steps(epoch):
             epoch, step = epoch + 1, 0
-        totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._segments_of)
-        return ledger.table(self.planner, totals, epoch, step, self._segments_of(epoch))
+        totals = ledger.advance(self.planner, self._totals or ledger.Totals(), epoch, self._served)
+        return ledger.table(self.planner, totals, epoch, step, self._served)
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
     def __getstate__(self) -> dict[str, Any]:

@@ -4,17 +4,21 @@ Computed from an iterator's position alone (epoch, step, the epoch's segments an
 epochs before, which a state records once an epoch with several parts is over): the plans say
 which items each (epoch, step) served, so nothing is counted while training runs. A source is what
 the planner's selection counts by (the directions of a sampled mix; one source ``all`` otherwise).
-Tokens are both sides of a pair.
+Tokens are both sides of a pair. A mix that follows a weights schedule
+(:class:`~tokenmill.batching.scheduled.ScheduledPlanner`) counts by its base planner's sources; its
+epoch's plan says what each of its parts served.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tokenmill.batching.epochs import EpochPlanner, served_by
+from tokenmill.batching.scheduled import ScheduledPlanner
 from tokenmill.errors import TokenmillError
 
 
@@ -38,17 +42,25 @@ class Totals:
         return cls(int(value["epoch"]), [int(x) for x in value["samples"]], [int(x) for x in value["tokens"]])
 
 
-def sources(planner: EpochPlanner) -> list[str]:
+ServedIds = Callable[[int, "int | None"], np.ndarray]
+"""(epoch, step) -> the dataset ids served in that epoch before that step (None: the whole epoch)."""
+
+
+def sources(planner: Any) -> list[str]:
     """The names the ledger counts by."""
-    return list(getattr(planner.selection, "sources", ["all"]))
+    return list(getattr(_planner(planner).selection, "sources", ["all"]))
 
 
 def supported(planner: Any) -> bool:
-    """Whether ``planner`` keeps a ledger (epoch planners do; Megatron-style GPT plans count consumed samples)."""
-    return isinstance(planner, EpochPlanner)
+    """Whether ``planner`` keeps a ledger (epoch planners and weights schedules over them do;
+    Megatron-style GPT plans count consumed samples)."""
+    return isinstance(planner.base if isinstance(planner, ScheduledPlanner) else planner, EpochPlanner)
 
 
 def _planner(planner: Any) -> EpochPlanner:
+    """The epoch planner whose selection counts (a schedule's base planner)."""
+    if isinstance(planner, ScheduledPlanner):
+        planner = planner.base
     if not isinstance(planner, EpochPlanner):
         raise TokenmillError(f"a consumption ledger needs an epoch planner, not {type(planner).__name__}")
     return planner
@@ -83,23 +95,23 @@ def served(planner: Any, epoch: int, segments: list, step: int | None) -> np.nda
     return served_by(ran)
 
 
-def advance(planner: Any, totals: Totals, upto: int, segments_of: Any) -> Totals:
-    """``totals`` moved on to ``upto``: each epoch in between added whole (``segments_of(e)`` its segments)."""
+def advance(planner: Any, totals: Totals, upto: int, served_ids: ServedIds) -> Totals:
+    """``totals`` moved on to ``upto``: each epoch in between added whole (``served_ids(e, None)``)."""
     planner = _planner(planner)
     names = sources(planner)
     samples = np.array(totals.samples or [0] * len(names), dtype=np.int64)
     tokens = np.array(totals.tokens or [0] * len(names), dtype=np.int64)
     for epoch in range(totals.epoch, upto):
-        n, t = count(planner, served(planner, epoch, segments_of(epoch), None), epoch)
+        n, t = count(planner, served_ids(epoch, None), epoch)
         samples, tokens = samples + n, tokens + t
     return Totals(max(upto, totals.epoch), samples.tolist(), tokens.tolist())
 
 
-def table(planner: Any, totals: Totals, epoch: int, step: int, segments: list) -> dict[str, Any]:
+def table(planner: Any, totals: Totals, epoch: int, step: int, served_ids: ServedIds) -> dict[str, Any]:
     """The ledger at (epoch, step): per source this epoch's and all epochs' samples and tokens."""
     planner = _planner(planner)
     names = sources(planner)
-    n, t = count(planner, served(planner, epoch, segments, step), epoch)
+    n, t = count(planner, served_ids(epoch, step), epoch)
     before_n = np.array(totals.samples or [0] * len(names), dtype=np.int64)
     before_t = np.array(totals.tokens or [0] * len(names), dtype=np.int64)
     rows = {
@@ -123,4 +135,4 @@ def describe(ledger: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Totals", "advance", "count", "describe", "served", "sources", "supported", "table"]
+__all__ = ["ServedIds", "Totals", "advance", "count", "describe", "served", "sources", "supported", "table"]
