@@ -12,7 +12,6 @@ import pytest
 
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
-from tokenmill.errors import ConfigError
 from tokenmill.vocab.tokenizer import BACKENDS, TokenizerBase, flatten, register_backend
 
 SPECIALS = ("<pad>", "</s>", "<unk>")
@@ -60,12 +59,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus"), pairs=300)
 
 
-@pytest.mark.xfail(
-    raises=ConfigError, strict=True,
-    reason="prepare/config.py still checks --tokenizer against a Literal of the built-in names, not the registry "
-           "(the engine setting already asks its registry): make it `Literal[...] | str` checked against "
-           "tokenmill.vocab.tokenizer.BACKENDS, then drop this mark",
-)
 def test_a_registered_tokenizer_prepares_and_batches(corpus: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("TOKENMILL_CACHE", str(tmp_path / "cache"))
     text = "".join((corpus / f"train.{lang}").read_text(encoding="utf-8") for lang in ("en", "zh"))

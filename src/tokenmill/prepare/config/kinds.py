@@ -14,7 +14,9 @@ PREFIXES = ("trainpref", "validpref", "testpref")
 InputFormat = Literal["text", "tsv", "jsonl", "parquet", "arrow", "hf-dataset"]  # tokenmill.text.sources.FORMATS
 Documents = Literal["line", "blank-line"]
 Leakage = Literal["pair", "source", "target", "either", "off"]
-Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"]
+Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"] | str
+"""A tokenizer backend's name: the built-in ones, or one registered with
+:func:`tokenmill.vocab.tokenizer.register_backend` (checked against the registry by the tokenizer section)."""
 HFModelType = Literal["byte-level-bpe", "bpe", "unigram", "wordpiece"]
 NormalizationRule = Literal["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity"]
 MegatronTokenizer = Literal["HuggingFaceTokenizer", "TikTokenizer", "SentencePieceTokenizer", "GPT2BPETokenizer",
@@ -27,7 +29,7 @@ EngineName = Literal["local", "ray", "slurm"] | str
 """A registered engine's name (:func:`tokenmill.prepare.engines.engine_names`): the built-in ones are the
 command line's choices; a program may register more (checked against the registry when validated)."""
 Encoder = Literal["auto", "reference", "fast"]  # tokenmill.vocab.encoder_choice.EncoderMode's values
-TOKENIZERS: tuple[str, ...] = get_args(Tokenizer)
+TOKENIZERS: tuple[str, ...] = get_args(get_args(Tokenizer)[0])
 LANG_CODE_RE = re.compile(LANG_CODE.regex)
 DIRECTION_NAME = re.compile(r"\w+-\w+")  # letters, digits, _: a name that stays a plain file name
 NON_EMPTY = Pattern(r"(?s).+", "a non-empty string")

@@ -9,9 +9,18 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config.files import check_spm_model
-from tokenmill.prepare.config.kinds import AtLeast0, AtLeast1, HFModelType, ModelType, NormalizationRule, Tokenizer
+from tokenmill.prepare.config.kinds import (
+    TOKENIZERS,
+    AtLeast0,
+    AtLeast1,
+    HFModelType,
+    ModelType,
+    NormalizationRule,
+    Tokenizer,
+)
 from tokenmill.prepare.config.section import Section
-from tokenmill.settings import Range
+from tokenmill.settings import Range, did_you_mean
+from tokenmill.vocab.tokenizer import BACKENDS
 
 if TYPE_CHECKING:
     from tokenmill.prepare.config.model import PrepareConfig
@@ -130,6 +139,14 @@ class TokenizerSettings(Section):
         default=None,
         metadata={"help": "T2T subword: longest subtoken considered (default: unlimited)."},
     )
+
+    def check_types(self, config: PrepareConfig) -> None:
+        """The section's settings fit their types, and ``--tokenizer`` names a built-in or registered backend."""
+        super().check_types(config)
+        if self.name != "none" and self.name not in BACKENDS:
+            names = [*TOKENIZERS, *(name for name in BACKENDS if name not in TOKENIZERS and name != "whitespace")]
+            raise ConfigError(f"{config.label('tokenizer')} must be one of {', '.join(names)}, got {self.name!r}"
+                              f"{did_you_mean(self.name, names)}")
 
     def checked(self, config: PrepareConfig) -> TokenizerSettings:
         """The model given fits the backend and exists; a backend that cannot be trained here has one."""
