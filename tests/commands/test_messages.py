@@ -242,3 +242,12 @@ def test_training_text_all_filtered_out_names_the_files_and_the_filter(tmp_path)
                          "--destdir", str(tmp_path / "out"), "--filter-min-chars", "50")
     assert "cleaning dropped all 2 read from" in line and str(tmp_path / "train.en") in line
     assert "filter dropped_chars 2" in line and "loosen the filters" in line
+
+
+def test_megatron_input_that_matches_nothing_is_named_as_given(tmp_path):
+    (tmp_path / "vocab.json").write_text('{"a": 0, "b": 1, "ab": 2}', encoding="utf-8")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\na b\n", encoding="utf-8")
+    line = error_of("prepare", "--input", str(tmp_path / "nothing" / "*.jsonl"), "--output-prefix",
+                    str(tmp_path / "out" / "corpus"), "--tokenizer-type", "GPT2BPETokenizer", "--vocab-file",
+                    str(tmp_path / "vocab.json"), "--merge-file", str(tmp_path / "merges.txt"))
+    assert line.startswith("error: --input: ") and "no file matches this pattern" in line, line

@@ -193,9 +193,10 @@ class InputSettings(Section):
     def check_files(self, config: PrepareConfig) -> None:
         """Every input file exists: ``{prefix}.{lang}`` for text, the files (or matching globs) otherwise."""
         for split, prefixes in self.split_prefixes().items():
+            flag = config.label(f"{split}pref")  # --input when Megatron's flag gave the train files
             if self.input_format == "text":
-                check_inputs(f"--{split}pref", prefixes, self.langs)
+                check_inputs(flag, prefixes, self.langs)
             else:
-                check_files(f"--{split}pref", prefixes, self.input_format)
+                check_files(flag, prefixes, self.input_format)
             if self.align_suffix:
                 check_inputs(f"--{split}pref with --align-suffix", prefixes, [self.align_suffix])

@@ -49,7 +49,10 @@ def build_config(
             return labels.get(name) or name  # a mapping in YAML or Python; its flags are its fields'
         return labels.get(name) or flag_name(*reversed(name.split(".", 1)))
 
-    merged = preset_defaults(megatron_defaults(_merged(from_file, flags)))
+    given = _merged(from_file, flags)
+    if given.get("input") and not given.get("trainpref"):  # Megatron's --input becomes the train files: name it so
+        labels.setdefault("trainpref", labels.get("input") or flag_name("input"))
+    merged = preset_defaults(megatron_defaults(given))
     values = {key: _value(key, value, merged, label) for key, value in merged.items()}
     return PrepareConfig(labels=labels, **values).validate()
 
