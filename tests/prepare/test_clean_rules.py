@@ -10,7 +10,7 @@ import pytest
 
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
-from tests.prepare.test_tasks import assert_same_output
+from tests.prepare.test_tasks import assert_same_output, output_files
 from tests.text.bitext_pairs import PLANTED
 from tokenmill.prepare import build_config
 from tokenmill.report.cleaning import funnel
@@ -90,3 +90,17 @@ def test_the_manifest_records_the_rules_only_when_used(corpus, one_process, tmp_
                                   decontaminate_ngram=13)).recorded()
     assert not {"clean_preset", "decontaminate", "decontaminate_ngram"} & set(plain)
     assert "no_urls" not in plain["filters"] and "drop_empty" in plain["filters"]
+
+
+def test_a_relative_decontaminate_path_gives_the_same_bytes_in_tasks(corpus, one_process, tmp_path, monkeypatch):
+    monkeypatch.chdir(corpus)  # the reference file as a user types it; the task processes get absolute paths
+    summary = tokenmill.prepare(settings(corpus, tmp_path / "bin", tasks=2, decontaminate=["devtest.txt"]),
+                                progress=False)
+    assert len(summary.tasks["clean.train"]) == 2
+    want, got = output_files(one_process), output_files(tmp_path / "bin")
+    assert sorted(got) == sorted(want)
+    assert [name for name in want if want[name] != got[name]] == ["manifest.json"]  # the path as it was given:
+    manifests = [json.loads(files["manifest.json"]) for files in (want, got)]
+    assert manifests[1]["settings"].pop("decontaminate") == ["devtest.txt"]
+    manifests[0]["settings"].pop("decontaminate")
+    assert manifests[0] == manifests[1]  # ... all else equal

@@ -13,6 +13,7 @@ worker or task count. Two different n-grams share a key with probability ~2^-64 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -88,8 +89,9 @@ class Contamination:
 
     @classmethod
     def of_files(cls, files: Iterable[str], ngram: int) -> Contamination:
-        """The settings for ``files``, their contents digested (each file read once here)."""
-        paths = tuple(files)
+        """The settings for ``files`` (as absolute paths: a task process started elsewhere, given the run's
+        settings with absolute paths, finds the same key), their contents digested (each file read once here)."""
+        paths = tuple(os.path.abspath(path) for path in files)
         digest = xxhash.xxh3_128()
         for path in paths:
             try:
