@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from tokenmill.batching.config import MODES, BatchConfig
+from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.commands.params import direction_weights as _weights
-from tokenmill.commands.params import number
+from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, plan_options
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.multi_pairs import MultiPairDataset
@@ -28,13 +28,8 @@ from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.ledger import describe as describe_ledger
 from tokenmill.loader.make import make_batches
-from tokenmill.settings import Range
 from tokenmill.store.layout import FolderContents, describe
 from tokenmill.store.manifest import refuse_non_manifest
-
-POSITIVE = number(int, Range(1))
-NON_NEGATIVE = number(int, Range(0))
-ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
 def _pairs_or_refuse(directory: str) -> FolderContents:
@@ -59,15 +54,7 @@ def _row(label: str, value: object) -> str:
 
 @click.command()
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--split", default="train", show_default=True, help="Split to look at.")
-@click.option("--src", "src_lang", default=None, help="Source language (default: from manifest.json or file names).")
-@click.option("--tgt", "tgt_lang", default=None, help="Target language (default: from manifest.json or file names).")
-@click.option("--shard", type=NON_NEGATIVE, default=None, help="Shard folder number when the split lives in shardNNN/.")
-@click.option("--max-tokens", type=POSITIVE, default=4096, show_default=True, help="Token budget per batch and side.")
-@click.option("--max-sentences", type=POSITIVE, default=None, help="At most this many rows per batch.")
-@click.option("--mode", type=click.Choice(MODES), default="lowpad", show_default=True, help="Batching mode.")
-@click.option("--world-size", type=POSITIVE, default=1, show_default=True, help="Number of ranks (GPUs).")
-@click.option("--seed", type=NON_NEGATIVE, default=1, show_default=True, help="Seed of the order.")
+@plan_options("Split to look at.")
 @click.option("--epoch", type=POSITIVE, default=1, show_default=True, help="Epoch to plan (1-based).")
 @click.option(
     "--required-batch-size-multiple", type=POSITIVE, default=1, show_default=True, help="Rows multiple (8 for fp16)."

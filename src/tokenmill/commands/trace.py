@@ -13,19 +13,15 @@ from pathlib import Path
 
 import click
 
-from tokenmill.batching.config import MODES, BatchConfig
-from tokenmill.commands.params import direction_weights, number
+from tokenmill.batching.config import BatchConfig
+from tokenmill.commands.params import direction_weights
+from tokenmill.commands.plan_options import ABOVE_ZERO, NON_NEGATIVE, POSITIVE, plan_options
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.trace import Served, TracedRow, TraceSettings, parse_source, served_at, step_rows, trace_iterator
-from tokenmill.settings import Range
-
-POSITIVE = number(int, Range(1))
-NON_NEGATIVE = number(int, Range(0))
-ABOVE_ZERO = number(float, Range(0, open_low=True))
 
 
 def _settings(directory: str, flags: dict) -> TraceSettings:
@@ -70,15 +66,7 @@ def _served_line(served: Served) -> str:
 @click.option("--source", "source_line", default=None, help="FILE:LINE of an input file: where is it served?")
 @click.option("--text/--no-text", default=True, show_default=True, help="--step: print each row's input text.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per row instead of text.")
-@click.option("--split", default="train", show_default=True, help="Split the batches come from.")
-@click.option("--src", "src_lang", default=None, help="Source language (default: from manifest.json or file names).")
-@click.option("--tgt", "tgt_lang", default=None, help="Target language (default: from manifest.json or file names).")
-@click.option("--shard", type=NON_NEGATIVE, default=None, help="Shard folder number when the split lives in shardNNN/.")
-@click.option("--max-tokens", type=POSITIVE, default=4096, show_default=True, help="Token budget per batch and side.")
-@click.option("--max-sentences", type=POSITIVE, default=None, help="At most this many rows per batch.")
-@click.option("--mode", type=click.Choice(MODES), default="lowpad", show_default=True, help="Batching mode.")
-@click.option("--world-size", type=POSITIVE, default=1, show_default=True, help="Number of ranks (GPUs).")
-@click.option("--seed", type=NON_NEGATIVE, default=1, show_default=True, help="Seed of the order.")
+@plan_options("Split the batches come from.")
 @click.option("--required-batch-size-multiple", type=POSITIVE, default=1, show_default=True, help="Rows multiple.")
 @click.option("--pad-to-multiple", type=POSITIVE, default=1, show_default=True, help="Pad lengths to a multiple.")
 @click.option("--batch-penalty", type=click.FloatRange(0, 1), default=BatchConfig.batch_penalty, show_default=True,
