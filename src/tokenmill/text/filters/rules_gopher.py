@@ -55,6 +55,11 @@ def _ratio_above(count: int, total: int, limit: float | None) -> bool:
 def quality_failure(text: str, o: Mapping[str, Any]) -> str | None:
     """The first Gopher quality check ``text`` fails (its name), or None."""
     words = split_words(text)
+    return _word_failure(words, o) or _line_failure(text, words, o)
+
+
+def _word_failure(words: list[str], o: Mapping[str, Any]) -> str | None:
+    """Gopher's checks on the words alone: how many, how long on average."""
     real = list(filter(_word_char().search, words))
     if o["gopher_min_words"] and len(real) < o["gopher_min_words"]:
         return "short document"
@@ -64,8 +69,11 @@ def quality_failure(text: str, o: Mapping[str, Any]) -> str | None:
     if (o["gopher_min_mean_word_length"] and mean < o["gopher_min_mean_word_length"]) or (
             o["gopher_max_mean_word_length"] and mean > o["gopher_max_mean_word_length"]):
         return "mean word length"
-    if not words:
-        return "no words"
+    return None if words else "no words"
+
+
+def _line_failure(text: str, words: list[str], o: Mapping[str, Any]) -> str | None:
+    """Gopher's checks on symbols, bullet and ellipsis lines, alphabetic words and stop words."""
     if _ratio_above(text.count("#"), len(words), o["gopher_max_symbol_ratio"]) or _ratio_above(
             text.count("...") + text.count("…"), len(words), o["gopher_max_symbol_ratio"]):
         return "symbols per word"
