@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
 import tokenmill
 from tests.batching.corpus import make_pair_dir
+from tokenmill.batching import modes
 from tokenmill.batching.costs import Cut, Sizes
 from tokenmill.batching.modes import register_cut, registered_modes
 from tokenmill.data.pairs import PairDataset
@@ -24,7 +27,12 @@ def shortest_first(sizes: Sizes, config: tokenmill.BatchConfig, epoch: int) -> C
     return Cut(order=order.astype(np.int64), ends=ends)
 
 
-register_cut("test-shortest-first", shortest_first)
+@pytest.fixture(autouse=True, scope="module")
+def registered() -> Iterator[None]:
+    """The toy mode, registered for this module's tests only (other tests see the built-in modes)."""
+    register_cut("test-shortest-first", shortest_first)
+    yield
+    del modes._MODES["test-shortest-first"]  # no public way to retire a mode: tests only
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ and its output is the local engine's, byte for byte."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from tests.prepare.test_tasks import output_files, settings_for
 from tokenmill.errors import ConfigError
 from tokenmill.prepare import build_config
 from tokenmill.prepare.engines import EnginePart, engine_part, register_engine
+from tokenmill.prepare.engines import base as engines_base
 
 RAN: list[tuple[str, int]] = []
 """(stage, task index) of every task the toy engine ran, in the order it ran them."""
@@ -35,7 +36,12 @@ class BackwardsEngine:
         return [results[position] for position in range(len(calls))]
 
 
-register_engine(EnginePart("backwards", lambda config: BackwardsEngine(), describe="in-process, last task first"))
+@pytest.fixture(autouse=True, scope="module")
+def registered() -> Iterator[None]:
+    """The toy engine, registered for this module's tests only (other tests see the built-in engines)."""
+    register_engine(EnginePart("backwards", lambda config: BackwardsEngine(), describe="in-process, last task first"))
+    yield
+    del engines_base._ENGINES["backwards"]  # no public way to retire an engine: tests only
 
 
 @pytest.fixture(scope="module")

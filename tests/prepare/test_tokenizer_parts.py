@@ -4,7 +4,7 @@ end to end, and ``tokenmill.batches`` serves what it stored."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,12 @@ class CharTokenizer(TokenizerBase):
         return self.ids.get(token)
 
 
-register_backend("test-chars", f"{__name__}:CharTokenizer", "a list of characters, one per line")
+@pytest.fixture(autouse=True, scope="module")
+def registered() -> Iterator[None]:
+    """The toy backend, registered for this module's tests only (other tests see the built-in registry)."""
+    register_backend("test-chars", f"{__name__}:CharTokenizer", "a list of characters, one per line")
+    yield
+    del BACKENDS["test-chars"]
 
 
 @pytest.fixture(scope="module")
