@@ -71,7 +71,8 @@ for name in "${@:-megatron}"; do
       "$pip" install -q kenlm ;;
     opusfilter) "$pip" install -q opusfilter ;;
     # spacy: datatrove's English word tokenizer (spacy.blank("en")), which its Gopher/C4/FineWeb filters use
-    datatrove) "$pip" install -q datatrove spacy ;;
+    # pyarrow, orjson: its ParquetReader and JsonlReader (benchmarks/bench_parquet.py, bench_near_dedup.py)
+    datatrove) "$pip" install -q datatrove spacy pyarrow orjson ;;
     *) echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter datatrove)" >&2; exit 2 ;;
   esac
   "$py" -c "$(probe "$name")" && probe "$name" > "$mark" && echo "peer $name: ready"

@@ -22,5 +22,7 @@ bash scripts/setup_peers.sh megatron fairseq t2t
 # the cleaning rules' oracles (bicleaner-hardrules ~15 min on 2 loaded cores: kenlm builds from source; OpusFilter
 # ~5 min). A failed build of these two is loud but not fatal: tests/text/test_rules_oracle.py then skips, naming why.
 bash scripts/setup_peers.sh bicleaner opusfilter || echo "warning: the bicleaner/opusfilter oracle peers did not build; tests/text/test_rules_oracle.py will skip" >&2
+# datatrove (~1 min): the oracle of the LM quality filters (tests/text/test_lm_filters_oracle.py); not fatal either
+bash scripts/setup_peers.sh datatrove || echo "warning: the datatrove oracle peer did not build; tests/text/test_lm_filters_oracle.py will skip" >&2
 python -m ruff check src tests benchmarks examples
 python -m pytest "$@"
