@@ -72,9 +72,10 @@ _FIXES = {
 def stage_io_error(stage: str, error: OSError, destdir: Path) -> TokenmillError:
     """An operating-system failure inside ``stage`` (a full disk, an unwritable folder) as one error line that
     names the stage, the file (or the folder written to when the system names none) and the fix."""
-    where = error.filename if error.filename else f"writing in {destdir}"
-    fix = _FIXES.get(error.errno or 0, "check the path and re-run: finished stages are kept")
-    return TokenmillError(f"stage {stage}: {where}: {error.strerror or error}; {fix}")
+    fix = _FIXES.get(error.errno or 0)
+    where = error.filename or (f"writing in {destdir}" if fix else None)  # a write failure names the folder
+    return TokenmillError(f"stage {stage}: {f'{where}: ' if where else ''}{error.strerror or error}; "
+                          f"{fix or 'check the path or the connection and re-run: finished stages are kept'}")
 
 
 class TaskedStage(Stage):
