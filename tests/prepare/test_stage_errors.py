@@ -18,6 +18,7 @@ def test_a_named_file_is_named_and_a_lost_connection_is_not_called_a_write():
     missing = stage_io_error("clean.train", FileNotFoundError(errno.ENOENT, "No such file or directory", "/x/a.en"),
                              Path("/d"))
     assert str(missing).startswith("stage clean.train: /x/a.en: No such file or directory; check the path")
-    reset = stage_io_error("clean.train", ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), Path("/d"))
+    reset = stage_io_error("clean.train", ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"),
+                           Path("/d"))
     assert str(reset).startswith("stage clean.train: Connection reset by peer; check the path or the connection")
     assert "writing in" not in str(reset)
