@@ -125,18 +125,28 @@ def task_lines(tasks: dict[str, list[dict[str, Any]]], merges: dict[str, float])
     return out
 
 
+LISTED_ZEROS = 3
+"""Up to this many filters that dropped nothing are listed by name in a cleaning line."""
+
+
 def cleaning_lines(split: str, steps: dict[str, dict[str, int]]) -> list[str]:
     """One line per cleaning step of a split; what a step dropped (and what was kept) also as a share
-    of the lines read, so a filter that removes a quarter of the data is seen at a glance."""
+    of the lines read, so a filter that removes a quarter of the data is seen at a glance. Filters that
+    dropped nothing are counted, not listed, when there are more than :data:`LISTED_ZEROS` of them (a
+    preset turns on two dozen); the manifest keeps every counter."""
     base = steps.get("read", {}).get("read", 0)
     lines = []
     for step, counts in steps.items():
         shown = []
+        zeros = [key for key, value in counts.items() if key.startswith("dropped_") and not value]
+        quiet = set(zeros) if len(zeros) > LISTED_ZEROS else set()
         for key, value in counts.items():
-            if is_mix_counter(key):  # the language mix: a line of its own below, in one order
+            if is_mix_counter(key) or key in quiet:  # the language mix: a line of its own below, in one order
                 continue
             share = (step not in ("read", "normalize") and key not in ("pairs", "lines")) or step == "kept"
             shown.append(f"{key} {value}" + (f" ({100.0 * value / base:.1f}%)" if share and base else ""))
+        if quiet:
+            shown.append(f"{len(quiet)} more filters dropped none")
         lines.append(f"{split} {step}: {', '.join(shown)}")
         lines.extend(f"{split} language mix {side}: " + ", ".join(f"{label} {n}" for label, n in rows)
                      for side, rows in language_mix(counts).items())
