@@ -41,6 +41,7 @@ from tokenmill.prepare.run.summary import PrepareSummary
 from tokenmill.prepare.stages import Stage, clean_stages, encode_stages, provenance_stages
 from tokenmill.prepare.stages.base import Outputs
 from tokenmill.prepare.stages.binarize import BinarizeStage
+from tokenmill.prepare.stages.cleaned import cleaned_chunks
 from tokenmill.prepare.stages.publish import copy_into_shards, publish_run, write_log
 from tokenmill.prepare.stages.tokenizer import trained_sentencepiece, warn_small_vocabulary
 from tokenmill.prepare.state import STATE_DIR, file_identity, fingerprint
@@ -48,7 +49,6 @@ from tokenmill.prepare.tokenizing import piece_lookup, spm_options
 from tokenmill.store.format import token_dtype
 from tokenmill.store.layout import SHARED_DICT, dict_name
 from tokenmill.store.manifest import file_checksum
-from tokenmill.text import open_source
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import Reservoir
 from tokenmill.vocab.tokenizer import load_tokenizer
@@ -106,7 +106,7 @@ class Directions:
         self.contexts: dict[str, RunContext] = {}
         for name in sorted(ctx.config.directions.files):
             direction = RunContext(ctx.config.direction_config(name), force=ctx.stages.force, progress=ctx.progress,
-                                   direction=name, root=ctx.root)
+                                   execute=ctx.execute, direction=name, root=ctx.root)
             direction.shared = self.shared
             direction.produced = ctx.produced  # one run: the run publishes every direction's outputs
             direction.meanings = ctx.meanings
@@ -185,9 +185,8 @@ class SharedTokenizerStage(Stage):
             reservoir = Reservoir(quotas[lang], seed)
             for name in self.basis:
                 if lang in name.split("-"):
-                    path = self.directions.contexts[name].folder.clean_path("train", lang)
-                    for chunk in open_source([str(path)]).chunks():
-                        reservoir.add(chunk.src)
+                    for lines in cleaned_chunks(self.directions.contexts[name], "train", lang):
+                        reservoir.add(lines)
             sample += reservoir.sample()
         log.info("training spm.model on %d lines: %s", len(sample),
                  ", ".join(f"{lang} {quotas[lang]}/{counts[lang]}" for lang in sorted(quotas)))

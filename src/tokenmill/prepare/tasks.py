@@ -149,14 +149,17 @@ class TaskSet:
 
 
 def task_status(folder: Path) -> list[dict[str, Any]]:
-    """Per tasked stage under ``folder`` (``.work/tasks``): tasks planned, done and left (``--status``)."""
+    """Per tasked stage under ``folder`` (``.work/tasks``; a many-direction run's in ``{direction}/``, named
+    ``{direction}.{stage}``): tasks planned, done and left (``--status``)."""
     rows = []
-    for plan_file in sorted(folder.glob(f"*/{PLAN}")):
+    for plan_file in [*sorted(folder.glob(f"*/{PLAN}")), *sorted(folder.glob(f"*/*/{PLAN}"))]:
         plan = json.loads(plan_file.read_text(encoding="utf-8"))
         stage = plan_file.parent
+        direction = "" if stage.parent == folder else f"{stage.parent.name}."
         done = [i for i in range(int(plan["tasks"])) if (stage / f"{i:05d}" / DONE).exists()]
         left = sorted(set(range(int(plan["tasks"]))) - set(done))
-        rows.append({"stage": plan["stage"], "tasks": int(plan["tasks"]), "done": len(done), "left": left})
+        rows.append({"stage": direction + plan["stage"], "tasks": int(plan["tasks"]), "done": len(done),
+                     "left": left})
     return rows
 
 

@@ -110,7 +110,7 @@ class CleaningSettings(Section):
         if self.near_dedup:
             inputs = config.inputs
             what = ("--align-suffix" if inputs.align_suffix else "--documents blank-line"
-                    if inputs.documents == "blank-line" else "--directions" if config.multilingual else None)
+                    if inputs.documents == "blank-line" else None)
             if what:
                 raise ConfigError(f"--near-dedup does not work with {what} yet: leave one of them out")
             if config.monolingual and self.near_dedup_sides == "tgt":

@@ -104,8 +104,6 @@ class RunContext:
         """stage -> seconds its coordinator spent joining the tasks' parts (dedup included)."""
         self.shared: SharedVocab | None = None
         """A direction's share of a many-direction run's vocabulary (None: a run of its own)."""
-        self.tasks_allowed = direction is None
-        """Whether the training split may be cut into tasks (a direction's is cleaned and encoded in one piece)."""
 
     @property
     def root(self) -> Path:

@@ -86,12 +86,16 @@ class WorkFolder:
         return dropped_path(self.root, split, self.direction)
 
     def task_set(self, stage: str, key: str) -> TaskSet:
-        """The tasks of ``stage`` (``.work/tasks/{stage}``) for stage key ``key``."""
-        return TaskSet(self.tasks / stage, stage, key)
+        """The tasks of ``stage`` (``.work/tasks/{stage}``, a direction's in ``.work/tasks/{direction}/{stage}``)
+        for stage key ``key``."""
+        return TaskSet(self._task_root(stage), stage, key)
 
     def planned_tasks(self, stage: str) -> TaskSet:
         """The tasks of ``stage`` for the key their plan was written with (a task process's view)."""
-        return TaskSet.planned(self.tasks / stage, stage)
+        return TaskSet.planned(self._task_root(stage), stage)
+
+    def _task_root(self, stage: str) -> Path:
+        return self.tasks / self.direction / stage if self.direction else self.tasks / stage
 
     # ---------------------------------------------------------------- staged outputs
     def staged(self, name: str, shard: int | None = None) -> Path:

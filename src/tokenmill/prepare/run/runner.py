@@ -149,8 +149,10 @@ def run_single(ctx: RunContext) -> None:
     ctx.summary.merge_seconds = ctx.merge_seconds
 
 
-def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int) -> dict[str, Any]:
+def execute_task(settings: dict[str, Any], stage: str, index: int, workers: int,
+                 direction: str | None = None) -> dict[str, Any]:
     """Run one task anywhere (a task process, a Ray worker, a Slurm array task): plain settings in, its
-    record out. The process builds the run's context and the one stage, nothing else."""
-    ctx = RunContext(build_config(settings), progress=False)
+    record out. The process builds the run's context and the one stage, nothing else (for a task of a
+    many-direction run's ``direction``: that direction's context)."""
+    ctx = RunContext(build_config(settings), progress=False, direction=direction)
     return task_stage(stage).run_task(ctx, index, workers)

@@ -57,7 +57,9 @@ def run_tasks(ctx: RunContext, tasks: TaskSet, *, in_phase: bool = False) -> Non
             bar.set_postfix_str(f"{lines[0] / max(bar.format_dict['elapsed'], 1e-9):,.0f} lines/s")
             bar.update(1)
 
-        calls = [(settings, tasks.stage, index, per_task_workers) for index in left]
+        direction = ctx.folder.direction  # a task of a many-direction run's direction builds that direction's context
+        calls = [(settings, tasks.stage, index, per_task_workers, *([direction] if direction else []))
+                 for index in left]
         results = engine.run(ctx.execute, calls, done)
     nodes = {index: result["node"] for index, result in zip(left, results, strict=True) if "node" in result}
     ctx.task_table[tasks.stage] = [

@@ -113,7 +113,7 @@ def train_tasked(ctx: RunContext) -> bool:
     """Whether the training split goes through tasks: on a cluster engine, with --tasks given (even 1), in a
     --phase, or when the input asks for more than one task; else the plain one-process path."""
     cfg = ctx.config
-    if not ctx.tasks_allowed or cfg.inputs.align_suffix or cfg.inputs.documents == "blank-line":
+    if cfg.inputs.align_suffix or cfg.inputs.documents == "blank-line":
         return False  # alignments and blank-line documents are cleaned in one piece (see config)
     if ctx.engine.is_cluster or cfg.engine.tasks >= 1 or ctx.phase is not None or cfg.cleaning.near_dedup:
         return True  # near-dedup settles its clusters over the tasks' parts (one task is one part)
