@@ -43,7 +43,7 @@ def test_prepare_help_has_sections_defaults_and_choices():
     assert headings == SECTIONS
     for flag in README_FLAGS:
         assert re.search(rf"(^|[ /]){re.escape(flag)}\b", text, re.M), f"{flag} is gone from prepare --help"
-    assert "--input-format [text|tsv|jsonl|parquet|arrow|hf-dataset]" in text
+    assert "--input-format [text|tsv|jsonl|parquet|arrow|hf-dataset|hf-cache]" in text
     assert "--leakage [pair|source|target|either|off]" in text
     assert "--model-type [unigram|bpe|char|word]" in text and "--layout [fairseq|megatron]" in text
     assert "[default: 0.9995]" in text and "[default: 8000]" in text and "[default: --dedup]" in text

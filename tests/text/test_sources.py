@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -122,6 +123,40 @@ def test_a_datasets_save_to_disk_folder_is_read_without_datasets(tmp_path):
     datasets.DatasetDict({"train": data, "test": data}).save_to_disk(str(tmp_path / "dict"))
     with pytest.raises(TokenmillError, match=r"holds a DatasetDict \(splits: train, test\); give one split's folder"):
         open_source([str(tmp_path / "dict")], "hf-dataset", src_key="text", tgt_key=None)
+
+
+def cached_dataset(tmp_path, splits: dict[str, int], num_proc: int | None = None) -> Path:
+    """The folder ``load_dataset`` of the real datasets library writes in its cache for JSON files of
+    ``splits`` (split -> rows, written as two files each, so ``num_proc`` shards a split)."""
+    datasets = pytest.importorskip("datasets")
+    files: dict[str, list[str]] = {}
+    for split, n in splits.items():
+        for half in (0, 1):
+            path = tmp_path / f"{split}{half}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows(n)[half * n // 2:(half + 1) * n // 2]))
+            files.setdefault(split, []).append(str(path))
+    datasets.load_dataset("json", data_files=files, cache_dir=str(tmp_path / "cache"), num_proc=num_proc)
+    (info,) = (tmp_path / "cache").glob("json/*/*/*/dataset_info.json")
+    return info.parent
+
+
+def test_a_split_in_the_datasets_cache_is_read_without_datasets(tmp_path):
+    folder = cached_dataset(tmp_path, {"train": 300}, num_proc=2)
+    assert sorted(p.name for p in folder.glob("*.arrow")) == ["json-train-00000-of-00002.arrow",
+                                                              "json-train-00001-of-00002.arrow"]
+    assert detect_format(str(folder)) == "hf-cache"
+    source = open_source([str(folder)], "hf-cache", src_key="translation.de", tgt_key=None)
+    assert all_items(source) == [r["translation"]["de"] for r in rows(300)], "the shards in their order"
+
+
+def test_a_cache_folder_of_several_splits_names_each_splits_files(tmp_path):
+    folder = cached_dataset(tmp_path, {"train": 40, "validation": 10})
+    with pytest.raises(TokenmillError, match="splits train, validation; give one split's files") as error:
+        open_source([str(folder)], "hf-cache", src_key="text", tgt_key=None)
+    given = str(error.value).split("validation: '")[1].split("'")[0]
+    assert given == str(folder / "json-validation.arrow")
+    source = open_source([given], "arrow", src_key="translation.en", tgt_key=None)
+    assert all_items(source) == [r["translation"]["en"] for r in rows(10)]
 
 
 def test_an_unknown_format_lists_the_registered_ones():

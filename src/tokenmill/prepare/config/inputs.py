@@ -51,7 +51,7 @@ class InputSettings(Section):
     trainpref: list[str] = field(
         default_factory=list,
         metadata={"help": "Training prefixes (with --input-format tsv, jsonl, parquet, arrow: files or globs; "
-                          "hf-dataset: folders), comma-separated; concatenated in order."},
+                          "hf-dataset, hf-cache: folders), comma-separated; concatenated in order."},
     )
     validpref: list[str] = field(
         default_factory=list,
@@ -61,9 +61,10 @@ class InputSettings(Section):
     input_format: InputFormat = field(
         default="text",
         metadata={"help": "Input layout: text (one file per language), tsv (two columns), jsonl (one object per "
-                          "line), parquet, arrow (IPC file or stream) or hf-dataset (a datasets.save_to_disk folder); "
-                          "one row per item for the last three (pip install tokenmill[parquet]). Parquet, Arrow and "
-                          "save_to_disk folders are found by their content whatever is given."},
+                          "line), parquet, arrow (IPC file or stream), hf-dataset (a datasets.save_to_disk folder) or "
+                          "hf-cache (a split in the datasets cache); one row per item for the last four (pip install "
+                          "tokenmill[parquet]). Parquet, Arrow and datasets folders are found by their content "
+                          "whatever is given."},
     )
     source_key: Annotated[str | None, NON_EMPTY] = field(
         default=None,

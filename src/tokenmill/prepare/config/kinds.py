@@ -11,7 +11,8 @@ from tokenmill.text.readers import OnInvalidUtf8, OnMalformed
 
 SPLITS = ("train", "valid", "test")
 PREFIXES = ("trainpref", "validpref", "testpref")
-InputFormat = Literal["text", "tsv", "jsonl", "parquet", "arrow", "hf-dataset"]  # tokenmill.text.sources.FORMATS
+# the names of tokenmill.text.sources.FORMATS
+InputFormat = Literal["text", "tsv", "jsonl", "parquet", "arrow", "hf-dataset", "hf-cache"]
 Documents = Literal["line", "blank-line"]
 Leakage = Literal["pair", "source", "target", "either", "off"]
 Tokenizer = Literal["sentencepiece", "hf", "tiktoken", "t2t-subword", "none"] | str

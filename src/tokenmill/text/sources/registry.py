@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from tokenmill.errors import ConfigError, TokenmillError
 from tokenmill.text.chunks import ReadOptions
 from tokenmill.text.io import Opener, PathLike, open_local, read_head
-from tokenmill.text.sources import hf_dataset
+from tokenmill.text.sources import hf_cache, hf_dataset
 from tokenmill.text.sources.base import Source
 
 
@@ -153,6 +153,9 @@ register(SourceFormat("arrow", _TEXT + "arrow", "Arrow IPC files or streams, one
                       newlines_in_items=True, extra="parquet"))
 register(SourceFormat("hf-dataset", _TEXT + "arrow", "a folder written by datasets' save_to_disk",
                       is_folder=hf_dataset.is_saved_dataset, folder_files=hf_dataset.data_files,
+                      newlines_in_items=True, extra="parquet"))
+register(SourceFormat("hf-cache", _TEXT + "arrow", "a split in the datasets library's cache (load_dataset)",
+                      is_folder=hf_cache.is_cache_folder, folder_files=hf_cache.cache_files,
                       newlines_in_items=True, extra="parquet"))
 
 
