@@ -63,7 +63,7 @@ def _from_file(text: str) -> list[dict[str, Any]]:
         bad = [key for key in loaded if isinstance(key, bool) or not isinstance(key, int)]
         if bad:
             raise ConfigError(f"{FLAG} {path}: {bad[0]!r} is not a step; write 'STEP: {{direction: weight, ...}}' "
-                              "per line, steps as whole numbers")
+                              "per line, steps as whole numbers (the re-draw interval goes in --schedule-every)")
         return [{"step": step, "weights": weights} for step, weights in loaded.items()]
     if isinstance(loaded, Sequence) and not isinstance(loaded, str):
         return list(loaded)
