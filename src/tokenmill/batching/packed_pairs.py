@@ -420,7 +420,7 @@ class PackedPairPlanner(EpochPlanner):
         self, arrays: dict[str, Any], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
     ) -> PackedEpochPlan:
         table = measure(np.asarray(arrays["starts"]), np.asarray(arrays["stops"]), arrays["row_src"], arrays["row_tgt"])
-        padded = self._padded(table)
+        padded = self.batch_slots(table)
         costs = padded
         if self.config.compute_balance is not None:  # real tokens + a x squared lengths
             squares = np.asarray(arrays["squares"]) if "squares" in arrays else np.zeros(len(table), dtype=np.int64)
@@ -436,7 +436,7 @@ class PackedPairPlanner(EpochPlanner):
             stats.extra["compute_per_rank"] = [float(costs[steps[:, r]].sum()) for r in range(world_size)]
         return PackedEpochPlan(epoch, world_size, arrays["order"], table, steps, stats, self.config, arrays["row_ends"])
 
-    def _padded(self, table: BatchTable) -> np.ndarray:
+    def batch_slots(self, table: BatchTable) -> np.ndarray:
         """Slots of each collated batch, both sides."""
         c = self.config
         if c.fixed_width:

@@ -286,12 +286,16 @@ class Planner(EpochPlanner):
         return Planner(selection, self.config, world_size=self.world_size, cache=self.cache,
                        keep_epochs=self.keep_epochs)
 
+    def batch_slots(self, table: BatchTable) -> np.ndarray:
+        """Slots each batch of ``table`` occupies once padded, both sides (what the padding figures count)."""
+        return padded_tokens(table, self.config.pad_to_multiple)
+
     def _assemble(
         self, arrays: dict[str, np.ndarray], meta: dict[str, Any], cached: bool, epoch: int, world_size: int
     ) -> EpochPlan:
         """An epoch plan from its cached arrays: the batch table and the step schedule of ``world_size`` ranks."""
         table = BatchTable(*(np.asarray(arrays[name]) for name in _BATCH_ARRAYS[1:]))
-        padded = padded_tokens(table, self.config.pad_to_multiple)
+        padded = self.batch_slots(table)
         costs = batch_costs(table, padded, arrays, self.config)
         if len(table):
             steps = schedule(costs, world_size, step_permutation(self.config, epoch, world_size))

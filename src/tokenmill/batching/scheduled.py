@@ -21,6 +21,8 @@ import numpy as np
 
 from tokenmill.batching.epochs import EpochPlanner, served_by
 from tokenmill.batching.mixes import relative, segment
+from tokenmill.batching.plan import PlanStats
+from tokenmill.batching.scheduled_stats import Slots, scheduled_stats
 from tokenmill.cache import fingerprint
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
@@ -31,12 +33,31 @@ class ScheduledPlan:
     before left under that part's mix."""
 
     def __init__(self, parts: list[tuple[Any, int]], world_size: int,
-                 earlier: list[tuple[Any, int]] | None = None) -> None:
+                 earlier: list[tuple[Any, int]] | None = None, *, first_step: int = 0,
+                 slots: Slots | None = None) -> None:
         self.parts = parts
         self.world_size = world_size
         self.earlier = list(earlier or [])
         """``(plan, steps)`` of the parts run before, at other world sizes (resume segments)."""
         self.starts = np.cumsum([0] + [steps for _, steps in parts])
+        self.first_step = first_step
+        """The global training step the first of ``parts`` begins at (its weights are the schedule's there)."""
+        self._slots = slots
+        self._stats: PlanStats | None = None
+
+    @property
+    def part_starts(self) -> list[int]:
+        """The global training step each of ``parts`` begins at."""
+        return [self.first_step + int(s) for s in self.starts[:-1]]
+
+    @property
+    def stats(self) -> PlanStats:
+        """What the parts' steps run, as other plans' ``stats`` (:mod:`tokenmill.batching.scheduled_stats`)."""
+        if self._stats is None:
+            if self._slots is None:
+                raise ConfigError("this scheduled plan was made without its planner's batch_slots: no stats")
+            self._stats = scheduled_stats(self.parts, self.world_size, self._slots)
+        return self._stats
 
     def served(self, step: int | None = None) -> np.ndarray:
         """Dataset ids the epoch served before ``step`` of this world size's parts (None: the whole epoch),
@@ -113,7 +134,8 @@ class ScheduledPlanner:
             step = self._walk(epoch, world, steps, step, ran, earlier)
         parts: list[tuple[Any, int]] = []
         self._walk(epoch, self.world_size, None, step, ran, parts)
-        return self._keep(key, ScheduledPlan(parts, self.world_size, earlier))
+        return self._keep(key, ScheduledPlan(parts, self.world_size, earlier, first_step=step,
+                                             slots=self.base.batch_slots))  # type: ignore[attr-defined]
 
     def _keep(self, key: tuple, plan: ScheduledPlan) -> ScheduledPlan:
         """Keep the plans of the last few (epoch, base, segments) asked for (asked on every batch)."""

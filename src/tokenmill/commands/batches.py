@@ -16,9 +16,10 @@ from typing import Any
 import click
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
+from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig
 from tokenmill.commands.params import direction_weights as _weights
 from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, plan_options
+from tokenmill.commands.schedule_flag import check_directions, mix_view, scheduled
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.multi_pairs import MultiPairDataset
@@ -88,6 +89,13 @@ def _row(label: str, value: object) -> str:
 )
 @click.option("--temperature", type=ABOVE_ZERO, default=None, help="Many directions: sample p ∝ n^(1/T) (default 1).")
 @click.option("--weights", default=None, help="Many directions: explicit weights instead, e.g. a-b=2,c-d=1.")
+@click.option(
+    "--weights-schedule", default=None,
+    help="Many directions: weights that follow the training step, linear in between: "
+         "STEP:a-b=w,c-d=w;STEP:... or a YAML file (step: {direction: weight}).",
+)
+@click.option("--schedule-every", type=POSITIVE, default=None,
+              help="With --weights-schedule: steps between two re-draws of the mix (default 1000).")
 @click.option("--virtual-size", type=POSITIVE, default=None, help="Many directions: items per virtual epoch.")
 @click.option(
     "--virtual-epoch-size", type=POSITIVE, default=None, help="Many directions: consume it in slices this big."
@@ -140,6 +148,8 @@ def batches(
     directions: str | None,
     temperature: float | None,
     weights: str | None,
+    weights_schedule: str | None,
+    schedule_every: int | None,
     virtual_size: int | None,
     virtual_epoch_size: int | None,
     upsample_primary: int | None,
@@ -173,18 +183,19 @@ def batches(
     mix = mix_table = None
     if multilingual:
         sampling, langtok = _mix_settings(
-            directory, split, shard, seed, (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary),
+            directory, split, shard, seed, (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary,
+                                            weights_schedule, schedule_every),
             (encoder_langtok, decoder_langtok, langtok_template),
         )
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
             directory, split, directions.split(",") if directions else None, langtok=langtok, options=options
         )
+        check_directions(sampling, dataset.directions)
         iterator = make_batches(
             dataset, config, sampling=sampling if split == "train" else None, world_size=world_size, collate=None,
             cache=cache,
         )
-        mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
-        mix_table = iterator.planner.describe_epoch(epoch)  # type: ignore[attr-defined]
+        mix, mix_table = mix_view(iterator, epoch)
     else:
         dataset = PairDataset.from_dir(
             directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
@@ -196,8 +207,8 @@ def batches(
         unpacked_padding = stats.padding_fraction
         pack = PackConfig(max_length=pack_length, max_tokens=max_tokens, rows_per_batch=max_sentences,
                           strategy=pack_strategy, seed=seed, drop_last=drop_last)
-        selection = iterator.planner.mix_selection if multilingual else None  # type: ignore[attr-defined]
-        packed = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size, cache=cache)
+        packed = make_batches(dataset, pack=pack, sampling=iterator.planner.sampling if multilingual else None,  # type: ignore[attr-defined]
+                              world_size=world_size, cache=cache, collate=None)
         stats = packed.plan(epoch).stats
     shown = _Shown(directory, split, epoch, mode, world_size, dataset, multilingual, stats, pack_length,
                    pack_strategy, unpacked_padding)
@@ -205,8 +216,7 @@ def batches(
     if mix is not None:
         report["mix"] = mix
     if state_file is not None:
-        on = BatchIterator(dataset, planner=packed, world_size=world_size, collate=None) if pack_length else iterator
-        report["ledger"] = _ledger(on, state_file, allow_mix_change)
+        report["ledger"] = _ledger(packed if pack_length else iterator, state_file, allow_mix_change)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
@@ -216,9 +226,10 @@ def batches(
 def _mix_settings(
     directory: str, split: str, shard: int | None, seed: int, flags: tuple[Any, ...], langtok_flags: tuple[Any, ...]
 ) -> tuple[SamplingConfig, LangTokConfig]:
-    """The sampling settings (``flags``: temperature, weights, virtual size, virtual epoch size, upsample primary)
-    and the language tokens (``langtok_flags``: encoder, decoder, template) of a many-direction epoch."""
-    temperature, weights, virtual_size, virtual_epoch_size, upsample_primary = flags
+    """The sampling settings (``flags``: temperature, weights, virtual size, virtual epoch size, upsample primary,
+    weights schedule, schedule every) and the language tokens (``langtok_flags``: encoder, decoder, template) of a
+    many-direction epoch."""
+    temperature, weights, virtual_size, virtual_epoch_size, upsample_primary, weights_schedule, every = flags
     if split != "train" and any(flag is not None for flag in flags):
         raise ConfigError(f"sampling settings apply to train; {split} uses every pair once (drop them)")
     if shard is not None:
@@ -228,6 +239,8 @@ def _mix_settings(
         virtual_size=virtual_size, virtual_epoch_size=virtual_epoch_size, upsample_primary=upsample_primary,
         seed=seed,
     )
+    sampling = scheduled(sampling, weights_schedule, every, {"--weights": weights, "--temperature": temperature,
+                                                             "--upsample-primary": upsample_primary})
     encoder_langtok, decoder_langtok, langtok_template = langtok_flags
     template = langtok_template or manifest_lang_token_format(Path(directory)) or LangTokConfig.template
     return sampling, LangTokConfig(None if encoder_langtok == "none" else encoder_langtok, decoder_langtok, template)

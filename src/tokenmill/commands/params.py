@@ -58,8 +58,9 @@ def click_type(hint: Any) -> tuple[Any, bool]:
     return click.STRING, False
 
 
-def direction_weights(text: str | None) -> dict[str, float] | None:
-    """``--weights a-b=2,c-d=1`` (directions of a mix and their weights) as a mapping."""
+def direction_weights(text: str | None, flag: str = "--weights") -> dict[str, float] | None:
+    """``--weights a-b=2,c-d=1`` (directions of a mix and their weights) as a mapping (``flag`` names the
+    option in messages)."""
     if not text:
         return None
     weights = {}
@@ -70,7 +71,7 @@ def direction_weights(text: str | None) -> dict[str, float] | None:
         except ValueError:
             sep = ""
         if not sep:
-            raise ConfigError(f"--weights: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
+            raise ConfigError(f"{flag}: {item!r} is not direction=weight (e.g. eng_Latn-deu_Latn=2)")
     return weights
 
 

@@ -309,10 +309,11 @@ class BatchIterator:
             return None
         totals = None
         if state.get("ledger") is not None:
-            totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner))  # type: ignore[arg-type]
+            totals = ledger.Totals.from_dict(state["ledger"], ledger.sources(self.planner),
+                                             fixed=ledger.fixed_sources(self.planner))
         if changed_from is not None:  # epochs before this one ran under the saved mix: count them now
             before = self.planner.for_mix(changed_from).for_world(saved_world)  # type: ignore[attr-defined]
-            totals = ledger.advance(before, totals or ledger.Totals(), epoch,
+            totals = ledger.advance(self.planner, totals or ledger.Totals(), epoch,
                                     lambda e, step: ledger.served(before, e, [], step))
         return totals
 
