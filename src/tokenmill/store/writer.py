@@ -171,6 +171,17 @@ class IndexedWriter:
         self.add_items(flat_tokens, lengths[filled])
         self._documents.extend(base + np.cumsum(filled, dtype=np.int64))
 
+    def add_documents_of(self, flat_tokens: np.ndarray, lengths: np.ndarray, per_document: np.ndarray) -> None:
+        """Append many documents (Megatron layout): items as :meth:`add_items`, document ``i`` made of the next
+        ``per_document[i]`` of them; a document of 0 items repeats the document index, as megatron-core's
+        ``IndexedDatasetBuilder.add_document`` does for a document without sequences."""
+        base = len(self._sizes)
+        self.add_items(flat_tokens, lengths)
+        ends = base + np.cumsum(np.asarray(per_document, dtype=np.int64))
+        if len(ends) and int(ends[-1]) != len(self._sizes):
+            raise ValueError(f"the documents hold {int(ends[-1]) - base} items; {len(self._sizes) - base} were given")
+        self._documents.extend(ends)
+
     def end_document(self) -> None:
         """Close the current document (Megatron layout): everything since the last call is one document."""
         self._documents.append(len(self._sizes))
