@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sentencepiece
 import tokenizers
 
 from tests.peers import run_peer
-from tests.prepare.test_megatron_flags import ENDOFTEXT, LINES, documents
+from tests.prepare.test_megatron_flags import ENDOFTEXT, LINES, documents, spm_model  # noqa: F401 (a fixture)
 from tests.prepare.test_tasks import run_cli
 from tokenmill.errors import ConfigError
-from tokenmill.prepare import build_config, prepare
+from tokenmill.prepare import build_config, encode_workers, prepare
 from tokenmill.store import IndexedDataset
 from tokenmill.store.manifest import verify_directory
 from tokenmill.store.provenance import Provenance
@@ -141,6 +142,31 @@ def test_any_task_count_and_encoder_give_the_same_bytes_and_provenance(hf_model,
     documents = len(IndexedDataset(tmp_path / "three" / "lm_text_sentence").document_indices) - 1
     _, lines = prov.table.locate(prov.numbers_of(np.arange(documents)))
     assert lines.tolist() == list(range(1, len(corpus_docs()) + 1)), "document k is line k + 1 of the input"
+
+
+def test_sentencepiece_stores_each_sentences_own_ids(spm_model, corpus, tmp_path, monkeypatch):  # noqa: F811
+    """SentencePiece's encode stage runs on worker processes (here: from 16 documents on) without
+    --split-sentences; with it the sentences are encoded in this process (by SentencePiece's own threads)."""
+    monkeypatch.setattr(encode_workers, "RANGE_LINES", 16)
+    config = build_config({**settings(corpus, tmp_path / "spm" / "lm", spm_model, lang="en", workers=2),
+                           "tokenizer_type": "SentencePieceTokenizer",  # a filter that keeps every document: the
+                           "filters": {"drop_empty": False, "not_too_long": 10**6}})  # encode stage reads a clean file
+    prepare(config, progress=False)
+    store = IndexedDataset(tmp_path / "spm" / "lm_text_sentence")
+    reference = sentencepiece.SentencePieceProcessor(model_file=str(spm_model))
+    sentences, counts = split_documents(corpus_docs(), make_splitter("sentencex", "en"))
+    ids = reference.encode(sentences)
+    expected, bounds, start = [], [0], 0
+    for count in counts.tolist():
+        doc = [i for i in ids[start : start + count] if i]
+        start += count
+        if doc:
+            doc[-1] = [*doc[-1], reference.eos_id()]
+        expected += doc
+        bounds.append(len(expected))
+    assert [store[i].tolist() for i in range(len(store))] == expected
+    assert store.document_indices.tolist() == bounds
+    assert verify_directory(tmp_path / "spm") == []
 
 
 def test_the_command_line_with_megatrons_flags(hf_model, corpus, tmp_path):
