@@ -87,7 +87,8 @@ def whole_runs(docs: list[str], workers: int) -> None:
     corpus.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
     model = folder / "tokenizer.json"
     train_tokenizer("hf", docs[:2000], {"kind": "byte-level-bpe", "vocab_size": 8000}, model)
-    print("\n| prepare (Megatron flags, HF byte-level BPE) | seconds | sequences |\n|---|---|---|")
+    print("\n| prepare (Megatron flags, HF byte-level BPE) | seconds | encode stage | binarize stage | sequences |"
+          "\n|---|---|---|---|---|")
     for split in (False, True):
         settings = {"input": str(corpus), "output_prefix": str(folder / f"out{int(split)}" / "lm"),
                     "tokenizer_type": "HuggingFaceTokenizer", "tokenizer_model": str(model), "append_eod": True,
@@ -96,7 +97,9 @@ def whole_runs(docs: list[str], workers: int) -> None:
         summary = prepare(build_config(settings), progress=False)
         seconds = time.perf_counter() - started
         sequences = summary.splits["train"]["langs"]["text"]["sentences"]
-        print(f"| {'--split-sentences' if split else 'documents'} | {seconds:.2f} | {sequences} |")
+        stages = summary.stage_seconds
+        print(f"| {'--split-sentences' if split else 'documents'} | {seconds:.2f} | "
+              f"{stages.get('encode.train.text', 0):.2f} | {stages.get('binarize.train.text', 0):.2f} | {sequences} |")
 
 
 def main() -> None:

@@ -175,12 +175,13 @@ class IndexedWriter:
         """Append many documents (Megatron layout): items as :meth:`add_items`, document ``i`` made of the next
         ``per_document[i]`` of them; a document of 0 items repeats the document index, as megatron-core's
         ``IndexedDatasetBuilder.add_document`` does for a document without sequences."""
+        ends = np.cumsum(np.asarray(per_document, dtype=np.int64))
+        given = int(np.asarray(lengths).size)
+        if (int(ends[-1]) if len(ends) else 0) != given:
+            raise ValueError(f"the documents hold {int(ends[-1]) if len(ends) else 0} items; {given} were given")
         base = len(self._sizes)
         self.add_items(flat_tokens, lengths)
-        ends = base + np.cumsum(np.asarray(per_document, dtype=np.int64))
-        if len(ends) and int(ends[-1]) != len(self._sizes):
-            raise ValueError(f"the documents hold {int(ends[-1]) - base} items; {len(self._sizes) - base} were given")
-        self._documents.extend(ends)
+        self._documents.extend(base + ends)
 
     def end_document(self) -> None:
         """Close the current document (Megatron layout): everything since the last call is one document."""
