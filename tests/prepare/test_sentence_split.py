@@ -144,6 +144,29 @@ def test_any_task_count_and_encoder_give_the_same_bytes_and_provenance(hf_model,
     assert lines.tolist() == list(range(1, len(corpus_docs()) + 1)), "document k is line k + 1 of the input"
 
 
+@pytest.mark.parametrize("tasks", [1, 3])
+def test_a_token_count_filter_drops_whole_documents_with_their_sentences(hf_model, corpus, tmp_path, tasks):
+    """--filter-max-tokens counts a document's ids (its sentences together) and drops the whole document; the
+    provenance map leads the documents that stay to their lines."""
+    prepare(build_config(settings(corpus, tmp_path / "all" / "lm", hf_model)), progress=False)
+    prepare(build_config(settings(corpus, tmp_path / "some" / "lm", hf_model, tasks=tasks,
+                                  filters={"drop_empty": False, "max_tokens": 40})), progress=False)
+    everything = IndexedDataset(tmp_path / "all" / "lm_text_sentence")
+    kept = IndexedDataset(tmp_path / "some" / "lm_text_sentence")
+
+    def document(store: IndexedDataset, k: int) -> list[list[int]]:
+        bounds = store.document_indices
+        return [store[i].tolist() for i in range(bounds[k], bounds[k + 1])]
+
+    ids = [sum(len(item) for item in document(everything, k)) for k in range(len(corpus_docs()))]
+    stay = [k for k, n in enumerate(ids) if n - (n > 0) <= 40]  # the filter counts ids before the EOD
+    assert 0 < len(stay) < len(ids)
+    assert [document(kept, j) for j in range(len(stay))] == [document(everything, k) for k in stay]
+    prov = Provenance(tmp_path / "some" / "lm_text_sentence.prov")
+    _, lines = prov.table.locate(prov.numbers_of(np.arange(len(stay))))
+    assert lines.tolist() == [k + 1 for k in stay]
+
+
 def test_sentencepiece_stores_each_sentences_own_ids(spm_model, corpus, tmp_path, monkeypatch):  # noqa: F811
     """SentencePiece's encode stage runs on worker processes (here: from 16 documents on) without
     --split-sentences; with it the sentences are encoded in this process (by SentencePiece's own threads)."""
