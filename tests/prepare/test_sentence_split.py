@@ -6,6 +6,7 @@ writes the same ``.bin``/``.idx`` bytes, and its ``IndexedDataset`` reads ours."
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -133,7 +134,9 @@ def test_any_task_count_and_encoder_give_the_same_bytes_and_provenance(hf_model,
     one = tmp_path / "one" / "lm"
     prepare(build_config(settings(corpus, one, hf_model, tasks=1, encoder="reference")), progress=False)
     three = tmp_path / "three" / "lm"
-    prepare(build_config(settings(corpus, three, hf_model, tasks=3, encoder="auto")), progress=False)
+    summary = prepare(build_config(settings(corpus, three, hf_model, tasks=3, encoder="auto")), progress=False)
+    used = summary.encoders["encode.train.text"]["encoder"]
+    assert used.startswith("gigatoken") or importlib.util.find_spec("gigatoken") is None, "the fast encoder ran"
     manifest = json.loads((tmp_path / "three" / "manifest.json").read_text())
     assert len(manifest["run"]["tasks"]["binarize.train.text"]) == 3, "binarized as tasks, parts merged"
     for name in ("lm_text_sentence.bin", "lm_text_sentence.idx", "lm_text_sentence.prov"):
