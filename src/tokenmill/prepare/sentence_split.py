@@ -10,7 +10,6 @@ The splitting is per document, in Python (the splitter's own cost); everything a
 
 from __future__ import annotations
 
-from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -43,17 +42,13 @@ def sentence_files(ids_prefix: str | Path) -> list[Path]:
 
 
 def sentence_key(config: PrepareConfig) -> list[Any]:
-    """What the sentences depend on (for the encode stage's key): the splitter, its package's version, the
-    language and the whitespace rule. Empty when sentences are not split (keys stay as they were)."""
+    """What the sentences depend on (for the encode stage's key): the splitter, the language and the whitespace
+    rule. Empty when sentences are not split (keys stay as they were). Not the splitter package's version, as
+    no key holds a tokenizer library's: a task on a machine with another release keeps the coordinator's key."""
     if not splits_sentences(config):
         return []
     meg = config.megatron
-    part = splitter_part(meg.sentence_splitter)
-    try:
-        version = metadata.version(part.module)
-    except metadata.PackageNotFoundError:
-        version = None
-    return ["sentences", part.name, version, language_code(meg.lang), meg.keep_newlines]
+    return ["sentences", splitter_part(meg.sentence_splitter).name, language_code(meg.lang), meg.keep_newlines]
 
 
 class SentenceStep:
