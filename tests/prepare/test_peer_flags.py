@@ -40,7 +40,6 @@ def test_fairseq_only_source_is_monolingual(tmp_path):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (("--dataset-impl", "lazy"), "error: --dataset-impl lazy: tokenmill writes the mmap format"),
-    (("--split-sentences",), "error: --split-sentences: tokenmill does not split documents into sentences"),
     (("--tokenizer-type", "Llama2Tokenizer"), "error: --tokenizer-type Llama2Tokenizer: use --tokenizer-type "
                                               "SentencePieceTokenizer"),
 ])

@@ -99,6 +99,14 @@ def test_a_megatron_store_reads_back(prefix, key):
     assert parse_megatron_name(f"{name}.idx").name == name
 
 
+@pytest.mark.parametrize("level", ["document", "sentence"])
+def test_a_megatron_store_of_sentences_reads_back(level):
+    name = megatron_name("corpus", "text", level)
+    assert name == f"corpus_text_{level}"
+    assert parse_megatron_name(name) == MegatronName("corpus", "text", level) and parse_megatron_name(name).name == name
+    assert parse_megatron_name("corpus_text_paragraph") is None
+
+
 def test_a_megatron_key_holding_an_underscore_keeps_its_full_name():
     parsed = parse_megatron_name(megatron_name("corpus", "raw_text"))
     assert parsed == MegatronName("corpus_raw", "text") and parsed.name == "corpus_raw_text_document"

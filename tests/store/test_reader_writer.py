@@ -205,3 +205,19 @@ def test_add_documents_makes_an_item_without_ids_a_document_without_items(tmp_pa
             writer.end_document()
     for suffix in (".bin", ".idx"):
         assert (tmp_path / f"docs{suffix}").read_bytes() == (tmp_path / f"one_by_one{suffix}").read_bytes()
+
+
+def test_add_documents_of_groups_items_into_documents_as_megatron_cores_add_document(tmp_path):
+    """Documents of several items each (sentences), one without any: the bytes of one add_document call per
+    document (megatron-core's builder does the same: extend the lengths, append their count)."""
+    with IndexedWriter(tmp_path / "many", layout="megatron", dtype=np.uint16) as writer:
+        writer.add_documents_of(np.arange(1, 9), np.array([2, 1, 3, 2]), np.array([2, 0, 1, 1]))
+    with IndexedWriter(tmp_path / "each", layout="megatron", dtype=np.uint16) as writer:
+        for flat, lengths in (([1, 2, 3], [2, 1]), ([], []), ([4, 5, 6], [3]), ([7, 8], [2])):
+            writer.add_document(np.array(flat, dtype=np.int64), np.array(lengths, dtype=np.int64))
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"many{suffix}").read_bytes() == (tmp_path / f"each{suffix}").read_bytes()
+    assert IndexedDataset(tmp_path / "many").document_indices.tolist() == [0, 2, 2, 3, 4]
+    with IndexedWriter(tmp_path / "bad", layout="megatron", dtype=np.uint16) as writer, \
+            pytest.raises(ValueError, match="the documents hold 3 items; 2 were given"):
+        writer.add_documents_of(np.arange(3), np.array([1, 2]), np.array([1, 2]))

@@ -34,8 +34,7 @@ def _tasks(value: Any, settings: dict[str, Any], given: dict[str, Any]) -> None:
 
 
 def _ignored(value: Any, settings: dict[str, Any], given: dict[str, Any]) -> None:
-    """Accepted, nothing to do: --log-interval (progress bars show the rate), --keep-newlines (documents keep
-    their newlines; tokenmill does not split sentences)."""
+    """Accepted, nothing to do: --log-interval (progress bars show the rate)."""
 
 
 def _dataset_impl(value: Any, settings: dict[str, Any], given: dict[str, Any]) -> None:
@@ -50,24 +49,15 @@ def _only_source(value: Any, settings: dict[str, Any], given: dict[str, Any]) ->
                                "drop --target-lang")
 
 
-def _split_sentences(value: Any, settings: dict[str, Any], given: dict[str, Any]) -> None:
-    raise click.UsageError("--split-sentences: tokenmill does not split documents into sentences; split them "
-                           "beforehand (one sentence per line, --input-format text) or keep whole documents")
-
-
 PEER_FLAGS = (
     PeerFlag("--partitions", "Megatron", click.IntRange(min=1), _tasks,
              "Megatron's --partitions: taken as --tasks (the output does not depend on the count)."),
-    PeerFlag("--keep-newlines", "Megatron", None, _ignored,
-             "Megatron's --keep-newlines: accepted; documents keep their newlines here anyway."),
     PeerFlag("--log-interval", "Megatron", click.IntRange(min=1), _ignored,
              "Megatron's --log-interval: accepted and ignored (progress bars show the rate)."),
     PeerFlag("--dataset-impl", "Megatron/fairseq", str, _dataset_impl,
              "Megatron's/fairseq's --dataset-impl: mmap only (the .bin/.idx format tokenmill writes)."),
     PeerFlag("--only-source", "fairseq", None, _only_source,
              "fairseq's --only-source: monolingual data (give no --target-lang)."),
-    PeerFlag("--split-sentences", "Megatron", None, _split_sentences,
-             "Megatron's --split-sentences: refused; split documents into sentences beforehand."),
 )
 
 

@@ -4,7 +4,8 @@ Translation stores follow fairseq-preprocess: ``{split}.{src}-{tgt}.{lang}`` wit
 ``dict.{lang}.txt``; monolingual stores follow fairseq's language-model layout (what
 ``fairseq-preprocess --only-source`` feeds to ``--task language_modeling``): ``{split}`` with
 ``dict.txt``. Word alignments are ``{split}.align.{src}-{tgt}`` (fairseq also reads ``{split}.align``);
-Megatron's ``tools/preprocess_data.py`` names are ``{prefix}_{key}_document``. Shards are
+Megatron's ``tools/preprocess_data.py`` names are ``{prefix}_{key}_document`` (``_sentence`` with its
+``--split-sentences``). Shards are
 ``shardNNN/`` folders (fairseq's ``data1:data2`` paths, Open-NLLB's ``data_bin/shardNNN``).
 
 Writers (prepare) build names with the builders here (:func:`store_name`, :func:`align_name`,
@@ -52,7 +53,7 @@ _SPLIT = r"[^.]+(?:\.[^.]+)*"
 _PAIR_NAME = re.compile(rf"(?P<split>{_SPLIT})\.(?P<pair>[^.]*-[^.]*)\.(?P<lang>[^.]+)")
 _MONO_NAME = re.compile(r"[^.]+")
 _ALIGN_NAME = re.compile(rf"(?P<split>{_SPLIT})\.align(?:\.(?P<pair>[^.]*-[^.]*))?")
-_MEGATRON_NAME = re.compile(r"(?P<prefix>.+)_(?P<key>[^_]+)_document")
+_MEGATRON_NAME = re.compile(r"(?P<prefix>.+)_(?P<key>[^_]+)_(?P<level>document|sentence)")
 _DIRECTION = re.compile(r"(?P<src>\w+)-(?P<tgt>\w+)")
 
 
@@ -72,9 +73,10 @@ def split_part(split: str, part: int) -> str:
     return f"{split}{part}" if part else split
 
 
-def megatron_name(output_prefix: str, key: str) -> str:
-    """Megatron's ``tools/preprocess_data.py`` output: ``{output_prefix}_{key}_document``."""
-    return f"{output_prefix}_{key}_document"
+def megatron_name(output_prefix: str, key: str, level: str = "document") -> str:
+    """Megatron's ``tools/preprocess_data.py`` output: ``{output_prefix}_{key}_document``, or
+    ``{output_prefix}_{key}_sentence`` (``level``) when its ``--split-sentences`` made sentences the sequences."""
+    return f"{output_prefix}_{key}_{level}"
 
 
 def align_name(split: str, src: str, tgt: str) -> str:
@@ -154,14 +156,16 @@ class AlignName:
 
 @dataclass(frozen=True)
 class MegatronName:
-    """Megatron's ``{prefix}_{key}_document`` (a ``key`` holding ``_`` reads back as part of ``prefix``)."""
+    """Megatron's ``{prefix}_{key}_document`` or ``_sentence`` (a ``key`` holding ``_`` reads back as part of
+    ``prefix``)."""
 
     prefix: str
     key: str
+    level: str = "document"
 
     @property
     def name(self) -> str:
-        return megatron_name(self.prefix, self.key)
+        return megatron_name(self.prefix, self.key, self.level)
 
     def __str__(self) -> str:
         return self.name
@@ -221,9 +225,10 @@ def parse_align_name(name: str | os.PathLike[str]) -> AlignName | None:
 
 
 def parse_megatron_name(name: str | os.PathLike[str]) -> MegatronName | None:
-    """``corpus_text_document`` -> ``MegatronName("corpus", "text")``, else None."""
+    """``corpus_text_document`` -> ``MegatronName("corpus", "text")``, ``corpus_text_sentence`` ->
+    ``MegatronName("corpus", "text", "sentence")``, else None."""
     match = _MEGATRON_NAME.fullmatch(_stem(name))
-    return MegatronName(match["prefix"], match["key"]) if match else None
+    return MegatronName(match["prefix"], match["key"], match["level"]) if match else None
 
 
 def in_split(name_split: str, split: str) -> bool:

@@ -3,8 +3,10 @@
 Checksums catch changed bytes; they do not catch a store that was encoded with another
 vocabulary than the one beside it (a re-run that left stale files, a dictionary copied in by
 hand). Each store therefore records its vocabulary file, that vocabulary's size and the id every
-item ends with; :func:`check_meaning` recomputes the largest id and the last token of every item
-(block by block: memory flat in the store's size) and looks up the special symbols where the manifest says they are.
+item ends with (in a store with a document index, the last item of every document: sentences of a document
+made by ``--split-sentences`` end with their own ids, the document's last one with the EOD id);
+:func:`check_meaning` recomputes the largest id and the last token of every item (block by block: memory flat in
+the store's size) and looks up the special symbols where the manifest says they are.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.store.index_file import CHECK_BLOCK, size_blocks, token_chunks
+from tokenmill.store.format import Layout
+from tokenmill.store.index_file import CHECK_BLOCK, read_header, size_blocks, store_files, token_chunks
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.t2t_subword import SubwordTextEncoder
 from tokenmill.vocab.tokenizer import Tokenizer, load_tokenizer
@@ -72,12 +75,15 @@ def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: Seq
             f"{vocab}: {size} entries, but {prefix} was encoded with a vocabulary of {meaning.get('vocab_size')} "
             "(a dictionary from another run?); re-run tokenmill prepare"
         )
-    largest, items, wrong = -1, 0, 0
+    largest, items, wrong, ended = -1, 0, 0, 0
     eos = meaning.get("eos")
+    lasts = document_lasts(root / prefix)
     for tokens, ends in token_chunks(root / prefix):  # one pass over the .bin, a chunk in memory at a time
         largest = max(largest, int(tokens.max()))
         if eos is not None:
-            wrong += int(np.count_nonzero(ends != eos))
+            checked = ends if lasts is None else ends[lasts(ended, len(ends))]
+            wrong += int(np.count_nonzero(checked != eos))
+            ended += len(ends)
     if eos is not None:
         for sizes in size_blocks(root / prefix, CHECK_BLOCK):
             items += len(sizes)
@@ -96,6 +102,24 @@ def check_meaning(root: Path, prefix: str, meaning: dict[str, Any], symbols: Seq
             found = symbols[eos] if eos < size else "nothing"
             problems.append(f"{vocab}: id {eos} is {found!r}, the manifest says {symbol!r}")
     return problems
+
+
+def document_lasts(prefix: Path) -> Any:
+    """For a store with a document index: ``lasts(first, count)``, whether each of items ``first`` to
+    ``first + count - 1`` is the last item of its document (the index read through a map, a slice at a time).
+    None for a store without one (every item ends with the end token)."""
+    idx = store_files(prefix)[0]
+    layout, _, items, documents = read_header(idx)
+    if layout is not Layout.MEGATRON or not documents:
+        return None
+    index = np.memmap(idx, dtype="<i8", mode="r", offset=layout.header.size + 12 * items, shape=(documents,))
+
+    def lasts(first: int, count: int) -> np.ndarray:
+        after = np.arange(first + 1, first + count + 1, dtype=np.int64)
+        low, high = np.searchsorted(index, [first + 1, first + count], side="left")
+        return np.isin(after, index[low : high + 1])
+
+    return lasts
 
 
 def check_special_ids(vocab_file: str, symbols: Sequence[str], vocab: dict[str, Any]) -> list[str]:

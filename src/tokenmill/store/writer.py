@@ -171,6 +171,18 @@ class IndexedWriter:
         self.add_items(flat_tokens, lengths[filled])
         self._documents.extend(base + np.cumsum(filled, dtype=np.int64))
 
+    def add_documents_of(self, flat_tokens: np.ndarray, lengths: np.ndarray, per_document: np.ndarray) -> None:
+        """Append many documents (Megatron layout): items as :meth:`add_items`, document ``i`` made of the next
+        ``per_document[i]`` of them; a document of 0 items repeats the document index, as megatron-core's
+        ``IndexedDatasetBuilder.add_document`` does for a document without sequences."""
+        ends = np.cumsum(np.asarray(per_document, dtype=np.int64))
+        given = int(np.asarray(lengths).size)
+        if (int(ends[-1]) if len(ends) else 0) != given:
+            raise ValueError(f"the documents hold {int(ends[-1]) if len(ends) else 0} items; {given} were given")
+        base = len(self._sizes)
+        self.add_items(flat_tokens, lengths)
+        self._documents.extend(base + ends)
+
     def end_document(self) -> None:
         """Close the current document (Megatron layout): everything since the last call is one document."""
         self._documents.append(len(self._sizes))

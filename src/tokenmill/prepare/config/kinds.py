@@ -39,7 +39,8 @@ AtLeast0 = Range(0)
 AtLeast1 = Range(1)
 
 RECORDED_IF_SET = ("clean_preset", "decontaminate", "decontaminate_ngram", "lm_filters", "near_dedup",
-                   "near_dedup_ngram", "near_dedup_bands", "near_dedup_rows", "near_dedup_seed", "near_dedup_sides")
+                   "near_dedup_ngram", "near_dedup_bands", "near_dedup_rows", "near_dedup_seed", "near_dedup_sides",
+                   "split_sentences", "lang", "keep_newlines", "sentence_splitter")
 """Settings added after manifests were first written: the manifest records them only when they differ from
 their defaults (see :meth:`PrepareConfig.recorded`)."""
 RUN_ONLY = ("engine", "tasks", "ray_address", "encoder", "encoder_check_docs")

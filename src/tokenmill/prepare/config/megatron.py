@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config.kinds import MegatronTokenizer
 from tokenmill.prepare.config.section import Section
+from tokenmill.text.sentences import DEFAULT_SPLITTER, check_installed, language_code
 
 if TYPE_CHECKING:
     from tokenmill.prepare.config.model import PrepareConfig
@@ -53,6 +54,26 @@ class MegatronSettings(Section):
         default=None,
         metadata={"help": "Megatron's --merge-file: GPT2BPETokenizer's merges.txt."},
     )
+    split_sentences: bool = field(
+        default=False,
+        metadata={"help": "Megatron's --split-sentences: each document's sentences are its sequences in the .idx "
+                          "(documents are the document index; EOD after the last one), written as "
+                          "{output_prefix}_{key}_sentence.bin/.idx (pip install 'tokenmill[sentences]')."},
+    )
+    lang: str = field(
+        default="english",
+        metadata={"help": "Megatron's --lang: the language of --split-sentences, an NLTK name (english, german ...) "
+                          "or an ISO 639 code (en, de, pt-BR)."},
+    )
+    keep_newlines: bool = field(
+        default=False,
+        metadata={"help": "Megatron's --keep-newlines: with --split-sentences a sentence keeps the whitespace after "
+                          "it (newlines too); else sentences are stripped. Documents always keep theirs."},
+    )
+    sentence_splitter: str = field(
+        default=DEFAULT_SPLITTER,
+        metadata={"help": "The sentence splitter of --split-sentences (registered in tokenmill.text.sentences)."},
+    )
 
     def checked(self, config: PrepareConfig) -> MegatronSettings:
         """The tokenizer flags name a usable tokenizer and files that exist; --input and --output-prefix come
@@ -70,7 +91,24 @@ class MegatronSettings(Section):
             raise ConfigError("--vocab-file/--merge-file make a GPT-2 byte-level BPE: use --tokenizer hf "
                               "(or --tokenizer-type GPT2BPETokenizer)")
         self._check_dataset(config)
+        self._check_sentences(config)
         return self
+
+    def _check_sentences(self, config: PrepareConfig) -> None:
+        """--split-sentences: Megatron's flags, a tokenizer model, one store, the splitter installed."""
+        if not self.split_sentences:
+            return
+        if not self.output_prefix:
+            raise ConfigError("--split-sentences comes with Megatron's --input and --output-prefix")
+        if config.tokenizer.name == "none":
+            raise ConfigError("--split-sentences needs a tokenizer model (--tokenizer-type/--tokenizer-model), "
+                              "not --tokenizer none")
+        if config.output.shard_size:
+            raise ConfigError("--split-sentences writes one store, as Megatron does: drop --shard-size")
+        if config.inputs.documents != "line":
+            raise ConfigError("--split-sentences reads one document per JSON row: drop --documents blank-line")
+        language_code(self.lang)
+        check_installed(self.sentence_splitter)
 
     def _check_dataset(self, config: PrepareConfig) -> None:
         """--input and --output-prefix: one monolingual dataset."""

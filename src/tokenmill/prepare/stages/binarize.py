@@ -30,6 +30,8 @@ from tokenmill.prepare.encoded_parts import (
 )
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
+from tokenmill.prepare.sentence_binarize import binarize_sentence_part, merge_sentence_parts, write_sentence_store
+from tokenmill.prepare.sentence_split import splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
 from tokenmill.prepare.stages.dictionary import end_token
 from tokenmill.prepare.stages.encoded import encoded_blocks, keep_file, split_words, unknown_surfaces
@@ -61,7 +63,8 @@ def output_prefix(ctx: RunContext, split: str, lang: str, shard: int | None = No
     """The staged store of one side (names from :mod:`tokenmill.store.layout`)."""
     cfg = ctx.config
     if cfg.megatron.output_prefix:  # Megatron's preprocess_data names
-        name = megatron_name(os.path.basename(cfg.megatron.output_prefix), cfg.inputs.source_key or "text")
+        name = megatron_name(os.path.basename(cfg.megatron.output_prefix), cfg.inputs.source_key or "text",
+                             "sentence" if splits_sentences(cfg) else "document")
     else:
         name = store_name(split, cfg.inputs.source_lang, cfg.inputs.target_lang, lang)  # type: ignore[arg-type]
     return ctx.folder.staged(name, shard)
@@ -104,6 +107,9 @@ class BinarizeStage(TaskedStage):
             tasks = self.plan(ctx)
             run_tasks(ctx, tasks, in_phase=True)
             return self.merge(ctx, tasks)
+        if splits_sentences(ctx.config):  # Megatron's --split-sentences: its own writer (one store, own ids)
+            return write_sentence_store(ctx, split, lang, output_prefix(ctx, split, lang), end=eos, unk=unk,
+                                        dtype=dtype, crash_name=self.name)
         return write_split(
             ctx, split, lambda shard: output_prefix(ctx, split, lang, shard), dtype,
             # the next block is read and mapped on a thread while this one is written (both let go of the GIL)
@@ -199,6 +205,11 @@ class BinarizeStage(TaskedStage):
             lookup = np.array(details["lookup"] + extra, dtype=np.int32)
         first, length = int(details["firsts"][index]), int(details["lengths"][index])
         kept = mask_slice(ctx.folder.keep_path("train") if details["keep"] else None, first, first + length)
+        if splits_sentences(ctx.config):
+            counts = binarize_sentence_part(part / IDS, folder / PART, kept=kept, end=details["end"],
+                                            unk=details["unk"], dtype=np.dtype(details["dtype"]),
+                                            crash_name=f"{self.name}#{index}")
+            return task_record(started, length, attempt, **counts)
         counts = binarize_part(part / IDS, folder / PART, lookup=lookup, kept=kept, end=details["end"],
                                unk=details["unk"], dtype=np.dtype(details["dtype"]), layout=Layout(details["layout"]),
                                crash_name=f"{self.name}#{index}",
@@ -212,9 +223,13 @@ class BinarizeStage(TaskedStage):
         started = time.perf_counter()
         blocks = chain.from_iterable(item_blocks(tasks.folder(i) / PART, COPY_ITEMS) for i in range(tasks.count))
         dtype, _ = self._dtype_unk(ctx, ctx.dictionaries.get(self.lang))
-        outputs, info = write_split(ctx, "train", lambda shard: output_prefix(ctx, "train", self.lang, shard), dtype,
-                                    blocks, eos=None, unk=-1, crash_name=self.name,
-                                    empty_documents=empty_documents(ctx))
+        if splits_sentences(ctx.config):  # the parts hold their documents' sentences: copied as they are
+            outputs, info = merge_sentence_parts([tasks.folder(i) / PART for i in range(tasks.count)],
+                                                 output_prefix(ctx, "train", self.lang), dtype)
+        else:
+            outputs, info = write_split(ctx, "train", lambda shard: output_prefix(ctx, "train", self.lang, shard),
+                                        dtype, blocks, eos=None, unk=-1, crash_name=self.name,
+                                        empty_documents=empty_documents(ctx))
         written = (sum(r["sentences"] for r in records), sum(r["tokens"] for r in records))
         if (info["sentences"], info["tokens"]) != written:
             raise TokenmillError(f"stage {tasks.stage}: the parts hold other counts than their tasks wrote; delete "

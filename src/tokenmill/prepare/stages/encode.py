@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from tokenmill.prepare.parallel import reads_in_workers
 from tokenmill.prepare.part_merge import renumbered_unknowns
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
+from tokenmill.prepare.sentence_split import SentenceLengths, sentence_files, sentence_step, splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
 from tokenmill.prepare.stages.clean import clean_parts
 from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, reads_input
@@ -134,6 +136,8 @@ class EncodeStage(TaskedStage):
                 table = encode_lines(ctx, lang, choice.tap(lines()), prefix, threads=ctx.config.run.workers, bar=bar,
                                      crash_name=self.name, tokenizer=choice.encoder)
         outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+        if splits_sentences(ctx.config):
+            outputs += sentence_files(prefix)
         if counted:
             outputs.append(folder.counts_path(split, lang))
         if words:
@@ -241,6 +245,8 @@ class EncodeStage(TaskedStage):
             folder = tasks.folder(i)
             renumbered_unknowns(table, part_table(folder), vocab_size)
             outputs += [folder / f"{IDS}.bin", folder / f"{IDS}.idx", folder / COUNTS, folder / UNKNOWN]
+            if splits_sentences(ctx.config):
+                outputs += sentence_files(folder / IDS)
         if keeps_unknown_surfaces(ctx.config):
             path = ctx.folder.unknown_path("train", self.lang)
             write_json(path, table)
@@ -282,8 +288,9 @@ def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]
 def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
     """Whether the encode stage runs the tokenizer on worker processes that read their own ranges of the
     cleaned ``source``: several workers, a backend that gains from it, a plain file to seek in (not the
-    clean tasks' parts), and more than one range of lines."""
-    return (ctx.config.run.workers > 1 and backend_name(ctx.config) in PROCESS_BACKENDS and forks()
+    clean tasks' parts), and more than one range of lines (not with --split-sentences: see encode_lines)."""
+    return (ctx.config.run.workers > 1 and not splits_sentences(ctx.config)
+            and backend_name(ctx.config) in PROCESS_BACKENDS and forks()
             and isinstance(source, Source) and reads_in_workers(source)
             and source.scan() > encode_workers.RANGE_LINES)
 
@@ -295,22 +302,32 @@ def encode_lines(
 ) -> dict[str, list[int]] | None:
     """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
     bincount, when given) with ``tokenizer`` (default: ``lang``'s); returns the unknown surfaces' table
-    (surface -> [work id, count]) when they are kept (fairseq fidelity), else None."""
+    (surface -> [work id, count]) when they are kept (fairseq fidelity), else None. With --split-sentences
+    each line is encoded as its sentences and their lengths go to the sentence-lengths store beside it."""
     tokenizer = tokenizer_for(ctx, lang) if tokenizer is None else tokenizer
     surfaces = UnknownSurfaces(tokenizer) if keeps_unknown_surfaces(ctx.config) else None
+    step = sentence_step(ctx.config)
 
-    def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None]:
+    def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None, Any]:
         lines, chunk_ends = batch
-        flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
+        sentences = None
+        if step is not None:
+            flat, lengths, *sentences = step.encode(tokenizer, lines, threads)
+        else:
+            flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
         found = None if surfaces is None else surfaces.find(lines, flat, lengths, threads)
-        return len(lines), chunk_ends, flat, lengths, found
+        return len(lines), chunk_ends, flat, lengths, found, sentences
 
     overlap = OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
-    with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
-        for count, chunk_ends, flat, lengths, found in ordered_map(encoded, chunk_batches(chunks), overlap):
+    with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, \
+            (SentenceLengths(prefix) if step is not None else nullcontext()) as sentence_lengths:
+        for count, chunk_ends, flat, lengths, found, sentences in ordered_map(encoded, chunk_batches(chunks),
+                                                                              overlap):
             if surfaces is not None and found is not None:
                 flat = surfaces.assign(flat, found)  # work ids in input order
             writer.add_items(flat, lengths)
+            if sentences is not None:
+                sentence_lengths.add(*sentences)
             if counts is not None:
                 counts.add(flat)
             if bar is not None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from tokenmill.prepare.encoded_parts import IDS
 from tokenmill.prepare.run.context import RunContext
+from tokenmill.prepare.sentence_split import sentence_key
 from tokenmill.prepare.sequential import item_blocks, npy_blocks
 from tokenmill.prepare.stages.cleaned import clean_plan
 from tokenmill.prepare.stages.tokenizer import model_path
@@ -28,7 +29,7 @@ def encode_key(ctx: RunContext, split: str, lang: str) -> str:
     if splits_words(ctx.config):
         return fingerprint("encode-words", clean_plan(ctx, split).key)
     return fingerprint("encode", clean_plan(ctx, split).key, file_checksum(model_path(ctx, lang)),
-                       load_settings(ctx.config), keeps_unknown_surfaces(ctx.config))
+                       load_settings(ctx.config), keeps_unknown_surfaces(ctx.config), *sentence_key(ctx.config))
 
 
 def split_words(ctx: RunContext, split: str, lang: str) -> list[str]:
