@@ -12,7 +12,7 @@ import pytest
 import sentencepiece as spm
 
 import tokenmill
-from tests.loader.trace_corpus import Encoder, settings, write_corpus, write_data_bin
+from tests.loader.trace_corpus import Encoder, prepare_runs, write_corpus, write_data_bin
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.packed_collate import collate_packed
 from tokenmill.batching.packed_pairs import PackConfig
@@ -28,14 +28,7 @@ def runs(tmp_path_factory) -> dict:
     """The real corpus (duplicates, leaks, empty and over-long lines, under ``"corpus"``) prepared with 1 and 3
     tasks, in shards."""
     corpus = write_corpus(tmp_path_factory.mktemp("real"))
-    made: dict = {"corpus": corpus}
-    for tasks in (1, 3):
-        destdir = tmp_path_factory.mktemp(f"tasks{tasks}") / "bin"
-        summary = tokenmill.prepare(settings(corpus, destdir, tasks=tasks, shard_size=200), progress=False)
-        clean = summary.splits["train"]["clean"]
-        assert clean["dedup"]["duplicates"] > 20 and clean["leakage"]["leaked"] > 5 and clean["pieces"]
-        made[tasks] = destdir
-    return made
+    return {"corpus": corpus, **prepare_runs(corpus, tmp_path_factory.mktemp, 200)}
 
 
 def segment(features: dict, side: str, row: int, position: int) -> list[int]:

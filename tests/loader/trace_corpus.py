@@ -56,6 +56,20 @@ def settings(corpus: Path, destdir: Path, **more) -> dict:
             "destdir": str(destdir), "workers": 1, **more}
 
 
+def prepare_runs(corpus: Path, folder_for, shard_size: int) -> dict[int, Path]:
+    """``corpus`` prepared with 1 and 3 tasks, train in shards of ``shard_size`` pairs, each into a folder of
+    ``folder_for(name)`` (pytest's ``tmp_path_factory.mktemp``); checks that dedup, leakage and the piece
+    filter dropped lines."""
+    made = {}
+    for tasks in (1, 3):
+        destdir = folder_for(f"tasks{tasks}") / "bin"
+        summary = tokenmill.prepare(settings(corpus, destdir, tasks=tasks, shard_size=shard_size), progress=False)
+        clean = summary.splits["train"]["clean"]
+        assert clean["dedup"]["duplicates"] > 20 and clean["leakage"]["leaked"] > 5 and clean["pieces"]
+        made[tasks] = destdir
+    return made
+
+
 class Encoder:
     """The run's tokenizer and dictionaries: text -> the ids a store holds (pieces, then ``</s>``)."""
 

@@ -13,7 +13,7 @@ import pytest
 import sentencepiece as spm
 
 import tokenmill
-from tests.loader.trace_corpus import Encoder, real_pairs, settings, write_corpus, write_data_bin
+from tests.loader.trace_corpus import Encoder, prepare_runs, real_pairs, settings, write_corpus, write_data_bin
 from tokenmill.batching.config import BatchConfig
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
@@ -37,14 +37,7 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def runs(corpus, tmp_path_factory) -> dict[int, Path]:
     """The corpus prepared with 1 and 3 tasks, train in shards of 150 pairs."""
-    made = {}
-    for tasks in (1, 3):
-        destdir = tmp_path_factory.mktemp(f"tasks{tasks}") / "bin"
-        summary = tokenmill.prepare(settings(corpus, destdir, tasks=tasks, shard_size=150), progress=False)
-        clean = summary.splits["train"]["clean"]
-        assert clean["dedup"]["duplicates"] > 20 and clean["leakage"]["leaked"] > 5 and clean["pieces"]
-        made[tasks] = destdir
-    return made
+    return prepare_runs(corpus, tmp_path_factory.mktemp, 150)
 
 
 def test_the_maps_are_the_same_bytes_for_one_and_three_tasks(runs):

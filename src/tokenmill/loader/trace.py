@@ -90,7 +90,7 @@ def _pairs_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
     if contents.kind in ("monolingual", "megatron"):
         raise ConfigError(f"{contents.what()}: tokenmill trace DIR follows translation pairs; trace packed "
                           "language-model samples in Python with tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
-                          "config=tokenmill.GPTBatchConfig(...))")
+                          "config=tokenmill.GPTBatchConfig(...)) (or a tokenmill.BlendedDataset of them)")
     many = contents.kind == "multilingual"
     if settings.directions is not None or (many and settings.src_lang is None and settings.tgt_lang is None):
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
