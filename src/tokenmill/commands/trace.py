@@ -115,5 +115,6 @@ def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, 
     found = served_at(iterator, file, line, list(range(epoch, epoch + epochs)))
     if not found:
         click.echo(f"{file}:{line} is not served in epoch(s) {epoch}-{epoch + epochs - 1} "
-                   "(dropped by cleaning, dedup or a filter, or in another shard's epochs)")
+                   "(dropped by cleaning, dedup or a filter, by the plan (longer than --max-source-positions, "
+                   "--max-target-positions or a packed row), or in another shard's epochs)")
     click.echo("\n".join(json.dumps(s.to_dict()) if as_json else _served_line(s) for s in found))
