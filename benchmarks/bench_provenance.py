@@ -7,9 +7,11 @@ random, the worst case for the run encoding). Nothing is replayed: a step is loo
 found by inverting the plan's order.
 
     python benchmarks/bench_provenance.py --pairs 2000000
+    python benchmarks/bench_provenance.py --pairs 2000000 --pack-length 128   # pairs packed into rows
 
 prepare's speed with and without the maps (the same run, alternating trees): bench_prepare_ab.py against the
-commit before the maps, e.g. ``python benchmarks/bench_prepare_ab.py --base b2a7cf7 --pairs 200000``.
+commit before the maps, e.g. ``python benchmarks/bench_prepare_ab.py --base b2a7cf7 --pairs 200000``, or against
+this tree with a local patch that skips them (``--base-src``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tests.batching.corpus import make_pair_dir  # noqa: E402
 from tokenmill.batching.config import BatchConfig  # noqa: E402
+from tokenmill.batching.packed_pairs import PackConfig  # noqa: E402
 from tokenmill.loader.trace import TraceSettings, served_at, step_rows, trace_iterator  # noqa: E402
 from tokenmill.store.provenance import InputTable, encode_numbers, write_provenance  # noqa: E402
 
@@ -57,6 +60,7 @@ def main() -> None:
     parser.add_argument("--keep", type=float, default=0.9, help="share of input lines kept (drops at random)")
     parser.add_argument("--world-size", type=int, default=8)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--pack-length", type=int, default=None, help="trace pairs packed into rows of this length")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print("| items kept | encoding | bytes per item |\n|---|---|---|")
@@ -70,8 +74,9 @@ def main() -> None:
             path = write_provenance(root / f"train.en-de.{lang}.prov", numbers, table)
         print(f"\nmap of {args.pairs:,} pairs: {path.stat().st_size:,} bytes ({path.stat().st_size / args.pairs:.3f} "
               "B per item)")
+        pack = None if args.pack_length is None else PackConfig(max_length=args.pack_length, max_tokens=4096)
         settings = TraceSettings(config=BatchConfig(max_tokens=4096), world_size=args.world_size,
-                                 cache=Path(folder) / "cache")
+                                 cache=Path(folder) / "cache", pack=pack)
         start = time.perf_counter()
         iterator = trace_iterator(str(root), settings)
         steps = iterator.num_steps(1)
@@ -86,8 +91,9 @@ def main() -> None:
         one_step = timed(lambda: step_rows(fresh(), 1, step, 3, text=False), args.reps)
         one_line = timed(lambda: served_at(fresh(), "train.en", row.line, [1]), args.reps)
         found = served_at(fresh(), "train.en", row.line, [1])
-        assert [(s.step, s.rank, s.row) for s in found] == [(step, 3, 0)]
-        print(f"trace of one step (rank 3, {len(step_rows(iterator, 1, step, 3, text=False))} rows), plan cached: "
+        assert [(s.step, s.rank, s.row, s.position) for s in found] == [(step, 3, row.row, row.position)]
+        unit = "rows" if pack is None else "pairs in packed rows"
+        print(f"trace of one step (rank 3, {len(step_rows(iterator, 1, step, 3, text=False))} {unit}), plan cached: "
               f"{one_step:.3f} s; of one source line: {one_line:.3f} s (median of {args.reps}; dataset opened "
               "each time)")
 

@@ -60,3 +60,23 @@ def test_bad_requests_are_one_error_line(prepared, tmp_path):
         done = tokenmill_cli(str(prepared), *args, cache=tmp_path)
         assert done.returncode != 0 and "Traceback" not in done.stderr, (args, done.stderr)
         assert done.stderr.startswith("error:") and message in done.stderr, (args, done.stderr)
+
+
+def test_packed_rows_name_each_pair_with_its_position_and_source_finds_it_there(prepared, tmp_path):
+    lines = (SAMPLE / "train.en").read_text(encoding="utf-8").splitlines()
+    packed = [*PLAN, "--pack-length", "64"]
+    shown = tokenmill_cli(str(prepared), "--epoch", "1", "--step", "2", "--rank", "0", *packed, cache=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split("\t") for line in shown.stdout.splitlines()]
+    assert rows and all(len(row) == 5 for row in rows)
+    places = [(int(row), int(position)) for row, position, *_ in rows]
+    assert places == sorted(places) and len({row for row, _ in places}) < len(places), "several pairs a row"
+    for _row, _position, where, source, _target in rows:
+        assert lines[int(where.rsplit(":", 1)[1]) - 1] == source
+    row, position, where, *_ = rows[-1]
+    found = tokenmill_cli(str(prepared), "--source", where, *packed, cache=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert f"epoch 1\tstep 2\trank 0\trow {row}\tposition {position}" in found.stdout.splitlines()
+    as_json = tokenmill_cli(str(prepared), "--source", where, "--json", *packed, cache=tmp_path)
+    assert {"epoch": 1, "step": 2, "rank": 0, "row": int(row), "position": int(position)} in [
+        {k: v for k, v in json.loads(line).items() if k != "sample"} for line in as_json.stdout.splitlines()]

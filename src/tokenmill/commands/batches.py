@@ -16,9 +16,8 @@ from typing import Any
 import click
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig
 from tokenmill.commands.params import direction_weights as _weights
-from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, plan_options
+from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, pack_config, pack_options, plan_options
 from tokenmill.commands.schedule_flag import check_directions, mix_view, scheduled
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
@@ -74,15 +73,7 @@ def _row(label: str, value: object) -> str:
     "--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder (default: ~/.cache)."
 )
 @click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
-@click.option(
-    "--pack-length",
-    type=POSITIVE,
-    default=None,
-    help="Pack several pairs per row of this many tokens per side (T2T packing); compared with unpacked batching.",
-)
-@click.option(
-    "--pack-strategy", type=click.Choice(STRATEGIES), default="ffd", show_default=True, help="Packing strategy."
-)
+@pack_options("; compared with unpacked batching.")
 @click.option(
     "--directions", default=None,
     help="Many directions (a data_bin from prepare --directions): which ones, comma-separated (default: all).",
@@ -205,8 +196,7 @@ def batches(
     unpacked_padding = None
     if pack_length is not None:
         unpacked_padding = stats.padding_fraction
-        pack = PackConfig(max_length=pack_length, max_tokens=max_tokens, rows_per_batch=max_sentences,
-                          strategy=pack_strategy, seed=seed, drop_last=drop_last)
+        pack = pack_config(pack_length, pack_strategy, max_tokens, max_sentences, seed, drop_last)
         packed = make_batches(dataset, pack=pack, sampling=iterator.planner.sampling if multilingual else None,  # type: ignore[attr-defined]
                               world_size=world_size, cache=cache, collate=None)
         stats = packed.plan(epoch).stats

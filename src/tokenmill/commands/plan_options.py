@@ -9,6 +9,7 @@ from typing import TypeVar
 import click
 
 from tokenmill.batching.config import MODES
+from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig
 from tokenmill.commands.params import number
 from tokenmill.settings import Range
 
@@ -46,4 +47,23 @@ def plan_options(split_help: str) -> Callable[[F], F]:
     return apply
 
 
-__all__ = ["ABOVE_ZERO", "NON_NEGATIVE", "POSITIVE", "plan_options"]
+def pack_options(what: str) -> Callable[[F], F]:
+    """Decorator: --pack-length (its help ends with ``what``) and --pack-strategy."""
+    length = click.option("--pack-length", type=POSITIVE, default=None,
+                          help="Pack several pairs per row of this many tokens per side (T2T packing)" + what)
+    strategy = click.option("--pack-strategy", type=click.Choice(STRATEGIES), default="ffd", show_default=True,
+                            help="Packing strategy.")
+    return lambda command: length(strategy(command))
+
+
+def pack_config(pack_length: int | None, pack_strategy: str, max_tokens: int, max_sentences: int | None, seed: int,
+                drop_last: bool) -> PackConfig | None:
+    """The packing the flags ask for (None without --pack-length): rows of --pack-length tokens a side, batches
+    within --max-tokens (and --max-sentences rows)."""
+    if pack_length is None:
+        return None
+    return PackConfig(max_length=pack_length, max_tokens=max_tokens, rows_per_batch=max_sentences,
+                      strategy=pack_strategy, seed=seed, drop_last=drop_last)
+
+
+__all__ = ["ABOVE_ZERO", "NON_NEGATIVE", "POSITIVE", "pack_config", "pack_options", "plan_options"]

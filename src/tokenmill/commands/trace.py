@@ -1,7 +1,9 @@
 """``tokenmill trace DIR``: the input lines of one batch, or the batches that serve one input line.
 
 ``--epoch E --step S --rank R``: every row of that batch with its input file, line and text.
-``--source FILE:LINE``: every (epoch, step, rank, row) at which that line is served. Both read the epoch's
+``--source FILE:LINE``: every (epoch, step, rank, row) at which that line is served. With ``--pack-length``
+(pairs packed into rows, as ``tokenmill batches --pack-length``) each pair also has its position in its row.
+Both read the epoch's
 plan (from the plan cache when it is there) and the stores' provenance maps; the batching settings must be
 training's (they are those of ``tokenmill batches``).
 """
@@ -15,7 +17,7 @@ import click
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.commands.params import direction_weights
-from tokenmill.commands.plan_options import ABOVE_ZERO, NON_NEGATIVE, POSITIVE, plan_options
+from tokenmill.commands.plan_options import ABOVE_ZERO, NON_NEGATIVE, POSITIVE, pack_config, pack_options, plan_options
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairOptions
@@ -44,17 +46,21 @@ def _settings(directory: str, flags: dict) -> TraceSettings:
     return TraceSettings(split=flags["split"], config=config, world_size=flags["world_size"], sampling=sampling,
                          directions=directions, langtok=LangTokConfig(encoder, flags["decoder_langtok"], template),
                          options=options, src_lang=flags["src_lang"], tgt_lang=flags["tgt_lang"],
-                         shard=flags["shard"], cache=cache)
+                         shard=flags["shard"], cache=cache,
+                         pack=pack_config(flags["pack_length"], flags["pack_strategy"], config.max_tokens,
+                                          config.max_sentences, config.seed, config.drop_last))
 
 
 def _row_line(row: TracedRow) -> str:
     where = f"{row.file}:{row.line}" + (f" ({row.direction})" if row.direction else "")
     text = "" if row.source is None else "\t" + row.source + ("" if row.target is None else "\t" + row.target)
-    return f"{row.row}\t{where}{text}"
+    place = "" if row.position is None else f"\t{row.position}"
+    return f"{row.row}{place}\t{where}{text}"
 
 
 def _served_line(served: Served) -> str:
-    return f"epoch {served.epoch}\tstep {served.step}\trank {served.rank}\trow {served.row}"
+    place = "" if served.position is None else f"\tposition {served.position}"
+    return f"epoch {served.epoch}\tstep {served.step}\trank {served.rank}\trow {served.row}{place}"
 
 
 @click.command()
@@ -74,6 +80,7 @@ def _served_line(served: Served) -> str:
 @click.option("--max-source-positions", type=POSITIVE, default=None, help="Drop pairs with longer sources.")
 @click.option("--max-target-positions", type=POSITIVE, default=None, help="Drop pairs with longer targets.")
 @click.option("--drop-last", is_flag=True, help="Drop batches that do not fill the last step.")
+@pack_options(" as training does; each pair is then also given its position in its row.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Plan cache folder.")
 @click.option("--no-cache", is_flag=True, help="Compute the plan without reading or writing the cache.")
 @click.option("--directions", default=None, help="Many directions: which ones, comma-separated (default: all).")
@@ -93,6 +100,7 @@ def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, 
     With --epoch E --step S --rank R: every row of that batch (file:line, then the text). With
     --source FILE:LINE: each epoch, step, rank and row at which that line is served, in --epochs epochs from
     --epoch (nothing when cleaning, dedup or a filter dropped it). Give the batching settings training uses.
+    With --pack-length (packed rows): every pair of every row, the row then its position in the row.
     """
     if (step is None) == (source_line is None):
         raise ConfigError("give --step S (with --epoch and --rank) or --source FILE:LINE, one of the two")
@@ -107,5 +115,6 @@ def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, 
     found = served_at(iterator, file, line, list(range(epoch, epoch + epochs)))
     if not found:
         click.echo(f"{file}:{line} is not served in epoch(s) {epoch}-{epoch + epochs - 1} "
-                   "(dropped by cleaning, dedup or a filter, or in another shard's epochs)")
+                   "(dropped by cleaning, dedup or a filter, by the plan (longer than --max-source-positions, "
+                   "--max-target-positions or a packed row), or in another shard's epochs)")
     click.echo("\n".join(json.dumps(s.to_dict()) if as_json else _served_line(s) for s in found))

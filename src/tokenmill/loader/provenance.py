@@ -26,16 +26,23 @@ from tokenmill.text import ReadOptions, open_source
 
 @dataclass(frozen=True)
 class Served:
-    """Where a sample is served: (epoch, step, rank, row in that batch)."""
+    """Where a sample is served: (epoch, step, rank, row in that batch, and for a packed row the position
+    in the row)."""
 
     epoch: int
     step: int
     rank: int
     row: int
     sample: int
+    position: int | None = None
+    """Packed rows: the pair's place in its row (0 first); None for a row of one sample."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The fields (``position`` only for packed rows)."""
+        values = dict(self.__dict__)
+        if self.position is None:
+            del values["position"]
+        return values
 
 
 @dataclass(frozen=True)

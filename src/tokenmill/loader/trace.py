@@ -4,6 +4,8 @@ Both directions come from the epoch's plan (``order``: sample ids in batch order
 ``order[starts[b]:stops[b]]``; ``schedule[t, r]``: the batch rank ``r`` runs at step ``t``) and the stores'
 provenance maps (:mod:`tokenmill.loader.provenance`): a step's rows are looked up, and a line's sample ids
 are found in ``order`` and turned into (step, rank, row) by inverting the schedule. Nothing is replayed.
+Packed rows of pairs (``pack=``) hold several pairs a row: each then also has its position in the row
+(:mod:`tokenmill.loader.trace_packed`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import numpy as np
 
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.batching.packed_pairs import PackConfig
+from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_pairs import MultiPairDataset
@@ -26,12 +30,14 @@ from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.make import make_batches
 from tokenmill.loader.provenance import Served, SourceMaps, read_items
 from tokenmill.loader.trace_gpt import TracedSample, gpt_served, gpt_step
+from tokenmill.loader.trace_packed import batch_slots, packed_iterator, plan_units
 from tokenmill.store.layout import describe
 
 
 @dataclass(frozen=True)
 class TracedRow:
-    """One row of a traced batch: its sample, the store item it reads, and the input line it came from."""
+    """One row of a traced batch (with ``position``: one pair of a packed row): its sample, the store item it
+    reads, and the input line it came from."""
 
     row: int
     sample: int
@@ -42,15 +48,21 @@ class TracedRow:
     direction: str | None = None
     source: str | None = None
     target: str | None = None
+    position: int | None = None
+    """Packed rows: the pair's place in its row (0 first); None for a row of one pair."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The fields (``position`` only for packed rows)."""
+        values = dict(self.__dict__)
+        if self.position is None:
+            del values["position"]
+        return values
 
 
 @dataclass(frozen=True)
 class TraceSettings:
     """What decides the plan (as ``tokenmill batches`` takes it): one direction or many, the split, the
-    batching settings, the mix, the world size, the plan cache."""
+    batching settings, the mix, the world size, the plan cache, and ``pack`` for pairs packed into rows."""
 
     split: str = "train"
     config: BatchConfig | None = None
@@ -63,15 +75,22 @@ class TraceSettings:
     tgt_lang: str | None = None
     shard: int | None = None
     cache: Any = True
+    pack: PackConfig | None = None
 
 
 def trace_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
-    """The iterator whose plans are traced (the dataset and mix opened as ``tokenmill batches`` opens them)."""
+    """The iterator whose plans are traced (the dataset and mix opened as ``tokenmill batches`` opens them;
+    with ``settings.pack`` their pairs packed into rows)."""
+    iterator = _pairs_iterator(directory, settings)
+    return iterator if settings.pack is None else packed_iterator(iterator, settings.pack, settings.cache)
+
+
+def _pairs_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
     contents = describe(directory)
     if contents.kind in ("monolingual", "megatron"):
         raise ConfigError(f"{contents.what()}: tokenmill trace DIR follows translation pairs; trace packed "
                           "language-model samples in Python with tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
-                          "config=tokenmill.GPTBatchConfig(...))")
+                          "config=tokenmill.GPTBatchConfig(...)) (or a tokenmill.BlendedDataset of them)")
     many = contents.kind == "multilingual"
     if settings.directions is not None or (many and settings.src_lang is None and settings.tgt_lang is None):
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
@@ -88,16 +107,18 @@ def trace_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
 
 
 def step_rows(iterator: BatchIterator, epoch: int, step: int, rank: int, *, text: bool = True) -> list[TracedRow]:
-    """Every row rank ``rank`` gets at (``epoch``, ``step``): its input file and line (and text)."""
+    """Every row rank ``rank`` gets at (``epoch``, ``step``): its input file and line (and text); for packed
+    rows, every pair of every row with its position in the row."""
     plan = _plan(iterator, epoch)
     if not 0 <= step < plan.num_steps:
         raise ConfigError(f"--step {step}: epoch {epoch} has {plan.num_steps} steps (0 to {plan.num_steps - 1})")
     maps = SourceMaps(iterator.dataset)  # type: ignore[arg-type]
     rows = []
-    for row, sample in enumerate(np.asarray(plan.indices(step, rank)).tolist()):
-        part, item, file, line = maps.origin(int(sample))
+    for row, position, sample in batch_slots(plan.indices(step, rank)):
+        part, item, file, line = maps.origin(sample)
         table = maps.map_of(part).table
-        rows.append(TracedRow(row, int(sample), part.prefix, item, table.name(file), line, part.direction))
+        rows.append(TracedRow(row, sample, part.prefix, item, table.name(file), line, part.direction,
+                              position=position))
     return _with_text(maps, rows) if text else rows
 
 
@@ -120,32 +141,48 @@ def _with_text(maps: SourceMaps, rows: list[TracedRow]) -> list[TracedRow]:
 
 
 def served_at(iterator: BatchIterator, file: str, line: int, epochs: list[int]) -> list[Served]:
-    """Every (epoch, step, rank, row) at which line ``line`` of input ``file`` is served in ``epochs``."""
+    """Every (epoch, step, rank, row) at which line ``line`` of input ``file`` is served in ``epochs`` (with
+    the position in the row for packed rows)."""
     samples = SourceMaps(iterator.dataset).samples_of(file, line)  # type: ignore[arg-type]
     found: list[Served] = []
     for epoch in epochs:
         plan = _plan(iterator, epoch)
-        positions = np.flatnonzero(np.isin(plan.order, samples))
+        positions = np.flatnonzero(holding(plan.order, samples))
         if not len(positions):
             continue
+        units, within = plan_units(plan, positions)
         starts, stops = np.asarray(plan.table.starts), np.asarray(plan.table.stops)
         by_start = np.argsort(starts, kind="stable")
-        batch = by_start[np.searchsorted(starts[by_start], positions, side="right") - 1]
-        inside = positions < stops[batch]
+        batch = by_start[np.searchsorted(starts[by_start], units, side="right") - 1]
+        inside = units < stops[batch]
         where = np.full(len(starts), -1, dtype=np.int64)  # batch -> its place in the schedule (step * world + rank)
         schedule = np.asarray(plan.schedule)
         where[schedule.ravel()] = np.arange(schedule.size)
-        for position, b, ok in zip(positions.tolist(), batch.tolist(), inside.tolist(), strict=True):
+        places = [None] * len(units) if within is None else within.tolist()
+        for k, (unit, b, ok) in enumerate(zip(units.tolist(), batch.tolist(), inside.tolist(), strict=True)):
             if ok and where[b] >= 0:
                 step, rank = divmod(int(where[b]), plan.world_size)
-                found.append(Served(epoch, step, rank, position - int(starts[b]), int(plan.order[position])))
-    return sorted(found, key=lambda s: (s.epoch, s.step, s.rank, s.row))
+                found.append(Served(epoch, step, rank, unit - int(starts[b]), int(plan.order[positions[k]]),
+                                    places[k]))
+    return sorted(found, key=lambda s: (s.epoch, s.step, s.rank, s.row, s.position or 0))
+
+
+def holding(order: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """Where ``order`` holds one of ``samples``: one comparison pass per sample for the few copies of one line
+    (a fifth of ``np.isin``'s time on a plan of 20M ids), ``np.isin`` for more."""
+    if len(samples) > 8:
+        return np.isin(order, samples)
+    found = np.zeros(len(order), dtype=bool)
+    for sample in np.asarray(samples).tolist():
+        found |= order == sample
+    return found
 
 
 def _plan(iterator: BatchIterator, epoch: int) -> Any:
     plan = iterator.plan(epoch)
     if not all(hasattr(plan, name) for name in ("order", "table", "schedule")):
-        raise ConfigError("trace follows plans of pairs cut by a token budget; packed rows are not traced yet")
+        raise ConfigError(f"trace follows plans of pairs (cut by a token budget or packed into rows), not "
+                          f"{type(plan).__name__}")
     return plan
 
 
@@ -158,7 +195,7 @@ def parse_source(text: str) -> tuple[str, int]:
 
 
 def trace(
-    directory: str | GPTDataset,
+    directory: str | GPTDataset | BlendedDataset,
     *,
     epoch: int | list[int] = 1,
     step: int | None = None,
@@ -173,13 +210,15 @@ def trace(
     ``source="FILE:LINE"``: every (epoch, step, rank, row) at which that line is served in ``epoch`` (one
     epoch or a list). ``settings``: the plan's settings as :class:`TraceSettings` names them (``config=``,
     ``world_size=``, ``sampling=``, ``directions=``, ``langtok=``, ``split=`` ...): the same as training's.
-    ``directory`` may also be a :class:`GPTDataset` (``config=`` a :class:`GPTBatchConfig`): a step's rows
-    are then its packed samples, each with its documents' token ranges and input lines.
+    ``directory`` may also be a :class:`GPTDataset` or a Megatron blend of them (:class:`BlendedDataset`;
+    ``config=`` a :class:`GPTBatchConfig`): a step's rows are then its packed samples, each with its documents'
+    token ranges and input lines (and through a blend, the member it is drawn from). ``pack=`` a
+    :class:`PackConfig`: pairs packed into rows, each row's pairs with their position in the row.
     """
     if (step is None) == (source is None):
         raise ConfigError("give step= (with epoch= and rank=) or source='FILE:LINE', one of the two")
     epochs = epoch if isinstance(epoch, list) else [epoch]
-    if isinstance(directory, GPTDataset):
+    if isinstance(directory, GPTDataset | BlendedDataset):
         return _trace_gpt(directory, epochs, step, rank, source, settings)
     iterator = trace_iterator(directory, TraceSettings(**settings))
     if not 0 <= rank < iterator.world_size:
@@ -192,11 +231,11 @@ def trace(
     return served_at(iterator, file, line, epochs)
 
 
-def _trace_gpt(dataset: GPTDataset, epochs: list[int], step: int | None, rank: int, source: str | None,
+def _trace_gpt(dataset: GPTDataset | BlendedDataset, epochs: list[int], step: int | None, rank: int, source: str | None,
                settings: dict[str, Any]) -> list[TracedSample] | list[Served]:
     config, world_size = settings.pop("config", None), int(settings.pop("world_size", 1))
     if not isinstance(config, GPTBatchConfig) or settings:
-        raise ConfigError("a GPTDataset is traced with config=GPTBatchConfig(...) and world_size= only"
+        raise ConfigError("a GPTDataset or blend is traced with config=GPTBatchConfig(...) and world_size= only"
                           + (f" (not {sorted(settings)})" if settings else ""))
     if step is not None:
         return gpt_step(dataset, config, epochs[0], step, rank, world_size)
