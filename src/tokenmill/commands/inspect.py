@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,20 +143,18 @@ def _load_model(path: Path | str, label: str) -> Any:
         return sentencepiece.SentencePieceProcessor(model_file=os.fspath(path))
 
 
+@dataclass(frozen=True)
 class _Decoder:
     """Ids to tokens (via a fairseq dictionary) and to text (via a SentencePiece model), or both via a
-    T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary)."""
+    T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary); each with the file it came from."""
 
-    def __init__(self, dictionary: Dictionary | None, spm: Any, spm_path: Path | str | None,
-                 t2t: Any = None, t2t_path: Path | str | None = None, tokenizer: Tokenizer | None = None,
-                 dictionary_path: Path | str | None = None) -> None:
-        self.tokenizer = tokenizer
-        self.dictionary = dictionary
-        self.dictionary_path = dictionary_path
-        self.spm = spm
-        self.spm_path = spm_path
-        self.t2t = t2t
-        self.t2t_path = t2t_path
+    dictionary: Dictionary | None
+    spm: Any
+    spm_path: Path | str | None
+    t2t: Any = None
+    t2t_path: Path | str | None = None
+    tokenizer: Tokenizer | None = None
+    dictionary_path: Path | str | None = None
 
     @classmethod
     def find(cls, prefix: str, dict_path: str | None, spm_path: str | None, t2t_path: str | None) -> _Decoder:
