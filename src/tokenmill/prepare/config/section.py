@@ -57,3 +57,15 @@ class Section:
 
     def check_files(self, config: PrepareConfig) -> None:
         """The files this section names exist and are what they claim to be (after every section is checked)."""
+
+
+class BackendSettings(Section):
+    """A sub-section of one variant's own settings (a tokenizer backend's training settings): the variant it
+    belongs to, and what it hands that variant."""
+
+    BACKEND: ClassVar[str] = ""
+    """The registry name of the backend these settings belong to (``--tokenizer`` NAME)."""
+
+    def train_settings(self, config: PrepareConfig) -> Any:
+        """What the backend trains with, from these settings and the shared ones of ``config``."""
+        raise NotImplementedError

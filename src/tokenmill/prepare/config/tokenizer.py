@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config.files import check_spm_model
 from tokenmill.prepare.config.kinds import TOKENIZERS, AtLeast1, Tokenizer
-from tokenmill.prepare.config.section import Section, subsections
+from tokenmill.prepare.config.section import BackendSettings, Section, subsections
 from tokenmill.prepare.config.tokenizer_hf import HFTraining
 from tokenmill.prepare.config.tokenizer_sentencepiece import SentencePieceTraining
 from tokenmill.prepare.config.tokenizer_t2t import T2TTraining
@@ -77,10 +77,10 @@ class TokenizerSettings(Section):
     t2t: T2TTraining = field(default_factory=T2TTraining)
     """T2T subword's own training settings."""
 
-    def training(self, backend: str) -> Any:
+    def training(self, backend: str) -> BackendSettings | None:
         """The training settings sub-section of backend ``backend`` (None: a backend with none of its own)."""
         return next((getattr(self, name) for name, kind in subsections(type(self)).items()
-                     if kind.BACKEND == backend), None)  # type: ignore[attr-defined]
+                     if issubclass(kind, BackendSettings) and kind.BACKEND == backend), None)
 
     def check_types(self, config: PrepareConfig) -> None:
         """The section's settings fit their types, and ``--tokenizer`` names a built-in or registered backend."""

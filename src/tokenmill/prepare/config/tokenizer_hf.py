@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from tokenmill.prepare.config.kinds import AtLeast0, HFModelType
-from tokenmill.prepare.config.section import Section
+from tokenmill.prepare.config.section import BackendSettings
 
 if TYPE_CHECKING:
     from tokenmill.prepare.config.model import PrepareConfig
 
 
 @dataclass(frozen=True)
-class HFTraining(Section):
+class HFTraining(BackendSettings):
     """Which Hugging Face model is trained when no ``--tokenizer-model`` is given, and how rare a piece may be."""
 
     TITLE: ClassVar[str] = "tokenizer: Hugging Face training"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from tokenmill.prepare.config.kinds import AtLeast1, ModelType, NormalizationRule
-from tokenmill.prepare.config.section import Section
+from tokenmill.prepare.config.section import BackendSettings
 from tokenmill.settings import Range
 from tokenmill.vocab.sentencepiece import SentencePieceOptions
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SentencePieceTraining(Section):
+class SentencePieceTraining(BackendSettings):
     """What spm_train is given besides the settings every backend shares (vocabulary size, sample, symbols)."""
 
     TITLE: ClassVar[str] = "tokenizer: SentencePiece training"

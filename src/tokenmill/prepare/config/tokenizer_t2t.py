@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from tokenmill.prepare.config.kinds import AtLeast1
-from tokenmill.prepare.config.section import Section
+from tokenmill.prepare.config.section import BackendSettings
 from tokenmill.vocab.t2t_backend import T2TTrainSettings
 
 if TYPE_CHECKING:
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class T2TTraining(Section):
+class T2TTraining(BackendSettings):
     """The target size, the sample and the longest subtoken of T2T's ``build_to_target_size``."""
 
     TITLE: ClassVar[str] = "tokenizer: T2T subword training"
