@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig
+from tokenmill.batching.packed_pairs import STRATEGIES, PackConfig, PackedPairPlanner
 from tokenmill.commands.params import direction_weights as _weights
 from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, plan_options
 from tokenmill.data.multi_langtok import LangTokConfig
@@ -171,39 +171,42 @@ def batches(
     )
     cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
     mix = mix_table = None
-    sampling: SamplingConfig | None = None
     if multilingual:
-        mix_sampling, langtok = _mix_settings(
+        sampling, langtok = _mix_settings(
             directory, split, shard, seed, (temperature, weights, virtual_size, virtual_epoch_size, upsample_primary),
             (encoder_langtok, decoder_langtok, langtok_template),
         )
-        sampling = mix_sampling if split == "train" else None
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
             directory, split, directions.split(",") if directions else None, langtok=langtok, options=options
         )
+        iterator = make_batches(
+            dataset, config, sampling=sampling if split == "train" else None, world_size=world_size, collate=None,
+            cache=cache,
+        )
+        mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
+        mix_table = iterator.planner.describe_epoch(epoch)  # type: ignore[attr-defined]
     else:
         dataset = PairDataset.from_dir(
             directory, split, src_lang=src_lang, tgt_lang=tgt_lang, options=options, shard=shard
         )
-    iterator = make_batches(dataset, config, sampling=sampling, world_size=world_size, cache=cache, collate=None)
-    if multilingual:
-        mix = iterator.planner.report(epoch)  # type: ignore[attr-defined]
-        mix_table = iterator.planner.describe_epoch(epoch)  # type: ignore[attr-defined]
+        iterator = make_batches(dataset, config, world_size=world_size, cache=cache, collate=None)
     stats = iterator.plan(epoch).stats
     unpacked_padding = None
-    if pack_length is not None:  # the same pairs (or the same mix) packed: the packed numbers beside the unpacked
+    if pack_length is not None:
         unpacked_padding = stats.padding_fraction
         pack = PackConfig(max_length=pack_length, max_tokens=max_tokens, rows_per_batch=max_sentences,
                           strategy=pack_strategy, seed=seed, drop_last=drop_last)
-        iterator = make_batches(dataset, pack=pack, sampling=sampling, world_size=world_size, cache=cache, collate=None)
-        stats = iterator.plan(epoch).stats
+        selection = iterator.planner.mix_selection if multilingual else None  # type: ignore[attr-defined]
+        packed = PackedPairPlanner(dataset, pack, selection=selection, world_size=world_size, cache=cache)
+        stats = packed.plan(epoch).stats
     shown = _Shown(directory, split, epoch, mode, world_size, dataset, multilingual, stats, pack_length,
                    pack_strategy, unpacked_padding)
     report = shown.report(config, time.perf_counter() - began)
     if mix is not None:
         report["mix"] = mix
     if state_file is not None:
-        report["ledger"] = _ledger(iterator, state_file, allow_mix_change)
+        on = BatchIterator(dataset, planner=packed, world_size=world_size, collate=None) if pack_length else iterator
+        report["ledger"] = _ledger(on, state_file, allow_mix_change)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
