@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -114,6 +114,20 @@ def _write_npy(path: Path, array: np.ndarray) -> None:
         np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def _locked(entry: Path) -> Iterator[None]:
+    """Hold ``entry``'s lock file while the block runs (one builder per entry across processes)."""
+    lock = FileLock(str(entry) + ".lock")
+    try:
+        lock.acquire()  # blocks until the holder finishes or dies; no timeout to expire
+    except OSError as error:
+        raise TokenmillError(f"cannot lock {entry}.lock ({error}); choose a writable cache") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 class ArrayCache:
@@ -214,12 +228,7 @@ class ArrayCache:
                 f"cannot create the cache folder {self.directory} ({error}); choose a writable cache"
             ) from None
         final = self.entry_path(kind, settings, epoch)
-        lock = FileLock(str(final) + ".lock")
-        try:
-            lock.acquire()  # blocks until the holder finishes or dies; no timeout to expire
-        except OSError as error:
-            raise TokenmillError(f"cannot lock {final}.lock ({error}); choose a writable cache") from None
-        try:
+        with _locked(final):
             found = self.load(kind, settings, epoch)
             if found is not None:
                 return found
@@ -235,8 +244,6 @@ class ArrayCache:
             finally:
                 with contextlib.suppress(OSError):
                     shutil.rmtree(tmp)
-        finally:
-            lock.release()
         release_heap()
         if epoch is not None and keep_epochs is not None and epoch > keep_epochs:
             self.prune(kind, settings, older_than=epoch - keep_epochs + 1)

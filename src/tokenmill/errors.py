@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+Loaded = TypeVar("Loaded")
 
 
 class TokenmillError(Exception):
@@ -41,3 +44,13 @@ def opening(path: str | os.PathLike[str], what: str, fix: str, *, label: str = "
     except (ValueError, RuntimeError, IndexError, KeyError, TypeError, AttributeError) as error:
         reason = " ".join(str(error).split())[:200]
         raise ConfigError(f"{where}{path} is not {what} ({reason}); {fix}") from None
+
+
+def load_file(path: str | os.PathLike[str], what: str, fix: str, load: Callable[[str | os.PathLike[str]], Loaded],
+              *, label: str = "") -> Loaded:
+    """``load(path)``, refusing a folder, with whatever reading it raises as :func:`opening` says it (``what``:
+    e.g. "a fairseq dictionary"; ``fix``: what to give instead; ``label``: e.g. the flag)."""
+    with opening(path, what, fix, label=label):
+        if os.path.isdir(path):
+            raise IsADirectoryError(path)
+        return load(path)

@@ -42,7 +42,7 @@ def test_yaml_and_lists(tmp_path):
     assert config.inputs.trainpref == ["a/train", "b/train"] and config.inputs.validpref == ["a/valid"]
     assert config.cleaning.filters.max_tokens == 100 and config.cleaning.normalize.nfkc
     assert config.cleaning.filters.langid_candidates == ("en", "de")
-    assert config.tokenizer.character_coverage == 1, "an int is a fine float"
+    assert config.tokenizer.sentencepiece.character_coverage == 1, "an int is a fine float"
     assert config.tokenizer.user_defined_symbols == ["__en__", "__de__"]
     assert config.langs == ["en", "de"] and not config.monolingual
 

@@ -62,6 +62,29 @@ def test_flat_and_section_construction_agree():
         PrepareConfig(vocab=3)
 
 
+def test_each_backend_owns_its_training_settings_under_flat_keys():
+    config = build_config({**BASE, "character_coverage": 1.0, "split_digits": True, "min_frequency": 5,
+                           "approx_vocab_size": 300, "vocab_size": 400})
+    tokenizer = config.tokenizer
+    assert tokenizer.sentencepiece.character_coverage == 1.0 and tokenizer.sentencepiece.split_digits
+    assert tokenizer.hf.min_frequency == 5 and tokenizer.t2t.approx_vocab_size == 300
+    assert tokenizer.vocab_size == 400, "a setting every backend reads stays at the top of the section"
+    assert {PLACES[key].sub for key in ("character_coverage", "min_frequency", "file_byte_budget", "vocab_size")} \
+        == {"sentencepiece", "hf", "t2t", None}
+    flat = config.to_dict()
+    assert (flat["character_coverage"], flat["min_frequency"], flat["approx_vocab_size"]) == (1.0, 5, 300)
+    assert config.value("split_digits") is True
+    replaced = config.replaced(min_frequency=7)
+    assert replaced.tokenizer.hf.min_frequency == 7 and replaced.tokenizer.sentencepiece.split_digits, "one field"
+    assert config.tokenizer.hf.min_frequency == 5, "replaced() makes a copy"
+    assert tokenizer.training("sentencepiece") is tokenizer.sentencepiece
+    assert tokenizer.training("t2t-subword") is tokenizer.t2t and tokenizer.training("tiktoken") is None
+    with pytest.raises(ConfigError, match="--min-frequency"):  # each sub-section checks its own fields
+        build_config({**BASE, "min_frequency": -1})
+    with pytest.raises(ConfigError, match=r"c\.yaml: max_subtoken_length"):
+        build_config({**BASE, "max_subtoken_length": 0}, config_file="c.yaml")
+
+
 def test_a_direction_config_is_a_copy_and_the_run_config_is_unchanged():
     config = build_config({"directions": "en-de", "trainpref": "m", "num_shards": 3, "vocab_size": 300})
     direction = config.direction_config("en-de")

@@ -32,10 +32,10 @@ import numpy as np
 from tokenmill.batching import copies
 from tokenmill.batching.config import settings_from_dict
 from tokenmill.batching.costs import round_up
-from tokenmill.batching.epochs import EpochPlanner, left_of_ranges, merge_dropped
+from tokenmill.batching.epochs import EpochPlanner, left_of_ranges
 from tokenmill.batching.order import SAMPLE_SHUFFLE, SHARD_SHUFFLE, STEP_SHUFFLE, generator, index_dtype
 from tokenmill.batching.packed_rows import first_fit_decreasing, next_fit
-from tokenmill.batching.plan import EpochPlan, PlanStats
+from tokenmill.batching.plan import EpochPlan, PlanStats, plan_stats
 from tokenmill.batching.ranks import BatchTable, equalize, measure, schedule
 from tokenmill.batching.select import AllKept, EpochSample, Selection
 from tokenmill.cache import CacheLike
@@ -454,36 +454,16 @@ class PackedPairPlanner(EpochPlanner):
         cached: bool,
         world_size: int,
     ) -> PlanStats:
-        dropped = merge_dropped(meta["dropped"])
         rows_used = int(table.rows.sum())
         pairs_used = batch_pairs(arrays["row_ends"], table.starts, table.stops)
-        src_tokens, tgt_tokens = int(table.sum_src.sum()), int(table.sum_tgt.sum())
-        slots = int(padded.sum())
-        real = table.sum_src + table.sum_tgt
-        return PlanStats(
-            num_samples=pairs_used,
-            num_dropped=int(sum(dropped.values())),
-            dropped=dropped,
-            num_batches=len(table),
-            num_batches_per_rank=[len(steps)] * world_size,
-            src_tokens=src_tokens,
-            tgt_tokens=tgt_tokens,
-            padded_tokens=slots,
-            padding_fraction=(1.0 - (src_tokens + tgt_tokens) / slots) if slots else 0.0,
-            tokens_per_rank=[int(real[steps[:, r]].sum()) for r in range(world_size)],
-            splits=int(meta["splits"]),
-            merges=int(meta["merges"]),
-            seconds=float(meta["seconds"]),
-            cached=cached,
-            extra={
-                "strategy": self.config.strategy,
-                "rows": rows_used,
-                "rows_per_batch": self.config.batch_rows,
-                "pairs_per_row": pairs_used / rows_used if rows_used else 0.0,
-                "row_src_length": self.config.src_length,
-                "row_tgt_length": self.config.tgt_length,
-            },
-        )
+        return plan_stats(table, padded, steps, meta, cached, world_size, samples=pairs_used, extra={
+            "strategy": self.config.strategy,
+            "rows": rows_used,
+            "rows_per_batch": self.config.batch_rows,
+            "pairs_per_row": pairs_used / rows_used if rows_used else 0.0,
+            "row_src_length": self.config.src_length,
+            "row_tgt_length": self.config.tgt_length,
+        })
 
     # ---------------------------------------------------------------- pickling (DataLoader workers)
     def _init_args(self) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -74,6 +74,36 @@ class PlanStats:
         return asdict(self)
 
 
+def plan_stats(
+    table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool, world_size: int,
+    *, samples: int, extra: dict[str, Any],
+) -> PlanStats:
+    """The statistics of a plan of batches ``table`` (``padded``: each batch's slots), dealt to ``world_size`` ranks
+    step by step (``steps``), from its cut's ``meta`` (drops, splits, merges, seconds); ``samples``: the samples
+    it trains on (rows, or the pairs packed into them), ``extra``: what its kind of plan adds."""
+    dropped = merge_dropped(meta["dropped"])
+    src_tokens, tgt_tokens = int(table.sum_src.sum()), int(table.sum_tgt.sum())
+    slots = int(padded.sum())
+    real = table.sum_src + table.sum_tgt
+    return PlanStats(
+        num_samples=samples,
+        num_dropped=int(sum(dropped.values())),
+        dropped=dropped,
+        num_batches=len(table),
+        num_batches_per_rank=[len(steps)] * world_size,
+        src_tokens=src_tokens,
+        tgt_tokens=tgt_tokens,
+        padded_tokens=slots,
+        padding_fraction=(1.0 - (src_tokens + tgt_tokens) / slots) if slots else 0.0,
+        tokens_per_rank=[int(real[steps[:, r]].sum()) for r in range(world_size)],
+        splits=int(meta["splits"]),
+        merges=int(meta["merges"]),
+        seconds=float(meta["seconds"]),
+        cached=cached,
+        extra=extra,
+    )
+
+
 @dataclass
 class EpochPlan:
     """One epoch's batches and their step-by-step assignment to ranks."""
@@ -310,27 +340,6 @@ class Planner(EpochPlanner):
         self, table: BatchTable, padded: np.ndarray, steps: np.ndarray, meta: dict[str, Any], cached: bool,
         world_size: int | None = None,
     ) -> PlanStats:
-        dropped = merge_dropped(meta["dropped"])
-        src_tokens = int(table.sum_src.sum())
-        tgt_tokens = int(table.sum_tgt.sum())
-        padded_total = int(padded.sum())
-        real = table.sum_src + table.sum_tgt
-        world_size = self.world_size if world_size is None else world_size
-        per_rank = [int(real[steps[:, r]].sum()) for r in range(world_size)]
-        return PlanStats(
-            num_samples=int(table.rows.sum()),
-            num_dropped=int(sum(dropped.values())),
-            dropped=dropped,
-            num_batches=len(table),
-            num_batches_per_rank=[len(steps)] * world_size,
-            src_tokens=src_tokens,
-            tgt_tokens=tgt_tokens,
-            padded_tokens=padded_total,
-            padding_fraction=(1.0 - (src_tokens + tgt_tokens) / padded_total) if padded_total else 0.0,
-            tokens_per_rank=per_rank,
-            splits=int(meta["splits"]),
-            merges=int(meta["merges"]),
-            seconds=float(meta["seconds"]),
-            cached=cached,
-            extra={"blocks": int(meta["blocks"])} if "blocks" in meta else {},
-        )
+        return plan_stats(table, padded, steps, meta, cached, self.world_size if world_size is None else world_size,
+                          samples=int(table.rows.sum()),
+                          extra={"blocks": int(meta["blocks"])} if "blocks" in meta else {})

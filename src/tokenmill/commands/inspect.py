@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import click
 import numpy as np
 import sentencepiece
 
-from tokenmill.errors import TokenmillError, opening
+from tokenmill.errors import TokenmillError, load_file
 from tokenmill.store import IndexedDataset
 from tokenmill.store.layout import MANIFEST_NAME, SHARED_DICT, StoreName, dict_name, is_shard_name, parse_store_name
 from tokenmill.store.manifest import CHECKSUM_ALGORITHM, file_checksum, read_manifest, refuse_non_manifest
@@ -122,40 +123,30 @@ def _auto_t2t_vocab(prefix: str) -> Path | None:
 
 def _load_t2t_vocab(path: Path | str, label: str) -> Any:
     fix = "give the T2T vocab file the store was encoded with, with --t2t-vocab"
-    with opening(path, "a T2T subword vocab file", fix, label=label):
-        if Path(path).is_dir():
-            raise IsADirectoryError(path)
-        return SubwordTextEncoder.load(path)
+    return load_file(path, "a T2T subword vocab file", fix, SubwordTextEncoder.load, label=label)
 
 
 def _load_dictionary(path: Path | str, label: str) -> Dictionary:
-    with opening(path, "a fairseq dictionary", _DICT_FIX, label=label):
-        if Path(path).is_dir():
-            raise IsADirectoryError(path)
-        return Dictionary.load(path)
+    return load_file(path, "a fairseq dictionary", _DICT_FIX, Dictionary.load, label=label)
 
 
 def _load_model(path: Path | str, label: str) -> Any:
-    with opening(path, "a SentencePiece model", _SPM_FIX, label=label):
-        if Path(path).is_dir():
-            raise IsADirectoryError(path)
-        return sentencepiece.SentencePieceProcessor(model_file=os.fspath(path))
+    return load_file(path, "a SentencePiece model", _SPM_FIX,
+                     lambda given: sentencepiece.SentencePieceProcessor(model_file=os.fspath(given)), label=label)
 
 
+@dataclass(frozen=True)
 class _Decoder:
     """Ids to tokens (via a fairseq dictionary) and to text (via a SentencePiece model), or both via a
-    T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary)."""
+    T2T subword vocab (ids as T2T stores them: <pad>=0, <EOS>=1, no dictionary); each with the file it came from."""
 
-    def __init__(self, dictionary: Dictionary | None, spm: Any, spm_path: Path | str | None,
-                 t2t: Any = None, t2t_path: Path | str | None = None, tokenizer: Tokenizer | None = None,
-                 dictionary_path: Path | str | None = None) -> None:
-        self.tokenizer = tokenizer
-        self.dictionary = dictionary
-        self.dictionary_path = dictionary_path
-        self.spm = spm
-        self.spm_path = spm_path
-        self.t2t = t2t
-        self.t2t_path = t2t_path
+    dictionary: Dictionary | None
+    spm: Any
+    spm_path: Path | str | None
+    t2t: Any = None
+    t2t_path: Path | str | None = None
+    tokenizer: Tokenizer | None = None
+    dictionary_path: Path | str | None = None
 
     @classmethod
     def find(cls, prefix: str, dict_path: str | None, spm_path: str | None, t2t_path: str | None) -> _Decoder:

@@ -246,8 +246,8 @@ class GPTDataset:
         text[target_rows, target_cols] = self._tokens[positions]
         return text, real, column, owner
 
-    def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
-        """Samples ``sample_ids`` as 2-D arrays (batch, seq_length), plus flat ``cu_seqlens``/``max_seqlen``."""
+    def _sample_ids(self, sample_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``sample_ids`` as a flat int64 array, negative ones counted from the end; IndexError when out of range."""
         ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
         n = len(self)
         if ids.size:
@@ -256,6 +256,11 @@ class GPTDataset:
                 raise IndexError(f"sample index out of range for a GPTDataset of {n} samples")
             if low < 0:
                 ids = np.where(ids < 0, ids + n, ids)
+        return ids
+
+    def get_batch(self, sample_ids: Sequence[int] | np.ndarray) -> dict[str, np.ndarray | int]:
+        """Samples ``sample_ids`` as 2-D arrays (batch, seq_length), plus flat ``cu_seqlens``/``max_seqlen``."""
+        ids = self._sample_ids(sample_ids)
         config = self.config
         length = config.seq_length
         text, real, column, owner = self._rows(ids)

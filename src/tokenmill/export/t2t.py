@@ -28,7 +28,7 @@ import numpy as np
 from tokenmill.data.pairs import ConcatStore, open_store
 from tokenmill.errors import ConfigError
 from tokenmill.store.layout import is_shard_name, shard_index, store_name
-from tokenmill.store.manifest import MANIFEST_NAME, read_manifest
+from tokenmill.store.manifest import MANIFEST_NAME, Manifest, read_manifest
 
 T2T_SEED = 429459
 """``t2t-datagen --random_seed``'s default: the seed of T2T's shard shuffle."""
@@ -100,6 +100,25 @@ def _store(root: Path, prefixes: list[str]) -> object:
     return parts[0] if len(parts) == 1 else ConcatStore(parts)
 
 
+def _t2t_manifest(root: Path) -> Manifest:
+    """The manifest of ``root``, refused unless it is one direction of T2T subword ids (what T2T's files hold)."""
+    if not (root / MANIFEST_NAME).is_file():
+        raise ConfigError(f"{root}: no {MANIFEST_NAME}; give a directory written by tokenmill prepare")
+    manifest = read_manifest(root)
+    if manifest.settings.get("directions"):
+        raise ConfigError(
+            f"{root} holds many directions; T2T's files hold one problem: prepare one direction, or export each "
+            "direction's own prepared directory"
+        )
+    tokenizer = manifest.vocab.get("tokenizer") or manifest.settings.get("tokenizer")
+    if tokenizer != "t2t-subword":
+        raise ConfigError(
+            f"{root} holds {tokenizer or 'non-T2T'} ids, not T2T subword ids (<pad>=0, <EOS>=1): prepare it with "
+            "--tokenizer t2t-subword (add --tokenizer-model VOCAB to keep an existing T2T vocabulary)"
+        )
+    return manifest
+
+
 def plan_export(
     directory: str | Path,
     problem: str,
@@ -121,21 +140,8 @@ def plan_export(
             f"--problem {problem!r}: a T2T problem name is letters, digits and underscores (its registered name, "
             "e.g. translate_enzh_tokenmill)"
         )
-    if not (root / MANIFEST_NAME).is_file():
-        raise ConfigError(f"{root}: no {MANIFEST_NAME}; give a directory written by tokenmill prepare")
-    manifest = read_manifest(root)
+    manifest = _t2t_manifest(root)
     settings, vocab = manifest.settings, manifest.vocab
-    if settings.get("directions"):
-        raise ConfigError(
-            f"{root} holds many directions; T2T's files hold one problem: prepare one direction, or export each "
-            "direction's own prepared directory"
-        )
-    tokenizer = vocab.get("tokenizer") or settings.get("tokenizer")
-    if tokenizer != "t2t-subword":
-        raise ConfigError(
-            f"{root} holds {tokenizer or 'non-T2T'} ids, not T2T subword ids (<pad>=0, <EOS>=1): prepare it with "
-            "--tokenizer t2t-subword (add --tokenizer-model VOCAB to keep an existing T2T vocabulary)"
-        )
     src, tgt = settings.get("source_lang"), settings.get("target_lang")
     splits = []
     for split, tag in SPLIT_NAMES.items():

@@ -1,4 +1,5 @@
-"""A ready batch iterator over a sampled mix of translation directions (one call for the common job)."""
+"""A ready batch iterator over a sampled mix of translation directions (one call for the common job: open a
+data_bin and batch it with :func:`~tokenmill.loader.make.make_batches`)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,7 @@ from typing import Any
 
 from tokenmill.batching.collate import CollateOptions
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.multi_collate import MultiCollate
-from tokenmill.batching.sampled import SampledPlanner
-from tokenmill.batching.scheduled import ScheduledPlanner
-from tokenmill.cache import CacheLike, array_cache
+from tokenmill.cache import CacheLike
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import DataPaths
 from tokenmill.data.multi_pairs import MultiPairDataset
@@ -17,6 +15,7 @@ from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
+from tokenmill.loader.make import make_batches
 
 
 def multilingual_batches(
@@ -51,25 +50,9 @@ def multilingual_batches(
         dataset = data
     else:
         dataset = MultiPairDataset.from_dir(data, split, directions, langtok=langtok, options=options)
-    config = config or BatchConfig()
-    planner: Any = SampledPlanner(dataset, config, sampling and sampling.at_step(0), world_size=world_size,
-                                  cache=array_cache(cache))
-    if sampling is not None and sampling.schedule is not None:  # weights that follow the step
-        planner = ScheduledPlanner(planner, sampling)
-    if isinstance(collate, str):
-        collate = MultiCollate(collate, collate_options or CollateOptions(pad_to_multiple=config.pad_to_multiple))
-    return BatchIterator(
-        dataset,  # type: ignore[arg-type]
-        config,
-        rank=rank,
-        world_size=world_size,
-        collate=collate,
-        update_freq=update_freq,
-        infinite=infinite,
-        cache=cache,
-        epoch=epoch,
-        planner=planner,
-    )
+    return make_batches(dataset, config, sampling=sampling, rank=rank, world_size=world_size, collate=collate,
+                        collate_options=collate_options, update_freq=update_freq, infinite=infinite, cache=cache,
+                        epoch=epoch)
 
 
 __all__ = ["multilingual_batches"]

@@ -181,16 +181,8 @@ def make_loader(
     Rank and world size default to torch.distributed's (0 and 1 when it is not initialized).
     """
     rank, world_size = rank_and_world(rank, world_size)
-    batches = make_batches(
-        dataset,
-        config,
-        rank=rank,
-        world_size=world_size,
-        collate=collate,
-        collate_options=collate_options,
-        infinite=infinite,
-        cache=cache,
-    )
+    batches = make_batches(dataset, config, rank=rank, world_size=world_size, collate=collate,
+                           collate_options=collate_options, infinite=infinite, cache=cache)
     return StatefulLoader(
         batches,
         num_workers=num_workers,

@@ -49,6 +49,17 @@ def _digest(text: str) -> str:
     return xxhash.xxh3_64_hexdigest(text.encode("utf-8"))
 
 
+def _object_version(fs: Any, remote: str, url: str) -> tuple[str, int]:
+    """The version (:func:`_version`) and size of object ``remote`` of ``fs`` (``url`` names it in messages)."""
+    try:
+        info = fs.info(remote)
+    except FileNotFoundError:
+        raise TokenmillError(f"{url}: no such object; check the URL") from None
+    except OSError as error:
+        raise TokenmillError(f"{url}: cannot read it ({error}); check the endpoint and credentials") from None
+    return _version(info), int(info.get("size") or 0)
+
+
 def _version(info: Mapping[str, Any]) -> str:
     """What changes when an object is replaced: its ETag, else its modification time."""
     for key in ("ETag", "etag", "md5Hash", "LastModified", "mtime", "last_modified"):
@@ -81,13 +92,8 @@ class StagedInputs:
         if target.exists() and source.exists() and not self.refresh:
             self._done[url] = str(target)
             return
-        try:
-            info = fs.info(remote)
-        except FileNotFoundError:
-            raise TokenmillError(f"{url}: no such object; check the URL") from None
-        except OSError as error:
-            raise TokenmillError(f"{url}: cannot read it ({error}); check the endpoint and credentials") from None
-        record = {"url": url, "version": _version(info), "size": int(info.get("size") or 0)}
+        version, size = _object_version(fs, remote, url)
+        record = {"url": url, "version": version, "size": size}
         if not (target.exists() and source.exists() and json.loads(source.read_text()) == record
                 and target.stat().st_size == record["size"]):
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -145,14 +151,8 @@ class StagedInputs:
         if not is_url(path):
             return file_identity(path)
         if path not in self._identities:
-            fs, remote = self._fs(path)
-            try:
-                info = fs.info(remote)
-            except FileNotFoundError:
-                raise TokenmillError(f"{path}: no such object; check the URL") from None
-            except OSError as error:
-                raise TokenmillError(f"{path}: cannot read it ({error}); check the endpoint and credentials") from None
-            self._identities[path] = {"url": path, "version": _version(info), "bytes": int(info.get("size") or 0)}
+            version, size = _object_version(*self._fs(path), path)
+            self._identities[path] = {"url": path, "version": version, "bytes": size}
         return self._identities[path]
 
     def open(self, path: str) -> BinaryIO:

@@ -23,7 +23,6 @@ from tokenmill.prepare.config import PrepareConfig
 from tokenmill.text.filters import FilterConfig, piece_filters
 from tokenmill.vocab.dictionary import Dictionary
 from tokenmill.vocab.sentencepiece import SentencePieceOptions
-from tokenmill.vocab.t2t_backend import T2TTrainSettings
 from tokenmill.vocab.tokenizer import Tokenizer, TokenizerBase, get_backend
 
 WHITESPACE = "whitespace"
@@ -89,40 +88,14 @@ def load_settings(config: PrepareConfig) -> dict[str, Any]:
 
 def spm_options(config: PrepareConfig) -> SentencePieceOptions:
     """spm_train's options as given (defaults leave the trainer's behaviour as before)."""
-    return SentencePieceOptions(
-        vocab_size=config.tokenizer.vocab_size,
-        model_type=config.tokenizer.model_type,
-        character_coverage=config.tokenizer.character_coverage,
-        input_sentence_size=config.tokenizer.input_sentence_size,
-        user_defined_symbols=list(config.tokenizer.user_defined_symbols),
-        byte_fallback=config.tokenizer.byte_fallback,
-        max_sentence_length=config.tokenizer.max_sentence_length,
-        num_threads=config.run.workers,
-        seed=config.run.seed,
-        normalization_rule_name=config.tokenizer.normalization_rule_name,
-        split_digits=config.tokenizer.split_digits,
-        control_symbols=list(config.tokenizer.control_symbols),
-        shuffle_input_sentence=config.tokenizer.shuffle_input_sentence,
-        hard_vocab_limit=config.tokenizer.hard_vocab_limit,
-        extra_options=dict(config.tokenizer.spm_extra_options),
-    )
+    return config.tokenizer.sentencepiece.train_settings(config)
 
 
 def train_settings(config: PrepareConfig) -> Any:
-    """What the backend trains with when no model is given."""
-    name = backend_name(config)
-    if name == "sentencepiece":
-        return spm_options(config)
-    if name == "hf":
-        specials = list(config.tokenizer.user_defined_symbols) or None
-        return {"kind": config.tokenizer.hf_model_type, "vocab_size": config.tokenizer.vocab_size,
-                "min_frequency": config.tokenizer.min_frequency, **({"special_tokens": specials} if specials else {})}
-    if name == "t2t-subword":
-        return T2TTrainSettings(
-            target_size=config.tokenizer.approx_vocab_size, max_subtoken_length=config.tokenizer.max_subtoken_length,
-            reserved_tokens=["<pad>", "<EOS>", *config.tokenizer.user_defined_symbols],
-        )
-    return None
+    """What the backend trains with when no model is given: its training sub-section's settings (None for a
+    backend without one)."""
+    training = config.tokenizer.training(backend_name(config))
+    return None if training is None else training.train_settings(config)
 
 
 def piece_lookup(tokenizer: Tokenizer, dictionary: Dictionary) -> np.ndarray:

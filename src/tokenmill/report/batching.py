@@ -1,8 +1,7 @@
 """Section 5 of the report: what epoch 1 of training will look like for the given batch settings.
 
-Plans come from the same code training uses (:class:`~tokenmill.loader.BatchIterator` for the
-``lowpad``/``fairseq``/``opennmt`` modes, :class:`~tokenmill.batching.packed_pairs.PackedPairPlanner`
-for packed rows, ``multilingual_batches`` for a sampled mix of directions), computed without the
+Plans come from the same code training uses (:func:`~tokenmill.loader.make.make_batches`: the
+``lowpad``/``fairseq``/``opennmt`` modes, packed rows, a sampled mix of directions), computed without the
 on-disk plan cache so the report leaves nothing behind. ``tokenmill batches`` prints the same
 numbers for one mode.
 """
@@ -14,14 +13,13 @@ from typing import Any
 import numpy as np
 
 from tokenmill.batching.config import MODES, BatchConfig
-from tokenmill.batching.packed_pairs import PackConfig, PackedPairPlanner
+from tokenmill.batching.packed_pairs import PackConfig
 from tokenmill.batching.plan import EpochPlan, PlanStats
 from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import TokenmillError
-from tokenmill.loader.iterator import BatchIterator
-from tokenmill.loader.multilingual import multilingual_batches
+from tokenmill.loader.make import make_batches
 from tokenmill.report.options import ReportOptions
 
 SHAPE_BINS = 40
@@ -99,14 +97,12 @@ def batch_shapes(plan: EpochPlan) -> dict[str, Any]:
 
 
 def _plan(dataset: PairDataset | MultiPairDataset, config: BatchConfig, options: ReportOptions) -> EpochPlan:
+    sampling = None
     if isinstance(dataset, MultiPairDataset):
         sampling = SamplingConfig(temperature=float(options.temperatures[0]), seed=options.seed)
-        iterator = multilingual_batches(
-            dataset, config, sampling, world_size=options.world_size, collate=None, cache=False
-        )
-    else:
-        iterator = BatchIterator(dataset, config, world_size=options.world_size, cache=False, collate=None)
-    return iterator.plan(1)
+    iterator = make_batches(dataset, config, sampling=sampling, world_size=options.world_size, cache=False,
+                            collate=None)
+    return iterator.plan(1)  # type: ignore[return-value]
 
 
 def preview(dataset: PairDataset | MultiPairDataset, options: ReportOptions, what: str) -> dict[str, Any]:
@@ -129,7 +125,7 @@ def preview(dataset: PairDataset | MultiPairDataset, options: ReportOptions, wha
         pack_length = pack_length or auto_pack_length(dataset)
         pack = PackConfig(max_length=pack_length, max_tokens=max(options.max_tokens, pack_length), seed=options.seed)
         try:
-            stats = PackedPairPlanner(dataset, pack, world_size=options.world_size, cache=False).plan(1).stats
+            stats = make_batches(dataset, pack=pack, world_size=options.world_size, cache=False).plan(1).stats
             packed = stats_numbers(stats, options.world_size)
         except TokenmillError as error:
             packed = {"error": str(error)}

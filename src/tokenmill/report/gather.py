@@ -47,6 +47,19 @@ class _Clock:
         self._last = now
 
 
+def _parts(data: DataDir, options: ReportOptions) -> list[dict[str, Any]]:
+    """The numbers of each store of ``data`` (a split, of a direction), with its split's cleaning funnel."""
+    vocabularies = Vocabularies(data.root)
+    parts = []
+    for i, part in enumerate(data.parts):
+        numbers, _ = part_numbers(data, part, vocabularies, options.token_sample, options.seed + i)
+        numbers["cleaning"] = cleaning(
+            data.root, data.manifest.summary, part.split, part.direction if data.kind == "multilingual" else None
+        )
+        parts.append(numbers)
+    return parts
+
+
 def gather(
     directory: str | Path,
     options: ReportOptions | None = None,
@@ -80,15 +93,7 @@ def gather(
             "overview": overview(data, options.verify),
         }
         clock.lap("overview")
-        vocabularies = Vocabularies(data.root)
-        parts = []
-        for i, part in enumerate(data.parts):
-            numbers, _ = part_numbers(data, part, vocabularies, options.token_sample, options.seed + i)
-            numbers["cleaning"] = cleaning(
-                data.root, data.manifest.summary, part.split, part.direction if data.kind == "multilingual" else None
-            )
-            parts.append(numbers)
-        report["parts"] = parts
+        report["parts"] = _parts(data, options)
         clock.lap("parts")
         report["directions"] = None
         if data.kind == "multilingual":

@@ -144,6 +144,26 @@ def _colorbar(fig: Any, image: Any, label: str) -> Any:
     return bar
 
 
+def _one_axes(height: float) -> tuple[Any, Any]:
+    """A figure of the page's width and ``height`` inches with one plot (inside a chart's :func:`_style`)."""
+    fig = _figure_class()(figsize=(_WIDTH, height))
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _bars_svg(fig: Any, ax: Any, labels: Sequence[str], xlabel: str, title: str, *, legend: bool = False) -> str:
+    """A chart of horizontal bars finished as SVG: one row per label from the top, the axis and chart titles,
+    the legend (bottom right) when asked, no horizontal grid lines."""
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    if legend:
+        ax.legend(loc="lower right")
+    ax.grid(axis="y", visible=False)
+    arrange(fig, [ax])
+    return _svg(fig)
+
+
 def _percent_axis(axis: Any, digits: int = 0) -> None:
     from matplotlib.ticker import FuncFormatter
 
@@ -221,32 +241,22 @@ def lengths_chart(name: str, title: str, sides: Sequence[tuple[str, dict[str, An
 def stages_chart(groups: Sequence[dict[str, Any]]) -> str:
     """Wall time of each pipeline step (all its stages together)."""
     with _style("stages"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 0.5 + 0.32 * max(len(groups), 1)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(0.5 + 0.32 * max(len(groups), 1))
         labels = [f"{g['kind']} ({g['stages']} stage{'s' if g['stages'] != 1 else ''})" for g in groups]
         seconds = [g["seconds"] for g in groups]
         y = np.arange(len(groups))
         ax.barh(y, seconds, color=COLORS[0], height=0.6)
         for yi, s in zip(y, seconds, strict=True):
             ax.annotate(f"{s:.2f} s", (s, yi), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
-        ax.set_yticks(y, labels)
-        ax.invert_yaxis()
-        ax.set_xlabel("wall time (seconds)")
-        ax.set_title("Stage wall times of the last prepare run")
         ax.set_xlim(0, max(max(seconds, default=0.0), 1e-3) * 1.18)
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, labels, "wall time (seconds)", "Stage wall times of the last prepare run")
 
 
 def funnel_chart(name: str, title: str, funnel: dict[str, Any]) -> str:
     """Items dropped by each cleaning step (bars, with the share of items read), read and kept in the title."""
     steps = funnel["steps"]
     with _style(name):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 0.8 + 0.3 * max(len(steps), 1)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(0.8 + 0.3 * max(len(steps), 1))
         read = max(funnel["read"], 1)
         y = np.arange(len(steps))
         dropped = [s["dropped"] for s in steps]
@@ -254,16 +264,11 @@ def funnel_chart(name: str, title: str, funnel: dict[str, Any]) -> str:
         for yi, n in zip(y, dropped, strict=True):
             ax.annotate(f"{n:,} ({n / read:.2%})", (n, yi), xytext=(3, 0), textcoords="offset points", va="center",
                         fontsize=8)
-        ax.set_yticks(y, [s["label"] for s in steps])
-        ax.invert_yaxis()
         ax.set_xlim(0, max(max(dropped, default=0), 1) * 1.3)
         _compact_axis(ax.xaxis)
         _integer_axis(ax.xaxis)
-        ax.set_xlabel("items dropped")
-        ax.set_title(f"{title}: {funnel['read']:,} read → {funnel['kept']:,} kept ({funnel['kept_share']:.2%})")
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, [s["label"] for s in steps], "items dropped",
+                         f"{title}: {funnel['read']:,} read → {funnel['kept']:,} kept ({funnel['kept_share']:.2%})")
 
 
 def drops_by_direction_chart(train: Sequence[tuple[str, dict[str, Any]]], reasons: Sequence[str],
@@ -271,9 +276,7 @@ def drops_by_direction_chart(train: Sequence[tuple[str, dict[str, Any]]], reason
     """Many directions: the share of each direction's train pairs that every cleaning step dropped."""
     train = list(train)[:limit]
     with _style("cleaning-directions"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 1.0 + 0.34 * len(train)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(1.0 + 0.34 * len(train))
         y = np.arange(len(train))
         left = np.zeros(len(train))
         for i, reason in enumerate(reasons):
@@ -289,64 +292,43 @@ def drops_by_direction_chart(train: Sequence[tuple[str, dict[str, Any]]], reason
         for yi, total in zip(y, left, strict=True):
             ax.annotate(f"{total:.2%}", (total, yi), xytext=(3, 0), textcoords="offset points", va="center",
                         fontsize=8)
-        ax.set_yticks(y, [name for name, _ in train])
-        ax.invert_yaxis()
         ax.set_xlim(0, max(float(left.max()), 1e-4) * 1.25)
         _percent_axis(ax.xaxis, 2)
-        ax.set_xlabel("share of the train pairs read")
-        ax.set_title("Train pairs dropped per direction, by cleaning step")
-        ax.legend(loc="lower right")
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, [name for name, _ in train], "share of the train pairs read",
+                         "Train pairs dropped per direction, by cleaning step", legend=True)
 
 
 def sampling_chart(sampling: Sequence[dict[str, Any]], limit: int = 40) -> str:
     """Each direction's share of an epoch at every temperature, beside its share of the data (T = 1)."""
     names = [d["direction"] for d in sampling[0]["directions"]][:limit]
     with _style("sampling"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 1.0 + 0.42 * len(names)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(1.0 + 0.42 * len(names))
         y = np.arange(len(names))
         height = 0.8 / len(sampling)
         for i, entry in enumerate(sampling):
             shares = [d["share"] for d in entry["directions"]][:limit]
             ax.barh(y + (i - (len(sampling) - 1) / 2) * height, shares, height=height * 0.95,
                     color=COLORS[i % len(COLORS)], label=f"T = {entry['temperature']:g}")
-        ax.set_yticks(y, names)
-        ax.invert_yaxis()
         _percent_axis(ax.xaxis)
-        ax.set_xlabel("share of the sampled epoch")
-        ax.set_title("Sampled share per direction at each temperature (T = 1: proportional to size)")
-        ax.legend(loc="lower right")
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, names, "share of the sampled epoch",
+                         "Sampled share per direction at each temperature (T = 1: proportional to size)", legend=True)
 
 
 def padding_chart(modes: dict[str, Any]) -> str:
     """Padding share of the epoch's batches in every batching mode."""
     items = [(m, v) for m, v in modes.items() if v is not None and "padding_fraction" in v]
     with _style("padding"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 0.6 + 0.36 * max(len(items), 1)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(0.6 + 0.36 * max(len(items), 1))
         y = np.arange(len(items))
         values = [v["padding_fraction"] for _, v in items]
         ax.barh(y, values, color=[COLORS[i % len(COLORS)] for i in range(len(items))], height=0.6)
         for yi, value, (_, v) in zip(y, values, items, strict=True):
             ax.annotate(f"{value:.2%} of {v['padded_tokens']:,} slots, {v['batches']:,} batches", (value, yi),
                         xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
-        ax.set_yticks(y, [m for m, _ in items])
-        ax.invert_yaxis()
         ax.set_xlim(0, max(max(values, default=0.0), 0.01) * 1.9)
         _percent_axis(ax.xaxis, 1)
-        ax.set_xlabel("padding (share of batch slots, both sides)")
-        ax.set_title("Padding per batching mode, epoch 1")
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, [m for m, _ in items], "padding (share of batch slots, both sides)",
+                         "Padding per batching mode, epoch 1")
 
 
 def shapes_chart(shapes: dict[str, Any], mode: str) -> str:
@@ -354,9 +336,7 @@ def shapes_chart(shapes: dict[str, Any], mode: str) -> str:
     when there are few, else a density of cells."""
 
     with _style("shapes"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 3.4))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(3.4)
         if shapes.get("points"):
             points = np.asarray(shapes["points"], dtype=np.float64)
             image = ax.scatter(points[:, 0], points[:, 1], c=points[:, 2], s=18, cmap="viridis",
@@ -388,9 +368,7 @@ def ranks_chart(tokens: Sequence[int]) -> str:
     from matplotlib.ticker import MaxNLocator
 
     with _style("ranks"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 2.6))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(2.6)
         x = np.arange(len(tokens))
         ax.bar(x, tokens, color=COLORS[0], width=0.7)
         ax.set_xticks(x, [str(i) for i in x] if len(tokens) <= 32 else None)
@@ -411,9 +389,7 @@ def ranks_chart(tokens: Sequence[int]) -> str:
 def documents_chart(name: str, title: str, histogram: dict[str, Any], seq_length: int) -> str:
     """Document lengths (log counts) with the GPT sample length marked."""
     with _style(name):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 3.0))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(3.0)
         _hist_axes(ax, [("documents", histogram)], f"{title}: document lengths", "tokens per document",
                    "documents (log scale)")
         if histogram["edges"] and seq_length <= histogram["edges"][-1]:
@@ -427,21 +403,14 @@ def blend_chart(blend: dict[str, Any]) -> str:
     """Requested weight against the realised share of every dataset of a blend."""
     datasets = blend["datasets"]
     with _style("blend"):
-        Figure = _figure_class()
-        fig = Figure(figsize=(_WIDTH, 0.9 + 0.5 * len(datasets)))
-        ax = fig.add_subplot(1, 1, 1)
+        fig, ax = _one_axes(0.9 + 0.5 * len(datasets))
         y = np.arange(len(datasets))
         ax.barh(y - 0.2, [d["weight"] for d in datasets], height=0.38, color=COLORS[0], label="weight (normalized)")
         ax.barh(y + 0.2, [d["share"] for d in datasets], height=0.38, color=COLORS[1], label="realised share")
-        ax.set_yticks(y, [d["prefix"].rsplit("/", 1)[-1] for d in datasets])
-        ax.invert_yaxis()
         _percent_axis(ax.xaxis)
-        ax.set_xlabel(f"share of {blend['samples']:,} samples")
-        ax.set_title("Blend: requested weight vs realised share")
-        ax.legend(loc="lower right")
-        ax.grid(axis="y", visible=False)
-        arrange(fig, [ax])
-        return _svg(fig)
+        return _bars_svg(fig, ax, [d["prefix"].rsplit("/", 1)[-1] for d in datasets],
+                         f"share of {blend['samples']:,} samples", "Blend: requested weight vs realised share",
+                         legend=True)
 
 
 __all__ = [

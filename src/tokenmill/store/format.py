@@ -38,28 +38,23 @@ class Layout(str, enum.Enum):
         return FAIRSEQ_CODES if self is Layout.FAIRSEQ else MEGATRON_CODES
 
 
-FAIRSEQ_CODES: dict[int, np.dtype] = {
+_SHARED_CODES: dict[int, np.dtype] = {
     1: np.dtype(np.uint8),
     2: np.dtype(np.int8),
     3: np.dtype(np.int16),
     4: np.dtype(np.int32),
     5: np.dtype(np.int64),
     6: np.dtype(np.float64),
+}
+"""The codes both layouts give the same dtype (they part at 7: float64 in fairseq, float32 in Megatron)."""
+FAIRSEQ_CODES: dict[int, np.dtype] = {
+    **_SHARED_CODES,
     7: np.dtype(np.float64),
     8: np.dtype(np.uint16),
     9: np.dtype(np.uint32),
     10: np.dtype(np.uint64),
 }
-MEGATRON_CODES: dict[int, np.dtype] = {
-    1: np.dtype(np.uint8),
-    2: np.dtype(np.int8),
-    3: np.dtype(np.int16),
-    4: np.dtype(np.int32),
-    5: np.dtype(np.int64),
-    6: np.dtype(np.float64),
-    7: np.dtype(np.float32),
-    8: np.dtype(np.uint16),
-}
+MEGATRON_CODES: dict[int, np.dtype] = {**_SHARED_CODES, 7: np.dtype(np.float32), 8: np.dtype(np.uint16)}
 
 
 def dtype_code(layout: Layout, dtype: np.dtype) -> int:

@@ -12,8 +12,10 @@ input files included, section by section, before any work starts.
 
 The modules: :mod:`.kinds` (choices, names), one module per section (:mod:`.inputs`, :mod:`.cleaning`,
 :mod:`.tokenizer`, :mod:`.dictionary`, :mod:`.output`, :mod:`.megatron`, :mod:`.run`, :mod:`.engine`,
-:mod:`.directions`), :mod:`.catalog` (their order and each key's place), :mod:`.model` (``PrepareConfig``),
-:mod:`.loading` (``build_config``), :mod:`.values`, :mod:`.presets`, :mod:`.yaml_file` and :mod:`.help`.
+:mod:`.directions`; the tokenizer backends' training sub-sections :mod:`.tokenizer_sentencepiece`,
+:mod:`.tokenizer_hf`, :mod:`.tokenizer_t2t`), :mod:`.catalog` (their order and each key's place), :mod:`.model`
+(``PrepareConfig``), :mod:`.loading` (``build_config``), :mod:`.values`, :mod:`.presets`, :mod:`.yaml_file` and
+:mod:`.help`.
 """
 
 from tokenmill.prepare.config.catalog import PLACES, SECTION_TYPES, SETTINGS, Setting
@@ -40,15 +42,18 @@ from tokenmill.prepare.config.model import PrepareConfig
 from tokenmill.prepare.config.output import OutputSettings
 from tokenmill.prepare.config.presets import CLEAN_PRESETS, megatron_defaults, preset_defaults
 from tokenmill.prepare.config.run import RunSettings
-from tokenmill.prepare.config.section import Section
+from tokenmill.prepare.config.section import BackendSettings, Section
 from tokenmill.prepare.config.tokenizer import TokenizerSettings
+from tokenmill.prepare.config.tokenizer_hf import HFTraining
+from tokenmill.prepare.config.tokenizer_sentencepiece import SentencePieceTraining
+from tokenmill.prepare.config.tokenizer_t2t import T2TTraining
 from tokenmill.prepare.config.yaml_file import MAX_YAML_DEPTH, load_yaml
 
 __all__ = [
     "CLEAN_PRESETS", "FLAG_PREFIX", "MAX_YAML_DEPTH", "MEGATRON_KEYS", "NESTED", "NESTED_HELP", "PLACES",
-    "RECORDED_IF_SET", "RUN_ONLY", "SECTIONS", "SECTION_TYPES", "SETTINGS", "SPLITS", "TOKENIZERS",
-    "CleaningSettings", "DictionarySettings", "DirectionSettings", "EngineSettings", "InputSettings",
+    "RECORDED_IF_SET", "RUN_ONLY", "SECTIONS", "SECTION_TYPES", "SETTINGS", "SPLITS", "TOKENIZERS", "BackendSettings",
+    "CleaningSettings", "DictionarySettings", "DirectionSettings", "EngineSettings", "HFTraining", "InputSettings",
     "LayoutName", "Leakage", "MegatronSettings", "OutputSettings", "PrepareConfig", "RunSettings", "Section",
-    "Setting", "TokenizerSettings", "absolute_paths", "build_config", "field_help", "field_sections", "flag_name",
-    "load_yaml", "megatron_defaults", "preset_defaults",
+    "SentencePieceTraining", "Setting", "T2TTraining", "TokenizerSettings", "absolute_paths", "build_config",
+    "field_help", "field_sections", "flag_name", "load_yaml", "megatron_defaults", "preset_defaults",
 ]

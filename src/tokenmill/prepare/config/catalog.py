@@ -8,7 +8,8 @@ of the flat settings a manifest records (:meth:`PrepareConfig.to_dict`): a new s
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from tokenmill.prepare.config.cleaning import CleaningSettings
 from tokenmill.prepare.config.dictionary import DictionarySettings
@@ -18,7 +19,7 @@ from tokenmill.prepare.config.inputs import InputSettings
 from tokenmill.prepare.config.megatron import MegatronSettings
 from tokenmill.prepare.config.output import OutputSettings
 from tokenmill.prepare.config.run import RunSettings
-from tokenmill.prepare.config.section import Section, key_of
+from tokenmill.prepare.config.section import Section, key_of, subsections
 from tokenmill.prepare.config.tokenizer import TokenizerSettings
 
 SECTION_TYPES: dict[str, type[Section]] = {
@@ -36,12 +37,20 @@ SECTION_TYPES: dict[str, type[Section]] = {
 
 
 class Setting(NamedTuple):
-    """One flat setting: its key (YAML key, flag name with ``_``), its section and its field there."""
+    """One flat setting: its key (YAML key, flag name with ``_``), its section and its field there (in the
+    sub-section ``sub`` of it, for a variant's own setting)."""
 
     key: str
     section: str
     field: dataclasses.Field  # type: ignore[type-arg]
     owner: type[Section]
+    """The class whose field it is: the section's, or the sub-section's."""
+    sub: str | None = None
+
+    def read(self, section: Any) -> Any:
+        """The setting's value in ``section`` (an instance of its section, or that instance as a mapping)."""
+        holder = section if self.sub is None else _get(section, self.sub)
+        return _get(holder, self.name)
 
     @property
     def name(self) -> str:
@@ -55,10 +64,24 @@ class Setting(NamedTuple):
         return self.field.default
 
 
+def _get(holder: Any, name: str) -> Any:
+    return holder[name] if isinstance(holder, dict) else getattr(holder, name)
+
+
+def _settings(section: str, kind: type[Section]) -> Iterator[Setting]:
+    """The flat settings of section ``kind``, in field order; a sub-section's fields in its place."""
+    subs = subsections(kind)
+    for item in dataclasses.fields(kind):  # type: ignore[arg-type]
+        if item.name not in subs:
+            yield Setting(key_of(item), section, item, kind)
+            continue
+        sub = subs[item.name]
+        yield from (Setting(key_of(inner), section, inner, sub, item.name)
+                    for inner in dataclasses.fields(sub))  # type: ignore[arg-type]
+
+
 SETTINGS: tuple[Setting, ...] = tuple(
-    Setting(key_of(item), section, item, kind)
-    for section, kind in SECTION_TYPES.items()
-    for item in dataclasses.fields(kind)  # type: ignore[arg-type]
+    setting for section, kind in SECTION_TYPES.items() for setting in _settings(section, kind)
 )
 """Every flat setting, in order."""
 PLACES: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}

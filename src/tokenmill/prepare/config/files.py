@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from tokenmill.errors import ConfigError, TokenmillError, opening
+from tokenmill.errors import ConfigError, TokenmillError, load_file
 from tokenmill.store.remote import is_url
 from tokenmill.text.readers import resolve_prefix
 from tokenmill.text.sources import detect_format
@@ -44,20 +45,19 @@ def check_files(flag: str, files: list[str], input_format: str) -> None:
 
 def check_spm_model(path: str, label: str) -> None:
     """``path`` is a SentencePiece model that loads."""
-    fix = "give a .model file written by spm_train or tokenmill prepare"
-    with opening(path, "a SentencePiece model", fix, label=label):
-        if Path(path).is_dir():
-            raise IsADirectoryError(path)
-        _checked_spm(_file_identity(path))
+    _check_loads(path, label, "a SentencePiece model", "give a .model file written by spm_train or tokenmill prepare",
+                 _checked_spm)
 
 
 def check_dictionary(path: str, label: str) -> None:
     """``path`` is a fairseq dictionary that loads."""
-    fix = "give a fairseq dict.txt (one '<token> <count>' per line)"
-    with opening(path, "a fairseq dictionary", fix, label=label):
-        if Path(path).is_dir():
-            raise IsADirectoryError(path)
-        _checked_dictionary(_file_identity(path))
+    _check_loads(path, label, "a fairseq dictionary", "give a fairseq dict.txt (one '<token> <count>' per line)",
+                 _checked_dictionary)
+
+
+def _check_loads(path: str, label: str, what: str, fix: str, load: Callable[[tuple[str, str, int, int]], None]) -> None:
+    """``load`` (cached by the file's identity) reads ``path`` without a problem; else one ConfigError."""
+    load_file(path, what, fix, lambda given: load(_file_identity(os.fspath(given))), label=label)
 
 
 def _file_identity(path: str) -> tuple[str, str, int, int]:

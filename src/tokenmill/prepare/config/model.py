@@ -25,6 +25,7 @@ from tokenmill.prepare.config.kinds import RECORDED_IF_SET, flag_name
 from tokenmill.prepare.config.megatron import MegatronSettings
 from tokenmill.prepare.config.output import OutputSettings
 from tokenmill.prepare.config.run import RunSettings
+from tokenmill.prepare.config.section import changed
 from tokenmill.prepare.config.tokenizer import TokenizerSettings
 
 _ONE_DIRECTION_ORDER = ("inputs", "tokenizer", "megatron", "engine", "cleaning", "dictionary")
@@ -56,8 +57,7 @@ class PrepareConfig:
         changes = _by_section({key: value for key, value in given.items() if key not in sections})
         for name, kind in SECTION_TYPES.items():
             base = sections.get(name)
-            made = kind(**changes[name]) if base is None else dataclasses.replace(base, **changes[name])
-            object.__setattr__(self, name, made)
+            object.__setattr__(self, name, changed(kind() if base is None else base, changes[name]))
         object.__setattr__(self, "_labels", dict(labels or {}))
         """How messages name a setting that came from a config file ("c.yaml: vocab_size"), by key
         ("filters.max_ratio" for nested ones); set by :func:`build_config`. Others are named by their flag."""
@@ -88,7 +88,7 @@ class PrepareConfig:
         """The value of flat setting ``key`` (``default`` for a key no section has, e.g. another engine's
         option)."""
         place = PLACES.get(key)
-        return default if place is None else getattr(getattr(self, place.section), place.name)
+        return default if place is None else place.read(getattr(self, place.section))
 
     def label(self, name: str) -> str:
         """How messages name setting ``name``: its flag, or ``file: key`` when it came from a config file."""
@@ -97,7 +97,7 @@ class PrepareConfig:
     def replaced(self, **settings: Any) -> PrepareConfig:
         """A new config with the flat ``settings`` changed (each routed to its section), not yet validated."""
         changes = _by_section(settings)
-        sections = {name: dataclasses.replace(getattr(self, name), **changes[name]) for name in SECTION_TYPES}
+        sections = {name: changed(getattr(self, name), changes[name]) for name in SECTION_TYPES}
         return PrepareConfig(labels=self._labels, **sections)  # type: ignore[attr-defined]
 
     def _sections(self) -> dict[str, Any]:
@@ -142,7 +142,7 @@ class PrepareConfig:
         flat: dict[str, Any] = {}
         for name in SECTION_TYPES:
             section = dataclasses.asdict(getattr(self, name))
-            flat.update({setting.key: section[setting.name] for setting in SETTINGS if setting.section == name})
+            flat.update({setting.key: setting.read(section) for setting in SETTINGS if setting.section == name})
         return flat
 
     def recorded(self) -> dict[str, Any]:
@@ -162,10 +162,13 @@ class PrepareConfig:
 
 
 def _by_section(settings: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Flat settings by section: {section: {field name: value}} (every section present)."""
+    """Flat settings by section: {section: {field name: value}} (every section present; a sub-section's settings as
+    {sub-section: {field name: value}}, as :func:`~.section.changed` takes them)."""
     changes: dict[str, dict[str, Any]] = {name: {} for name in SECTION_TYPES}
     for key, value in settings.items():
         if key not in PLACES:
             raise TypeError(f"PrepareConfig() got an unexpected keyword argument {key!r}")
-        changes[PLACES[key].section][PLACES[key].name] = value
+        place = PLACES[key]
+        holder = changes[place.section] if place.sub is None else changes[place.section].setdefault(place.sub, {})
+        holder[place.name] = value
     return changes

@@ -1,5 +1,6 @@
-"""The tokenizer section: which backend (``--tokenizer``), a model to load or the settings to train one with
-(SentencePiece's spm_train names, Hugging Face tokenizers' and T2T subword's)."""
+"""The tokenizer section: which backend (``--tokenizer``), a model to load or the settings to train one with: those
+every backend reads here, each backend's own in its sub-section (``config.tokenizer.sentencepiece`` with
+spm_train's names, ``.hf``, ``.t2t``), whose flat keys and flags are as before (``--character-coverage``)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from tokenmill.errors import ConfigError
 from tokenmill.prepare.config.files import check_spm_model
-from tokenmill.prepare.config.kinds import (
-    TOKENIZERS,
-    AtLeast0,
-    AtLeast1,
-    HFModelType,
-    ModelType,
-    NormalizationRule,
-    Tokenizer,
-)
-from tokenmill.prepare.config.section import Section
+from tokenmill.prepare.config.kinds import TOKENIZERS, AtLeast1, Tokenizer
+from tokenmill.prepare.config.section import BackendSettings, Section, subsections
+from tokenmill.prepare.config.tokenizer_hf import HFTraining
+from tokenmill.prepare.config.tokenizer_sentencepiece import SentencePieceTraining
+from tokenmill.prepare.config.tokenizer_t2t import T2TTraining
 from tokenmill.settings import Range, did_you_mean
 from tokenmill.vocab.tokenizer import BACKENDS
 
@@ -28,7 +24,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TokenizerSettings(Section):
-    """The tokenizer and its backend's settings (``name`` is the ``--tokenizer`` setting)."""
+    """The tokenizer and its backends' settings (``name`` is the ``--tokenizer`` setting); a backend's training
+    settings are its sub-section's (:meth:`training`)."""
 
     TITLE: ClassVar[str] = "tokenizer"
 
@@ -53,26 +50,9 @@ class TokenizerSettings(Section):
         default=None,
         metadata={"help": "Use this SentencePiece .model instead of training one (the same as --tokenizer-model)."},
     )
-    hf_model_type: HFModelType = field(
-        default="byte-level-bpe",
-        metadata={"help": "hf: the model trained when no --tokenizer-model is given (byte-level-bpe as GPT-2/Llama "
-                          "3/Qwen)."},
-    )
-    min_frequency: Annotated[int, AtLeast0] = field(
-        default=2,
-        metadata={"help": "hf: a merge or piece must be seen this many times in the training sample."},
-    )
     vocab_size: Annotated[int, Range(8, why="SentencePiece needs room for its special pieces")] = field(
         default=8000,
         metadata={"help": "SentencePiece vocabulary size (spm_train's --vocab_size)."},
-    )
-    model_type: ModelType = field(
-        default="unigram",
-        metadata={"help": "SentencePiece model type (spm_train's --model_type)."},
-    )
-    character_coverage: Annotated[float, Range(0, 1, open_low=True)] = field(
-        default=0.9995,
-        metadata={"help": "Share of characters the model covers: 1.0 for small alphabets, 0.9995 for CJK."},
     )
     input_sentence_size: Annotated[int, AtLeast1] = field(
         default=1_000_000,
@@ -85,60 +65,22 @@ class TokenizerSettings(Section):
         default_factory=list,
         metadata={"help": "Pieces never split, e.g. language tags, comma-separated; also put in the dictionaries."},
     )
-    byte_fallback: bool = field(
-        default=False,
-        metadata={"help": "Unknown characters become UTF-8 byte pieces instead of <unk>."},
-    )
-    normalization_rule_name: NormalizationRule = field(
-        default="nmt_nfkc",
-        metadata={"help": "SentencePiece's normalization (spm_train's --normalization_rule_name; nmt_nfkc_cf also "
-                          "case-folds)."},
-    )
-    split_digits: bool = field(
-        default=False,
-        metadata={"help": "SentencePiece: every digit its own piece (spm_train's --split_digits)."},
-    )
-    max_sentence_length: Annotated[int, AtLeast1] = field(
-        default=4192,
-        metadata={"help": "SentencePiece: longer training lines are skipped, in bytes (spm_train's "
-                          "--max_sentence_length)."},
-    )
-    shuffle_input_sentence: bool = field(
-        default=False,
-        metadata={"help": "SentencePiece: spm_train's switch, passed on and recorded in the model, but without effect"
-                          " here: the trainer is given the whole --input-sentence-size sample tokenmill drew, so it "
-                          "never samples or shuffles."},
-    )
-    hard_vocab_limit: bool = field(
-        default=False,
-        metadata={"help": "SentencePiece: fail when the text cannot give --vocab-size pieces (off: a smaller model "
-                          "and a warning)."},
-    )
-    control_symbols: list[str] = field(
-        default_factory=list,
-        metadata={"help": "SentencePiece: control symbols, comma-separated (spm_train's --control_symbols)."},
-    )
-    spm_extra_options: dict[str, Any] = field(
-        default_factory=dict,
-        metadata={"help": "Any other spm_train option, as key=value pairs (YAML: a mapping), e.g. "
-                          "max_sentencepiece_length=8."},
-    )
     joint_spm: bool = field(
         default=True,
         metadata={"help": "One SentencePiece model for both languages (--no-joint-spm: one per language)."},
     )
-    approx_vocab_size: Annotated[int, AtLeast1] = field(
-        default=8192,
-        metadata={"help": "T2T subword: target vocabulary size (T2T's build_to_target_size)."},
-    )
-    file_byte_budget: Annotated[int, AtLeast1] = field(
-        default=10_000_000,
-        metadata={"help": "T2T subword: bytes of text sampled per file to count tokens."},
-    )
-    max_subtoken_length: Annotated[int | None, AtLeast1] = field(
-        default=None,
-        metadata={"help": "T2T subword: longest subtoken considered (default: unlimited)."},
-    )
+
+    sentencepiece: SentencePieceTraining = field(default_factory=SentencePieceTraining)
+    """SentencePiece's own training settings."""
+    hf: HFTraining = field(default_factory=HFTraining)
+    """Hugging Face tokenizers' own training settings."""
+    t2t: T2TTraining = field(default_factory=T2TTraining)
+    """T2T subword's own training settings."""
+
+    def training(self, backend: str) -> BackendSettings | None:
+        """The training settings sub-section of backend ``backend`` (None: a backend with none of its own)."""
+        return next((getattr(self, name) for name, kind in subsections(type(self)).items()
+                     if issubclass(kind, BackendSettings) and kind.BACKEND == backend), None)
 
     def check_types(self, config: PrepareConfig) -> None:
         """The section's settings fit their types, and ``--tokenizer`` names a built-in or registered backend."""

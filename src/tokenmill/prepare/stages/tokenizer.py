@@ -108,7 +108,7 @@ class TokenizerStage(Stage):
         rule: :data:`SAMPLE_RULE`, so a model an earlier version trained on its reservoir sample is trained
         again rather than kept, and a folder's output does not depend on the version that began it)."""
         cfg = ctx.config
-        sample_key = ((cfg.tokenizer.file_byte_budget,) if samples_by_bytes(cfg)
+        sample_key = ((cfg.tokenizer.t2t.file_byte_budget,) if samples_by_bytes(cfg)
                       else (cfg.tokenizer.input_sentence_size, cfg.run.seed, SAMPLE_RULE))
         return fingerprint("tokenizer", name, ctx.keys["clean.train"], jsonable(settings), cfg.tokenizer.joint_spm,
                            sample_key)
@@ -180,9 +180,10 @@ def training_sample(ctx: RunContext, langs: list[str]) -> list[str]:
     parts = ctx.parts
     if samples_by_bytes(cfg):
         if parts is None:
-            return t2t_sample([ctx.folder.clean_path("train", lang) for lang in langs], cfg.tokenizer.file_byte_budget)
+            return t2t_sample([ctx.folder.clean_path("train", lang) for lang in langs],
+                              cfg.tokenizer.t2t.file_byte_budget)
         streams = [(f"{lang} (clean parts)", parts.raw_size(lang), parts.raw_lines(lang)) for lang in langs]
-        return t2t_sample_streams(streams, cfg.tokenizer.file_byte_budget)
+        return t2t_sample_streams(streams, cfg.tokenizer.t2t.file_byte_budget)
     if parts is not None:  # candidates per part in tasks, the smallest keys merged here
         merged = SampleStage.from_parts(ctx, langs, cfg.tokenizer.input_sentence_size, cfg.run.seed)
         if merged is not None:

@@ -47,6 +47,8 @@ def _codepoints(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 
 
+# One breadth-first radix pass over every suffix at once: a dozen parallel arrays (positions, group offsets,
+# chain nodes, the node chunks) go from depth to depth, and would all cross every boundary of a split: 128 lines.
 def build_suffix_trie(escaped_tokens: list[str], max_len: int | None) -> SuffixTrie:
     """Build the chain-node suffix trie of ``escaped_tokens``, cutting strings at ``max_len`` chars.
 
