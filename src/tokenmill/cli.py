@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from tokenmill._core.interruptible import abandoned
 from tokenmill._version import __version__
 from tokenmill.errors import TokenmillError
 
@@ -128,7 +129,12 @@ class _Group(click.Group):
             sys.exit(EXIT_BAD_INPUT)
         except click.Abort as error:  # Ctrl-C exits 130 (128 + SIGINT), as a shell reports an interrupted command
             click.echo("Aborted!", err=True)
-            sys.exit(EXIT_INTERRUPTED if isinstance(error.__context__, KeyboardInterrupt) else 1)
+            status = EXIT_INTERRUPTED if isinstance(error.__context__, KeyboardInterrupt) else 1
+            if abandoned():  # a native call still runs: exit now, as a killed run (see _core.interruptible)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+            sys.exit(status)
         except OSError as error:
             if error.errno == errno.EPIPE:  # output piped into `head`: stop quietly
                 devnull = os.open(os.devnull, os.O_WRONLY)

@@ -4,9 +4,13 @@ Python runs its signal handlers only between bytecodes of the main thread, so a 
 from the main thread (SentencePiece's trainer runs for minutes) holds a Ctrl-C back until it returns.
 :func:`interruptible` makes the call in a daemon thread instead and has the main thread wait for it in
 short steps: a Ctrl-C raises :class:`KeyboardInterrupt` in the main thread at once, and the process
-exits as a killed run does (the call's half-done output lives in memory or in temporary files only),
-while the abandoned thread ends with the process. The call must release the GIL to be worth it
-(SentencePiece's and Hugging Face ``tokenizers``' trainers do); otherwise the main thread waits as before.
+exits as a killed run does (the call's half-done output lives in memory or in temporary files only).
+The abandoned call is still running native code then, with threads of its own: an ordinary interpreter exit
+would run C++ static destructors under those threads (SentencePiece's trainer then aborts the process with
+"terminate called without an active exception"), so the command line ends such a process with
+:func:`os._exit` once it has printed its message (:func:`abandoned` says when). The call must release
+the GIL to be worth it (SentencePiece's and Hugging Face ``tokenizers``' trainers do); otherwise the main
+thread waits as before.
 """
 
 from __future__ import annotations
@@ -21,6 +25,15 @@ POLL_SECONDS = 0.1
 """How often the waiting main thread lets Python run its signal handlers."""
 
 
+_RUNNING: set[threading.Thread] = set()
+"""The threads of the calls :func:`interruptible` is making or gave up waiting for."""
+
+
+def abandoned() -> bool:
+    """Whether a call that :func:`interruptible` stopped waiting for (Ctrl-C) is still running."""
+    return any(thread.is_alive() for thread in _RUNNING)
+
+
 def interruptible(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``call(*args, **kwargs)`` run in a daemon thread while this thread waits for it, Ctrl-C-able;
     returns its result or raises its exception here."""
@@ -33,12 +46,14 @@ def interruptible(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             outcome["error"] = error
 
     worker = threading.Thread(target=work, name=f"tokenmill-{getattr(call, '__name__', 'call')}", daemon=True)
+    _RUNNING.add(worker)
     worker.start()
     while worker.is_alive():
-        worker.join(POLL_SECONDS)
+        worker.join(POLL_SECONDS)  # a KeyboardInterrupt leaves the worker in _RUNNING: abandoned
+    _RUNNING.discard(worker)
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
 
 
-__all__ = ["interruptible"]
+__all__ = ["abandoned", "interruptible"]
