@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from tokenmill._core.ordered import ordered_map
+from tokenmill._core.ordered import ordered_map, prefetched
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import write_json
 from tokenmill.prepare import encode_workers
@@ -55,7 +55,8 @@ from tokenmill.vocab.fast_encoder import Unsupported, fast_encoder
 from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
-READ_CHUNK_BYTES = 32 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
+READ_CHUNK_BYTES = 16 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
+# (two chunks at once when the next one is read while this one is encoded)
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
 
@@ -306,6 +307,8 @@ def encode_lines(
         return len(lines), chunk_ends, flat, lengths, found
 
     overlap = OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
+    if threads > 1 and overlap == 1:  # a library that spreads one call over its threads: the next chunk is read
+        chunks = prefetched(chunks)  # (and parsed, sampled) on a thread while this one is encoded
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
         for count, chunk_ends, flat, lengths, found in ordered_map(encoded, chunk_batches(chunks), overlap):
             if surfaces is not None and found is not None:
