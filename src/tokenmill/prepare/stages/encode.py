@@ -145,7 +145,8 @@ class EncodeStage(TaskedStage):
             outputs.append(path)
         if cleaner is None:
             return outputs, {}
-        return outputs, {"clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False)}
+        return outputs, {"clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False),
+                         "input_counts": source.file_counts}  # for the provenance maps: no second count
 
     def _in_workers(self, ctx: RunContext, source: Source, prefix: Path, bar: tqdm) -> dict[str, list[int]] | None:
         """The encode stage on worker processes: ranges come back in input order; unknown surfaces and
