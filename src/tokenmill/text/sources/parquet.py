@@ -1,4 +1,5 @@
-"""Format ``parquet`` (``pip install 'tokenmill[parquet]'``): one item per row, read one row group at a time.
+"""Format ``parquet`` (``pip install 'tokenmill[parquet]'``): one item per row, read one row group at a time in
+batches of rows (see :mod:`~tokenmill.text.sources.table`).
 
 The counting pass reads each file's footer only. A URL (``s3://...``) is opened by the run's opener and
 read by ranged requests: the footer, then each row group's column chunks of the keys' columns in reads of
