@@ -9,6 +9,7 @@ are copied from the manifest's summary and checked against the stores.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +99,24 @@ def token_counts(
             share = budget * store.num_tokens / total
             wanted = max(1, min(len(store), round(share * len(store) / store.num_tokens)))
             items = np.sort(rng.choice(len(store), size=wanted, replace=False))
-            tokens, _ = store.gather(items)
+            tokens = read_items(store, items)
         seen, found = np.unique(tokens, return_counts=True)
         ids, where = np.unique(np.concatenate([ids, seen.astype(np.int64)]), return_inverse=True)
         counts = np.bincount(where, weights=np.concatenate([counts, found]), minlength=len(ids)).astype(np.int64)
         counted += len(tokens)
     return ids, counts, counted, exact
+
+
+def read_items(store: IndexedDataset, items: np.ndarray) -> np.ndarray:
+    """The tokens of ``items`` (ascending), flat, read with plain reads: a gather through the store's memory map
+    faults in the kernel's read-ahead around each of thousands of items spread over the file, and those pages
+    count in the process's resident memory (+370 MB for a 1 GB corpus's 412 MB store)."""
+    width = store.dtype.itemsize
+    parts = []
+    with open(store.bin_file, "rb") as handle:
+        for pointer, size in zip(store.pointers[items].tolist(), store.sizes[items].tolist(), strict=True):
+            parts.append(os.pread(handle.fileno(), size * width, pointer))
+    return np.frombuffer(b"".join(parts), dtype=store.dtype)
 
 
 def display_symbol(symbol: str) -> str:

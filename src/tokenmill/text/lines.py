@@ -209,7 +209,7 @@ def _where(path: PathLike, line: int | None, offset: int) -> str:
     return f"{path}:{line}" if line is not None else f"{path}: line at byte offset {offset}"
 
 
-def _decode_block(
+def decode_block(
     block: bytes,
     offset: int,
     first_line: int | None,
@@ -293,6 +293,24 @@ def decoded_lines(
     index: LineIndex | None = None,
 ) -> Iterator[tuple[int, list[str | None]]]:
     """(first file line, decoded lines) blocks for file lines ``[start_line, stop_line)``."""
+    line = start_line
+    for off, block in line_blocks(path, opts, start_line=start_line, stop_line=stop_line, index=index):
+        lines = decode_block(block, off, line, path, opts.on_invalid_utf8, stats)
+        yield line, lines
+        line += len(lines)
+
+
+def line_blocks(
+    path: PathLike,
+    opts: ReadOptions,
+    *,
+    start_line: int = 0,
+    stop_line: int | None = None,
+    index: LineIndex | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """(byte offset, bytes) blocks of whole ``\\n``-terminated lines for file lines ``[start_line, stop_line)``,
+    not decoded: :func:`decode_block` decodes one with the house's rules, or a format parses the bytes itself
+    (JSONL: a JSON parser that checks UTF-8 as it goes) and decodes only a block it cannot take."""
     line0, off0 = index.seek_point(start_line) if index is not None else (0, 0)
     limit = None if stop_line is None else stop_line - start_line
     with open_binary(path) as f:
@@ -308,12 +326,7 @@ def decoded_lines(
                 if not data:
                     raise TokenmillError(f"{path}: changed while being read (shorter than its index says)")
                 left -= len(data)
-        blocks = _take_lines(_raw_blocks(f, path, off0, None, opts.block_bytes), start_line - line0, limit)
-        line = start_line
-        for off, block in blocks:
-            lines = _decode_block(block, off, line, path, opts.on_invalid_utf8, stats)
-            yield line, lines
-            line += len(lines)
+        yield from _take_lines(_raw_blocks(f, path, off0, None, opts.block_bytes), start_line - line0, limit)
 
 
 def iter_byte_range(
@@ -337,7 +350,7 @@ def iter_byte_range(
     with open(path, "rb") as f:
         f.seek(start)
         for off, block in _raw_blocks(f, path, start, end, opts.block_bytes):
-            lines = _decode_block(block, off, line, path, opts.on_invalid_utf8, stats)
+            lines = decode_block(block, off, line, path, opts.on_invalid_utf8, stats)
             if line is not None:
                 line += len(lines)
             stats.add("read", len(lines))

@@ -19,6 +19,7 @@ equal, and where the first difference is.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -110,7 +111,9 @@ class CheckSample:
         self.random = _BottomK(docs, seed)
         self.scripts = _BottomK(docs // 4, seed + 1)
         self.specials = tuple(sorted({t for t in special_texts if t}))
-        self._heads = tuple(sorted({t[:2] for t in self.specials}))
+        # one search per document for any of the texts (a literal alternation, longest first): ~10x faster
+        # than scanning the chunk joined, or each document for each text's first characters
+        self._special_text = re.compile("|".join(map(re.escape, sorted(self.specials, key=len, reverse=True))))
         self.special: list[tuple[int, str]] = []
         self.longest: list[tuple[int, int, str]] = []  # (-length, position, text)
         self.seen = 0
@@ -132,7 +135,7 @@ class CheckSample:
         ascii_only = np.fromiter(map(str.isascii, chunk), dtype=bool, count=n)
         self.scripts.add(positions[~ascii_only], chunk, base)
         self._observe_longest(chunk, base)
-        if len(self.special) < SPECIAL_DOCS and self._heads:
+        if len(self.special) < SPECIAL_DOCS and self.specials:
             self._observe_special(chunk, base)
 
     def _observe_longest(self, chunk: Sequence[str], base: int) -> None:
@@ -149,12 +152,9 @@ class CheckSample:
         self.longest = kept
 
     def _observe_special(self, chunk: Sequence[str], base: int) -> None:
-        joined = "\0".join(chunk)
-        if not any(head in joined for head in self._heads):
-            return
-        for i, text in enumerate(chunk):
-            if any(head in text for head in self._heads) and any(t in text for t in self.specials):
-                self.special.append((base + i, text))
+        for i, found in enumerate(map(self._special_text.search, chunk)):
+            if found is not None:
+                self.special.append((base + i, chunk[i]))
                 if len(self.special) >= SPECIAL_DOCS:
                     return
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from tokenmill._core.ordered import ordered_map
+from tokenmill._core.ordered import ordered_map, prefetched
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import write_json
 from tokenmill.prepare import encode_workers
@@ -57,7 +57,8 @@ from tokenmill.vocab.fast_encoder import Unsupported, fast_encoder
 from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
-READ_CHUNK_BYTES = 32 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
+READ_CHUNK_BYTES = 16 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
+# (two chunks at once when the next one is read while this one is encoded)
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
 
@@ -148,7 +149,8 @@ class EncodeStage(TaskedStage):
             outputs.append(path)
         if cleaner is None:
             return outputs, {}
-        return outputs, {"clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False)}
+        return outputs, {"clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False),
+                         "input_counts": source.file_counts}  # for the provenance maps: no second count
 
     def _in_workers(self, ctx: RunContext, source: Source, prefix: Path, bar: tqdm) -> dict[str, list[int]] | None:
         """The encode stage on worker processes: ranges come back in input order; unknown surfaces and
@@ -319,6 +321,8 @@ def encode_lines(
         return len(lines), chunk_ends, flat, lengths, found, sentences
 
     overlap = OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
+    if threads > 1 and overlap == 1:  # a library that spreads one call over its threads: the next chunk is read
+        chunks = prefetched(chunks)  # (and parsed, sampled) on a thread while this one is encoded
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, \
             (SentenceLengths(prefix) if step is not None else nullcontext()) as sentence_lengths:
         for count, chunk_ends, flat, lengths, found, sentences in ordered_map(encoded, chunk_batches(chunks),

@@ -80,13 +80,24 @@ def input_table(ctx: RunContext, split: str) -> InputTable:
     files: list[Any] = list(plan.files) if plan.tgt_files is None else [
         [src, tgt] for src, tgt in zip(plan.files, plan.tgt_files, strict=True)]
     source = open_inputs(ctx, plan.files, plan.tgt_files)
-    record = ctx.stages.done(ctx.prefix + f"clean.{split}", ctx.keys[f"clean.{split}"])
-    counts = None if record is None else record["info"].get("input_counts")
+    counts = recorded_input_counts(ctx, split)
     if counts is None and split == "train" and ctx.parts is not None:
         source.restore_index(ctx.folder.task_set(CLEAN_TRAIN, plan.key).plan()["index"])
     if counts is None:
         counts = source.file_counts
     return InputTable(files, [int(c) for c in counts], source.unit)
+
+
+def recorded_input_counts(ctx: RunContext, split: str) -> list[int] | None:
+    """The items per input file as the stage that read the inputs recorded them: the clean stage, or the
+    encode stage when it read the input as it is (:func:`reads_input`); None when neither did (a directory
+    of an earlier release: counted again)."""
+    names = [f"clean.{split}"] + [f"encode.{split}.{lang}" for lang in ctx.config.langs]
+    for name in names:
+        record = ctx.stages.done(ctx.prefix + name, ctx.keys[name]) if name in ctx.keys else None
+        if record is not None and record["info"].get("input_counts") is not None:
+            return record["info"]["input_counts"]
+    return None
 
 
 def kept_numbers(ctx: RunContext, split: str, table: InputTable) -> np.ndarray:

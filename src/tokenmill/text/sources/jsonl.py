@@ -9,6 +9,7 @@ from operator import itemgetter
 from tokenmill.errors import TokenmillError
 from tokenmill.text.chunks import MALFORMED, MALFORMED_FIX, Block, ReadOptions
 from tokenmill.text.io import PathLike
+from tokenmill.text.lines import BOM, decode_block, line_blocks
 from tokenmill.text.sources.base import Source
 from tokenmill.text.sources.line_source import LineSource
 from tokenmill.text.sources.registry import OpenRequest
@@ -38,11 +39,36 @@ class JsonlSource(LineSource):
         self.parallel = tgt_key is not None
 
     def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
+        """The lines' bytes go to the JSON parser as they are (:meth:`_parse_bytes`); a block it cannot take
+        whole is decoded and parsed line by line as the house's rules say (:meth:`_parse`)."""
         assert self._indexes is not None
-        path = self.files[i]
-        for line0, lines in self._lines(path, self._indexes[i], start, stop, stats):
-            cols = self._parse(lines, path, line0, stats)
+        path, index = self.files[i], self._indexes[i]
+        line0 = start
+        for offset, block in line_blocks(path, self.options, start_line=start,
+                                         stop_line=None if stop >= index.n_lines else stop, index=index):
+            cols = self._parse_bytes(block, offset)
+            if cols is None:
+                lines = decode_block(block, offset, line0, path, self.options.on_invalid_utf8, stats)
+                cols = self._parse(lines, path, line0, stats)
+            line0 += len(cols[0])
             yield cols[0], (cols[1] if len(cols) > 1 else None)
+
+    def _parse_bytes(self, block: bytes, offset: int) -> list[list] | None:
+        """The keys' columns of a block of ``\\n``-terminated lines parsed from their bytes (no decoded copy of
+        the block, no UTF-8 re-encoding inside the parser), or None when the block needs the careful path: a
+        BOM, a line that is not an object with string values for the keys (or is
+        empty), bytes that are not UTF-8 (the parser refuses them), a lone surrogate escape. Lines end at
+        ``\\n``; a ``\\r`` before it is JSON whitespace, as the careful path's CRLF rule drops it."""
+        if (offset == 0 and block.startswith(BOM)) or not FAST_REFUSES_SURROGATES:
+            return None
+        lines = block.split(b"\n")
+        lines.pop()  # the block ends with "\n": drop the empty tail
+        try:
+            objs = list(map(fast_loads, lines))
+            cols = [list(map(itemgetter(k), objs)) for k in self.keys]
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+        return cols if all(set(map(type, c)) <= {str} for c in cols) else None
 
     def _parse(self, lines: list[str | None], path: str, line0: int, stats: StepStats) -> list[list]:
         try:  # fast path: the whole block parses and has the keys with string values (else json's own errors

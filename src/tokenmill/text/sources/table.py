@@ -2,10 +2,11 @@
 
 A table file is cut into row groups (Parquet's row groups, Arrow's record batches). The counting pass
 reads only metadata: rows per group, per file. Reading a range reads each row group it overlaps, one at
-a time (memory bounded by one row group, never a whole file), and slices it into chunks of
-``chunk_lines`` rows. A row group read fails as a whole or not at all; a failed read (a dropped
-connection to object storage) is retried on a freshly opened file, then one clear error naming the
-file and row group: a row is never yielded twice or skipped.
+a time, in batches of :data:`GROUP_BATCH_ROWS` rows where the format streams them (Parquet: memory bounded
+by a batch, not by the file's row group size; Arrow: one record batch), sliced into chunks of
+``chunk_lines`` rows. A failed read (a dropped connection to object storage) is retried on a freshly
+opened file from the first row not yet given, then one clear error naming the file and row group: a row
+is never yielded twice or skipped.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ pa = require("pyarrow", extra="parquet", needed_by="reading Parquet and Arrow in
 
 READ_TRIES = 3
 """Attempts at reading one row group (the first and two retries on a fresh connection)."""
+GROUP_BATCH_ROWS = 1024
+"""Rows a format that can stream a row group (Parquet) decodes at once: a whole 128 MB row group read at once
+held ~2.3x its text in memory (decoded pages, the column's buffers), 1,024 rows hold a few MB."""
 RETRY_WAIT_S = 0.5
 T = TypeVar("T")
 
@@ -135,14 +139,39 @@ class TableSource(Source):
                 time.sleep(RETRY_WAIT_S * attempt)
         raise AssertionError("unreachable")
 
-    def _read(self, i: int, group: int) -> tuple[Any, list[ColumnPath]]:
-        """Row group ``group`` of file ``i`` (the columns the keys need): all of it or an error, never a part."""
-
-        def read(table: TableFile) -> tuple[Any, list[ColumnPath]]:
-            where = self._columns(i, table)
-            return table.read_group(group, list(dict.fromkeys(w.column for w in where))), where
-
-        return self._attempt(i, f"row group {group}", read)
+    def _group_pieces(self, i: int, group: int, first: int, last: int) -> Iterator[tuple[int, Any, list]]:
+        """Rows ``[first, last)`` of row group ``group`` of file ``i`` as (first row, record batch, where) pieces
+        of at most :data:`GROUP_BATCH_ROWS` rows (a format without batches gives its whole group). A failed
+        read is retried on a freshly opened file from the first row not yet given, then one error naming the
+        file and row group: every row once, none skipped."""
+        at = first
+        for attempt in range(1, READ_TRIES + 1):
+            try:
+                table = self._table(i)
+                where = self._columns(i, table)
+                columns = list(dict.fromkeys(w.column for w in where))
+                batches = table.iter_group(group, columns, GROUP_BATCH_ROWS) if hasattr(table, "iter_group") \
+                    else iter([table.read_group(group, columns)])
+                start = 0
+                for batch in batches:
+                    end = start + len(batch)
+                    if end > at:
+                        piece = batch.slice(at - start, min(end, last) - at)
+                        yield at, piece, where
+                        at += len(piece)
+                    start = end
+                    if at >= last:
+                        return
+                return
+            except (OSError, pa.ArrowException) as error:
+                self.close()
+                if attempt == READ_TRIES:
+                    raise TokenmillError(
+                        f"{self.files[i]}: row group {group}: cannot read it as {self.format_name} after "
+                        f"{READ_TRIES} tries ({error}). Check the connection and that the file is whole, then run "
+                        "prepare again"
+                    ) from None
+                time.sleep(RETRY_WAIT_S * attempt)
 
     def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
         assert self._groups is not None
@@ -152,13 +181,12 @@ class TableSource(Source):
             hi = lo + rows
             a, b = max(start, lo), min(stop, hi)
             if a < b:
-                table, where = self._read(i, group)
-                for s in range(a - lo, b - lo, n):
-                    piece = table.slice(s, min(n, b - lo - s))
-                    at = (self.files[i], group, lo + s)
-                    cols = [text_values(column_of(piece, w), w, at, policy) for w in where]
-                    yield cols[0], (cols[1] if len(cols) > 1 else None)
-                del table
+                for first, batch, where in self._group_pieces(i, group, a - lo, b - lo):
+                    for s in range(0, len(batch), n):
+                        piece = batch.slice(s, min(n, len(batch) - s))
+                        at = (self.files[i], group, lo + first + s)
+                        cols = [text_values(column_of(piece, w), w, at, policy) for w in where]
+                        yield cols[0], (cols[1] if len(cols) > 1 else None)
             lo = hi
             if lo >= stop:
                 break

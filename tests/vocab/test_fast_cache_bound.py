@@ -1,0 +1,37 @@
+"""The fast encoder is loaded afresh after a bounded number of characters (its pretoken caches grow with every
+distinct word and are never trimmed): the ids are the same as one long-lived encoder's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.vocab.fast_corpus import held_out_documents
+from tests.vocab.multilingual import sample_lines
+from tokenmill.vocab.tokenizer import train_tokenizer
+
+gigatoken = pytest.importorskip("gigatoken")
+
+from tokenmill.vocab.fast_gigatoken import batch_encoder  # noqa: E402  (needs gigatoken)
+
+
+def test_a_fresh_load_every_few_characters_gives_the_same_ids(tmp_path):
+    model = train_tokenizer("hf", sample_lines(), {"kind": "byte-level-bpe", "vocab_size": 1200},
+                            tmp_path / "tokenizer.json")
+    spec = model.path.read_bytes()
+    loads = []
+
+    def load():
+        loads.append(1)
+        return gigatoken.Tokenizer.from_json(spec)
+
+    documents = held_out_documents(3000)
+    batches = [documents[i : i + 250] for i in range(0, len(documents), 250)]
+    fresh = batch_encoder(load, fresh_after=20_000)
+    kept = batch_encoder(lambda: gigatoken.Tokenizer.from_json(spec))
+    for batch in batches:
+        got, expected = fresh(batch, 2), kept(batch, 1)
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    chars = sum(map(len, documents))
+    assert chars > 5 * 20_000 and len(loads) > 5  # loaded again after every ~20k characters
+    assert len(loads) <= len(batches)
