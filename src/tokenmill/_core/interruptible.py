@@ -25,13 +25,15 @@ POLL_SECONDS = 0.1
 """How often the waiting main thread lets Python run its signal handlers."""
 
 
-_RUNNING: set[threading.Thread] = set()
-"""The threads of the calls :func:`interruptible` is making or gave up waiting for."""
+_ABANDONED: list[str] = []
+"""The calls :func:`interruptible` stopped waiting for (Ctrl-C). Their native threads may outlive the
+Python thread that made the call (SentencePiece's trainer keeps its own pool), so the calls are counted,
+not their Python threads."""
 
 
 def abandoned() -> bool:
-    """Whether a call that :func:`interruptible` stopped waiting for (Ctrl-C) is still running."""
-    return any(thread.is_alive() for thread in _RUNNING)
+    """Whether :func:`interruptible` stopped waiting for a call (Ctrl-C) in this process."""
+    return bool(_ABANDONED)
 
 
 def interruptible(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -46,11 +48,13 @@ def interruptible(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
             outcome["error"] = error
 
     worker = threading.Thread(target=work, name=f"tokenmill-{getattr(call, '__name__', 'call')}", daemon=True)
-    _RUNNING.add(worker)
     worker.start()
-    while worker.is_alive():
-        worker.join(POLL_SECONDS)  # a KeyboardInterrupt leaves the worker in _RUNNING: abandoned
-    _RUNNING.discard(worker)
+    try:
+        while worker.is_alive():
+            worker.join(POLL_SECONDS)
+    except BaseException:  # Ctrl-C: the call is left running
+        _ABANDONED.append(worker.name)
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]  # type: ignore[no-any-return]
