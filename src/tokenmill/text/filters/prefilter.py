@@ -57,18 +57,6 @@ def folded_letter_length_table() -> np.ndarray:
     return table
 
 
-def folded_letter_lengths(lines: Sequence[str]) -> np.ndarray:
-    """int64 per line: the length of its letters, casefolded (equal for two lines whose letters casefold equal;
-    casefold maps each character on its own)."""
-    view = CharView(list(lines))
-    out = np.zeros(len(view.lengths), dtype=np.int64)
-    nonempty = view.lengths > 0
-    if nonempty.any():
-        values = np.take(folded_letter_length_table(), view.codepoints)
-        out[nonempty] = np.add.reduceat(values, view.bounds[:-1][nonempty])
-    return out
-
-
 class Codes:
     """The code points of a chunk's lines, with each position's line and distance to its line's end."""
 
@@ -189,39 +177,6 @@ def _line_starts(codes: Codes) -> np.ndarray:
     return first
 
 
-def may_share_substring(src: Sequence[str], tgt: Sequence[str], share: float) -> np.ndarray:
-    """Pairs where the source has at least ``share`` x the shorter length - 3 positions whose three characters
-    also occur in the target: a common substring that long needs it (OpusFilter's common substring)."""
-    a, b = Codes(src), Codes(tgt)
-    out = np.ones(len(src), dtype=bool)
-    if not len(a.points) or not len(b.points):
-        return out
-    mix = np.uint64(0x9E3779B97F4A7C15)
-    with np.errstate(over="ignore"):
-        a_keys = a.trigrams() * mix + a.line.astype(np.uint64)
-        b_keys = b.trigrams() * mix + b.line.astype(np.uint64)
-    a_ok, b_ok = a.left >= 3, b.left >= 3
-    found = _members(a_keys[a_ok], np.sort(b_keys[b_ok]))
-    shared = np.bincount(a.line[a_ok][found], minlength=len(src))
-    lengths_a = np.bincount(a.line, minlength=len(src))
-    lengths_b = np.bincount(b.line, minlength=len(tgt))
-    shorter = np.minimum(lengths_a, lengths_b)
-    needed = np.floor(share * shorter) - 3  # a common substring of k >= share*shorter chars has k - 2 trigrams
-    return (shared >= needed) | (shorter < 6)
-
-
-def _members(keys: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """bool per key: it is in ``sorted_set`` (binary search; numpy's hashing ``isin`` is slow on uint64)."""
-    if not len(sorted_set):
-        return np.zeros(len(keys), dtype=bool)
-    order = np.argsort(keys)  # sorted queries: searchsorted walks the set in order (several times faster)
-    ordered = keys[order]
-    at = np.minimum(np.searchsorted(sorted_set, ordered), len(sorted_set) - 1)
-    found = np.empty(len(keys), dtype=bool)
-    found[order] = sorted_set[at] == ordered
-    return found
-
-
 def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray, np.ndarray]:
     """(line, position in line) of every place a string repeated ``copies`` times can start (OpusFilter's
     repetition): a non-space character whose three characters occur ``copies`` times or more in the line.
@@ -279,32 +234,10 @@ def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return lines, positions - line_start[lines]
 
 
-def glued(lines: Sequence[str]) -> np.ndarray:
-    """Lines where one run of alphabetic characters holds two places of an uppercase letter followed by a
-    lowercase one (``FileManager``, ``ABcDe``): exactly where ``(?:[[:alpha:]]*[[:upper:]][[:lower:]]+){2}``
-    finds a match, as upper- and lowercase letters are alphabetic, counted in numpy."""
-    codes = Codes(lines)
-    if not len(codes.points):
-        return np.zeros(len(lines), dtype=bool)
-    upper, lower, alpha = codes.flags(r"[[:upper:]]"), codes.flags(r"[[:lower:]]"), codes.flags(r"[[:alpha:]]")
-    pair = np.zeros(len(codes.points), dtype=bool)
-    pair[:-1] = upper[:-1] & lower[1:] & (codes.left[:-1] >= 2)
-    run = np.cumsum(~alpha | _line_starts(codes))  # a new run at every non-letter and at every line start
-    per_run = np.bincount(run[pair], minlength=int(run[-1]) + 1)
-    return codes.per_line_any(pair & (per_run[run] >= 2))
-
-
-def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
-    """int64 per line: characters matching the one-character ``regex`` class ``pattern``."""
-    view = CharView(list(lines))
-    return view.per_line(np.take(class_table(pattern), view.codepoints))
-
-
 __all__ = [
-    "class_counts",
-    "folded_letter_lengths",
-    "glued",
-    "may_share_substring",
+    "class_table",
+    "fold_table",
+    "folded_letter_length_table",
     "string_repeat_starts",
     "window_hashes",
     "word_repeat_starts",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tokenmill.text.charclass import CharView
+from tokenmill.text.filters.chunk import rows_of, shared
 from tokenmill.text.filters.registry import regex_module, register
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -67,19 +67,17 @@ def family_table() -> np.ndarray:
 @register("no_script_inconsistencies", "mixed writing systems", "bicleaner-hardrules no_script_inconsistencies")
 def mixed_scripts(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side whose letters belong to two or more script families."""
-    bad = np.zeros(len(lines), dtype=bool)
-    if not len(lines):
-        return bad
-    view = CharView(list(lines))
-    if view.codepoints.dtype == np.uint8:  # ASCII: only Latin letters
-        return bad
-    family = np.take(family_table(), view.codepoints)
-    nonempty = view.lengths > 0
-    starts = view.bounds[:-1][nonempty]
+    chunk, rows = shared(lines)
+    bad = np.zeros(chunk.count, dtype=bool)
+    if not chunk.count or chunk.points.dtype == np.uint8:  # ASCII: only Latin letters
+        return rows_of(bad, rows)
+    family = np.take(family_table(), chunk.points)  # the separators ("\n") belong to no family
+    nonempty = chunk.lengths > 0
+    starts = chunk.starts[:-1][nonempty]
     high = np.maximum.reduceat(family, starts)
     low = np.minimum.reduceat(np.where(family == 0, np.uint8(255), family), starts)
     bad[nonempty] = (high > 0) & (low != high)
-    return bad
+    return rows_of(bad, rows)
 
 
 __all__ = ["FAMILIES", "SINGLE", "family_table"]
