@@ -17,13 +17,34 @@ plain list gets a fresh :class:`ChunkText` of it (:func:`shared`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from tokenmill.text.filters.prefilter import class_table
 from tokenmill.text.filters.registry import regex_module
+
+
+def char_class(chars: str) -> str:
+    """The one-character ``regex`` class of the characters ``chars``."""
+    return "[" + "".join(map(regex_module().escape, chars)) + "]"
+
+
+COMMON = ("[[:alpha:]]", "[[:upper:]]", "[[:lower:]]", "[[:digit:]]", r"\d", r"\s", r"\w", "[ \u00a0]", "[a-z]",
+          "[a-zA-Z]", "[1-9]", "[.?!…]", "[»|→←•·¬]", "[ÃÂ]", "()[]{}⟨⟩", "0123456789")
+"""The classes several rules ask for: one table holds them all as bits, so one ``take`` over a chunk's code
+points gives each of them (the last two are sets of characters, see :meth:`ChunkText.char_counts`)."""
+
+
+@functools.cache
+def _common_bits() -> tuple[np.ndarray, dict[str, np.uint16]]:
+    """uint16 per code point (bit k: in the class ``COMMON[k]``) and each class's bit."""
+    patterns = [p if p.startswith(("[", "\\")) else char_class(p) for p in COMMON]
+    table = np.zeros(len(class_table(patterns[0])), dtype=np.uint16)
+    for k, pattern in enumerate(patterns):
+        table[class_table(pattern)] |= np.uint16(1 << k)
+    return table, {pattern: np.uint16(1 << k) for k, pattern in enumerate(patterns)}
 
 
 class ChunkText:
@@ -73,11 +94,17 @@ class ChunkText:
         """int64 line of each position of :attr:`text` (a separator counts with the line before it)."""
         return np.searchsorted(self.starts, positions, side="right") - 1
 
+    @functools.cached_property
+    def common(self) -> np.ndarray:
+        """uint16 per position: the bits of the :data:`COMMON` classes the character is in."""
+        return np.take(_common_bits()[0], self.points)
+
     def mask(self, pattern: str) -> np.ndarray:
         """bool per position: the character matches the one-character ``regex`` class ``pattern`` (False at
-        the separators); computed once per pattern."""
+        the separators); computed once per pattern (from :attr:`common` for a class of :data:`COMMON`)."""
         if pattern not in self._masks:
-            found = np.take(class_table(pattern), self.points)
+            bit = _common_bits()[1].get(pattern)
+            found = (self.common & bit) != 0 if bit is not None else np.take(class_table(pattern), self.points)
             found[self.separators] = False
             self._masks[pattern] = found
         return self._masks[pattern]
@@ -104,7 +131,7 @@ class ChunkText:
         """int64 (lines, len(chars)): how many of each character of ``chars`` each line holds; computed once."""
         key = "chars:" + chars
         if key not in self._counts:
-            where = np.flatnonzero(self.mask("[" + "".join(map(regex_module().escape, chars)) + "]"))
+            where = np.flatnonzero(self.mask(char_class(chars)))
             codes = np.array([ord(c) for c in chars], dtype=np.int64)
             order = np.argsort(codes)
             kind = order[np.searchsorted(codes[order], self.points[where])]
@@ -148,13 +175,31 @@ class ChunkText:
         return found
 
 
-class Side(list):
-    """The lines a rule decides on (the chunk's lines still kept, a ``list`` of ``str``), carrying the whole
-    chunk's :class:`ChunkText` (``chunk``) and where these lines sit in it (``rows``)."""
+class Side(Sequence[str]):
+    """The lines a rule decides on (the chunk's lines at ``rows``, those still kept), carrying the whole
+    chunk's :class:`ChunkText` (``chunk``). The list of them is only made when a rule iterates over them
+    (most rules only index the chunk's per-line arrays with ``rows``, or pick a few lines)."""
 
-    def __init__(self, lines: Sequence[str], chunk: ChunkText, rows: np.ndarray) -> None:
-        super().__init__(lines)
+    def __init__(self, chunk: ChunkText, rows: np.ndarray) -> None:
         self.chunk, self.rows = chunk, rows
+
+    @functools.cached_property
+    def listed(self) -> list[str]:
+        """The lines, as a list (made on first use)."""
+        if len(self.rows) == self.chunk.count:
+            return self.chunk.lines
+        return list(map(self.chunk.lines.__getitem__, self.rows.tolist()))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return self.listed[index]
+        return self.listed[index] if "listed" in self.__dict__ else self.chunk.lines[self.rows[index]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.listed)
 
 
 def shared(lines: Sequence[str]) -> tuple[ChunkText, np.ndarray | None]:

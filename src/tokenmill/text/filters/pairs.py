@@ -112,9 +112,7 @@ class _Lengths:
         whether it changed."""
         if self._picked[0] != kept:
             rows = np.flatnonzero(keep)
-            survivors = keep.tolist() if kept < len(keep) else None
-            self._picked = (kept, [Side(side if survivors is None else list(compress(side, survivors)), chunk, rows)
-                                   for side, chunk in zip(self._sides, self.texts, strict=True)])
+            self._picked = (kept, [Side(chunk, rows) for chunk in self.texts])
         return self._picked[1]
 
     @functools.cached_property

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -89,24 +89,22 @@ class Codes:
 def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray,
                           least: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``where`` grouped by (line, key), in position order within a group, and whether each is in the
-    group of the one before it; only groups of at least ``least`` positions. One stable sort on a 64-bit mix of
-    line and key (three-key lexsorts cost ten times more), after a count of the mixes' hash buckets has set
-    aside the positions whose bucket holds fewer than ``least`` (their group is smaller still): a collision
-    can only put positions of different lines or keys together, which lets more places through to the exact
-    test, never fewer."""
+    group of the one before it; only groups of at least ``least`` positions. One stable sort of the line and a
+    32-bit hash of the key packed in an int64: the positions come in line order, so the sort mostly orders
+    short runs, cheaper than counting hash buckets in a table the size of the chunk (random writes). A hash
+    collision can only put different keys together, which lets more places through to the exact test, never
+    fewer."""
     with np.errstate(over="ignore"):
-        mixed = keys[where] * np.uint64(0x9E3779B97F4A7C15) + codes.line[where].astype(np.uint64)
-        if least > 1 and len(mixed):
-            bits = max(len(mixed).bit_length() + 1, 4)
-            bucket = ((mixed * np.uint64(0xC2B2AE3D27D4EB4F)) >> np.uint64(64 - bits)).astype(np.int64)
-            crowded = np.bincount(bucket, minlength=1 << bits)[bucket] >= least
-            where, mixed = where[crowded], mixed[crowded]
-    order = np.argsort(mixed, kind="stable")  # `where` is ascending: positions stay in order within a group
-    sorted_at = where[order]
+        hashed = ((keys[where] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.int64)
+    packed = (codes.line[where] << 32) | hashed
+    order = np.argsort(packed, kind="stable")  # `where` is ascending: positions stay in order within a group
+    sorted_at, ordered = where[order], packed[order]
     same = np.zeros(len(sorted_at), dtype=bool)
-    if len(sorted_at) > 1:
-        ordered = mixed[order]
-        same[1:] = ordered[1:] == ordered[:-1]
+    same[1:] = ordered[1:] == ordered[:-1]
+    if least > 1 and len(same):
+        group = np.cumsum(~same) - 1
+        keep = np.bincount(group)[group] >= least
+        sorted_at, same = sorted_at[keep], _regrouped(same, keep)
     return sorted_at, same
 
 
@@ -190,6 +188,9 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     size = np.bincount(group)[group]
     often = np.zeros(len(codes.points), dtype=bool)
     often[sorted_at[size >= copies]] = True  # the first three characters occur `copies` times in the line
+    narrower = _narrowed(lines, codes, often, lambda some: string_repeat_starts(some, copies))
+    if narrower is not None:
+        return narrower
     keep = often[sorted_at]
     sorted_at, same = sorted_at[keep], _regrouped(same, keep)
     spaces = codes.points == ord(" ")
@@ -214,8 +215,26 @@ def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start), 2)  # a repeat needs two
     if not len(sorted_at):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    later = np.zeros(len(codes.points), dtype=bool)
+    later[sorted_at[same & after_space[sorted_at]]] = True  # a later word of the group follows a space
+    narrower = _narrowed(lines, codes, later, word_repeat_starts)
+    if narrower is not None:
+        return narrower
     folded_points = np.take(fold_table(), codes.points)
     return _in_line(codes, _copied_later(codes, folded_points, sorted_at, same, after_space, space, len(space)))
+
+
+def _narrowed(lines: Sequence[str], codes: Codes, needed: np.ndarray,
+              again: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """When the lines holding a ``needed`` position (those that can hold a match) have under half of the
+    chunk's characters, ``again`` on those lines only, mapped back to the chunk's lines: the closer look
+    (hashes of every stretch of characters) then costs what those lines cost. None: look at all of them."""
+    candidates = codes.per_line_any(needed)
+    if np.bincount(codes.line, minlength=codes.count)[candidates].sum() * 2 >= len(codes.points):
+        return None
+    rows = np.flatnonzero(candidates)
+    found_lines, offsets = again([lines[i] for i in rows.tolist()]) if len(rows) else (np.zeros(0, np.int64),) * 2
+    return rows[found_lines], offsets
 
 
 def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
