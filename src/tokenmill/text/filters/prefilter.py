@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -75,9 +75,10 @@ class Codes:
         """uint64 key of the three characters starting at each position (garbage where fewer than three are
         left in the line: mask with ``left >= 3``)."""
         p = (self.points if points is None else points).astype(np.uint64)
-        nxt = np.concatenate([p[1:], np.zeros(1, np.uint64)])
-        third = np.concatenate([p[2:], np.zeros(2, np.uint64)])
-        return (p << np.uint64(42)) | (nxt << np.uint64(21)) | third
+        out = p << np.uint64(42)
+        out[:-1] |= p[1:] << np.uint64(21)
+        out[:-2] |= p[2:]
+        return out
 
     def per_line_any(self, hit: np.ndarray) -> np.ndarray:
         """bool per line: some position of it has ``hit``."""
@@ -112,11 +113,20 @@ _BASE = 0x100000001B3
 _MAX_PAIRS = 1 << 22
 
 
+_POWERS: dict[int, np.ndarray] = {}
+
+
 def _powers(base: int, count: int) -> np.ndarray:
-    out = np.full(count, base, dtype=np.uint64)
-    out[:1] = 1
-    with np.errstate(over="ignore"):
-        return np.cumprod(out, dtype=np.uint64)
+    """``base ** j`` modulo 2^64 for j < ``count``: computed once per process (grown by doubling when a chunk
+    is longer than any before), as they do not depend on the text."""
+    known = _POWERS.get(base)
+    if known is None or len(known) < count:
+        size = max(count, 2 * len(known) if known is not None else 1 << 16)
+        out = np.full(size, base, dtype=np.uint64)
+        out[:1] = 1
+        with np.errstate(over="ignore"):
+            known = _POWERS[base] = np.cumprod(out, dtype=np.uint64)
+    return known[:count]
 
 
 class _Windows:
@@ -188,9 +198,6 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     size = np.bincount(group)[group]
     often = np.zeros(len(codes.points), dtype=bool)
     often[sorted_at[size >= copies]] = True  # the first three characters occur `copies` times in the line
-    narrower = _narrowed(lines, codes, often, lambda some: string_repeat_starts(some, copies))
-    if narrower is not None:
-        return narrower
     keep = often[sorted_at]
     sorted_at, same = sorted_at[keep], _regrouped(same, keep)
     spaces = codes.points == ord(" ")
@@ -215,26 +222,8 @@ def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     sorted_at, same = _repeats_within_lines(codes, keys, np.flatnonzero(start), 2)  # a repeat needs two
     if not len(sorted_at):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    later = np.zeros(len(codes.points), dtype=bool)
-    later[sorted_at[same & after_space[sorted_at]]] = True  # a later word of the group follows a space
-    narrower = _narrowed(lines, codes, later, word_repeat_starts)
-    if narrower is not None:
-        return narrower
     folded_points = np.take(fold_table(), codes.points)
     return _in_line(codes, _copied_later(codes, folded_points, sorted_at, same, after_space, space, len(space)))
-
-
-def _narrowed(lines: Sequence[str], codes: Codes, needed: np.ndarray,
-              again: Callable[[Sequence[str]], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
-    """When the lines holding a ``needed`` position (those that can hold a match) have under half of the
-    chunk's characters, ``again`` on those lines only, mapped back to the chunk's lines: the closer look
-    (hashes of every stretch of characters) then costs what those lines cost. None: look at all of them."""
-    candidates = codes.per_line_any(needed)
-    if np.bincount(codes.line, minlength=codes.count)[candidates].sum() * 2 >= len(codes.points):
-        return None
-    rows = np.flatnonzero(candidates)
-    found_lines, offsets = again([lines[i] for i in rows.tolist()]) if len(rows) else (np.zeros(0, np.int64),) * 2
-    return rows[found_lines], offsets
 
 
 def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
