@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import class_table
+from tokenmill.text.filters.prefilter import Codes, class_table
 from tokenmill.text.filters.registry import regex_module
 
 
@@ -89,6 +89,14 @@ class ChunkText:
     def one_line_each(self) -> bool:
         """No line holds a ``"\\n"`` of its own: then every ``"\\n"`` of :attr:`text` is a separator."""
         return self.text.count("\n") == max(self.count - 1, 0)
+
+    def points_of(self, rows: np.ndarray) -> np.ndarray:
+        """The code points of the lines at ``rows`` (ascending), one after another, without separators."""
+        wanted = np.zeros(self.count, dtype=bool)
+        wanted[rows] = True
+        inside = np.repeat(wanted, self.lengths + 1)[: len(self.points)]  # each line and the separator after it
+        inside[self.separators] = False
+        return self.points[inside]
 
     def line_of(self, positions: np.ndarray) -> np.ndarray:
         """int64 line of each position of :attr:`text` (a separator counts with the line before it)."""
@@ -209,6 +217,18 @@ def shared(lines: Sequence[str]) -> tuple[ChunkText, np.ndarray | None]:
     return ChunkText(lines), None
 
 
+def codes_of(lines: Sequence[str]) -> Codes:
+    """The code points of ``lines`` with each one's line (:class:`~tokenmill.text.filters.prefilter.Codes`),
+    taken from the chunk's code points when ``lines`` is a :class:`Side` (no second join and encode)."""
+    if not isinstance(lines, Side):
+        return Codes(lines)
+    if len(lines.rows) == lines.chunk.count:
+        points = np.delete(lines.chunk.points, lines.chunk.separators)
+    else:
+        points = lines.chunk.points_of(lines.rows)
+    return Codes(lines, points, lines.chunk.lengths[lines.rows])
+
+
 def rows_of(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
     """``values`` (one per chunk line) at ``rows`` (all of them for None)."""
     return values if rows is None else values[rows]
@@ -242,4 +262,7 @@ def exact_where(lines: Sequence[str], candidates: np.ndarray, test: Any) -> np.n
     return out
 
 
-__all__ = ["ChunkText", "Side", "any_match", "class_count", "exact_where", "rows_of", "shared"]
+__all__ = [
+    "COMMON", "ChunkText", "Side", "any_match", "char_class", "class_count", "codes_of", "exact_where", "rows_of",
+    "shared",
+]

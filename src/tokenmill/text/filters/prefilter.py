@@ -60,12 +60,17 @@ def folded_letter_length_table() -> np.ndarray:
 class Codes:
     """The code points of a chunk's lines, with each position's line and distance to its line's end."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
-        view = CharView(list(lines))
-        self.count = len(lines)
-        self.points = view.codepoints.astype(np.uint32, copy=False)
-        self.line = np.repeat(np.arange(len(lines), dtype=np.int64), view.lengths)
-        self.left = np.repeat(view.bounds[1:], view.lengths) - np.arange(len(self.points), dtype=np.int64)
+    def __init__(self, lines: Sequence[str], points: np.ndarray | None = None,
+                 lengths: np.ndarray | None = None) -> None:
+        """``points`` and ``lengths`` (the lines' code points one after another, and characters per line):
+        given when the caller has them already, else taken from ``lines``."""
+        if points is None or lengths is None:
+            view = CharView(list(lines))
+            points, lengths = view.codepoints, view.lengths
+        self.count = len(lengths)
+        self.points = points.astype(np.uint32, copy=False)
+        self.line = np.repeat(np.arange(self.count, dtype=np.int64), lengths)
+        self.left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(self.points), dtype=np.int64)
         """characters from each position to its line's end (1 for the last one)."""
 
     def flags(self, pattern: str) -> np.ndarray:
@@ -185,11 +190,11 @@ def _line_starts(codes: Codes) -> np.ndarray:
     return first
 
 
-def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray, np.ndarray]:
+def string_repeat_starts(lines: Sequence[str] | Codes, copies: int) -> tuple[np.ndarray, np.ndarray]:
     """(line, position in line) of every place a string repeated ``copies`` times can start (OpusFilter's
     repetition): a non-space character whose three characters occur ``copies`` times or more in the line.
     Sorted by line, then position."""
-    codes = Codes(lines)
+    codes = lines if isinstance(lines, Codes) else Codes(lines)
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     visible = (codes.left >= 3) & ~codes.flags(r"\s")
@@ -204,11 +209,11 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     return _in_line(codes, _copied_later(codes, codes.points, sorted_at, same, often, spaces, REPEAT_LONGEST + 1))
 
 
-def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def word_repeat_starts(lines: Sequence[str] | Codes) -> tuple[np.ndarray, np.ndarray]:
     """(line, position in line) of every place a match of bicleaner's repeated-words pattern ``X<space>X``
     can start: a word start (a word character after a non-word one) whose two characters, case folded,
     also start a later word that follows a space. Sorted by line, then position."""
-    codes = Codes(lines)
+    codes = lines if isinstance(lines, Codes) else Codes(lines)
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = _line_starts(codes)
@@ -243,6 +248,7 @@ def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 __all__ = [
+    "Codes",
     "class_table",
     "fold_table",
     "folded_letter_length_table",

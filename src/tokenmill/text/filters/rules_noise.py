@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.chunk import any_match, class_count, exact_where, rows_of, shared
+from tokenmill.text.filters.chunk import any_match, class_count, codes_of, exact_where, rows_of, shared
 from tokenmill.text.filters.prefilter import word_repeat_starts
 from tokenmill.text.filters.registry import CJK, counts, flags, regex_module, register
 
@@ -145,7 +145,7 @@ def _repeated_words(lines: Sequence[str], times: int, qualifies: Any) -> np.ndar
     match = _pattern("repeat_words").match
     bad = np.zeros(len(lines), dtype=bool)
     current, position, found = -1, 0, 0
-    for i, start in zip(*(part.tolist() for part in word_repeat_starts(lines)), strict=True):
+    for i, start in zip(*(part.tolist() for part in word_repeat_starts(codes_of(lines))), strict=True):
         if i != current:
             current, position, found = i, 0, 0
         if bad[i] or start < position:

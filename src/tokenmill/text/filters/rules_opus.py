@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.chunk import class_count, exact_where, rows_of, shared
+from tokenmill.text.filters.chunk import class_count, codes_of, exact_where, rows_of, shared
 from tokenmill.text.filters.prefilter import REPEAT_LONGEST, string_repeat_starts
 from tokenmill.text.filters.registry import regex_module, register
 
@@ -90,7 +90,7 @@ def repetition(lines: Sequence[str], threshold: int, lang: str | None) -> np.nda
     more times, spaces between allowed (OpusFilter's default 2: three in a row)."""
     match = _pattern("repeat", threshold, REPETITION_SHORTEST, REPETITION_LONGEST).match
     bad = np.zeros(len(lines), dtype=bool)
-    for i, start in zip(*(part.tolist() for part in string_repeat_starts(lines, threshold + 1)), strict=True):
+    for i, start in zip(*(part.tolist() for part in string_repeat_starts(codes_of(lines), threshold + 1)), strict=True):
         if not bad[i] and match(lines[i], start) is not None:  # a search finds a match iff one starts here
             bad[i] = True
     return bad
