@@ -129,6 +129,10 @@ class ChunkText:
         out[nonempty] = np.add.reduceat(hit.view(np.uint8), self.starts[:-1][nonempty], dtype=np.int64)
         return out
 
+    def per_line_at(self, positions: np.ndarray) -> np.ndarray:
+        """int64 per line: how many of ``positions`` (of :attr:`text`, none a separator) fall in it."""
+        return np.bincount(self.line_of(positions), minlength=self.count)
+
     def class_count(self, pattern: str) -> np.ndarray:
         """int64 per line: characters matching the one-character class ``pattern``; computed once."""
         if pattern not in self._counts:

@@ -49,9 +49,10 @@ def fold_table() -> np.ndarray:
 
 @functools.cache
 def folded_letter_length_table() -> np.ndarray:
-    """int64 per code point: the length of its casefold for a letter (Unicode L*), 0 for anything else."""
+    """uint8 per code point: the length of its casefold for a letter (Unicode L*, at most 3), 0 for anything
+    else."""
     letters = class_table(r"\p{L}")
-    table = np.zeros(sys.maxunicode + 1, dtype=np.int64)
+    table = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
     where = np.flatnonzero(letters)
     table[where] = [len(chr(c).casefold()) for c in where.tolist()]
     return table

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.chunk import any_match, class_count, codes_of, exact_where, rows_of, shared
-from tokenmill.text.filters.prefilter import word_repeat_starts
+from tokenmill.text.filters.chunk import any_match, char_class, class_count, codes_of, exact_where, rows_of, shared
+from tokenmill.text.filters.prefilter import class_table, word_repeat_starts
 from tokenmill.text.filters.registry import CJK, counts, flags, regex_module, register
 
 LITERALS = ("Re:", "{{", "%s", "}}", "+++", "***", '="')
@@ -54,13 +54,19 @@ def _pattern(name: str) -> Any:
 
 @register("no_literals", "holds a template literal ({{, %s, Re:, ...)", "bicleaner-hardrules no_literals")
 def has_literal(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
-    """A side holding any of :data:`LITERALS`: each literal's characters in a row, found in numpy over the
-    chunk's code points (a literal holds no ``"\\n"``, so a hit never spans two lines)."""
+    """A side holding any of :data:`LITERALS`: each literal's characters in a row, looked for in numpy at the
+    chunk's positions holding a literal's first character (a literal holds no ``"\\n"``, so a hit never
+    spans two lines)."""
     chunk, rows = shared(lines)
-    hit = np.zeros(len(chunk.points), dtype=bool)
+    firsts = np.flatnonzero(chunk.mask(char_class("".join({literal[0]: None for literal in LITERALS}))))
+    found = []
     for literal in LITERALS:
-        hit |= chunk.followed(*map(chunk.equals, literal))
-    return rows_of(chunk.per_line(hit) > 0, rows)
+        at = firsts[chunk.points[firsts] == ord(literal[0])]
+        for k, char in enumerate(literal[1:], 1):
+            at = at[at + k < len(chunk.points)]
+            at = at[chunk.points[at + k] == ord(char)]
+        found.append(at)
+    return rows_of(chunk.per_line_at(np.concatenate(found)) > 0, rows)
 
 
 def _share_bad(lines: Sequence[str], pattern: str, bad: Any) -> np.ndarray:
@@ -89,10 +95,14 @@ def only_numbers(lines: Sequence[str], share: float, lang: str | None) -> np.nda
 @register("no_urls", "holds a URL", "bicleaner-hardrules no_urls")
 def has_url(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side holding something shaped like a host name with a top-level domain (``example.com``); the pattern
-    runs only on lines where a '.' is followed by a lowercase ASCII letter (every match holds one)."""
+    runs only on lines holding two host-name characters, '.', and two lowercase ASCII letters in a row (every
+    match holds them)."""
     chunk, rows = shared(lines)
-    dot_letter = chunk.per_line(chunk.followed(chunk.equals("."), chunk.mask("[a-z]"))) > 0
-    return exact_where(lines, rows_of(dot_letter, rows), _pattern("url").search)
+    points, host, lower = chunk.points, class_table(r"[-a-zA-Z0-9@:%._+~#=]"), class_table("[a-z]")
+    dots = np.flatnonzero(chunk.equals("."))
+    dots = dots[(dots >= 2) & (dots + 2 < len(points))]  # the separators ("\n") pass neither table
+    dots = dots[host[points[dots - 2]] & host[points[dots - 1]] & lower[points[dots + 1]] & lower[points[dots + 2]]]
+    return exact_where(lines, rows_of(chunk.per_line_at(dots) > 0, rows), _pattern("url").search)
 
 
 @register("no_breadcrumbs", "navigation breadcrumbs", "bicleaner-hardrules no_breadcrumbs")
