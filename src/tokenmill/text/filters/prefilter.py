@@ -1,7 +1,8 @@
-"""Chunk-wide numpy tests that rule out most lines before a costly pattern runs.
+"""Chunk-wide numpy tests that rule out most lines before a costly pattern runs, and the per-code-point
+class tables the rules share.
 
-The slow rules (repeated words, repeated strings, common substrings, glued words) use backtracking
-patterns or difflib whose cost grows with the square or cube of a line's length. Each has a *necessary*
+The slow rules (repeated words, repeated strings) use backtracking patterns whose cost grows with the
+square or cube of a line's length. Each has a *necessary*
 condition that numpy checks for a whole chunk at once over its code points: a line (pair) that fails it
 cannot be bad, so only the rest go through the exact test, and the decisions stay those of the exact test.
 Character classes come from per-code-point tables built once from the ``regex`` package's own classes,
