@@ -70,9 +70,12 @@ class Codes:
             view = CharView(list(lines))
             points, lengths = view.codepoints, view.lengths
         self.count = len(lengths)
+        self.starts = np.zeros(self.count + 1, dtype=np.int64)
+        """where each line starts among the positions, then the number of positions."""
+        np.cumsum(lengths, out=self.starts[1:])
         self.points = points.astype(np.uint32, copy=False)
         self.line = np.repeat(np.arange(self.count, dtype=np.int64), lengths)
-        self.left = np.repeat(np.cumsum(lengths), lengths) - np.arange(len(self.points), dtype=np.int64)
+        self.left = np.repeat(self.starts[1:], lengths) - np.arange(len(self.points), dtype=np.int64)
         """characters from each position to its line's end (1 for the last one)."""
 
     def flags(self, pattern: str) -> np.ndarray:
@@ -176,9 +179,9 @@ def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same:
     q = np.repeat(sorted_at[seconds], earlier)
     offsets = np.arange(int(earlier.sum())) - np.repeat(np.cumsum(earlier) - earlier, earlier)
     p = sorted_at[np.repeat(group_start[seconds], earlier) + offsets]
-    index = np.arange(len(gap))
-    run = index - np.maximum.accumulate(np.where(gap, -1, index))  # gap characters ending at each position
-    length = q - run[q - 1] - p
+    others = np.flatnonzero(~gap)  # the gap before q ends at q - 1 and starts after the last other character
+    last = np.searchsorted(others, q - 1, side="right") - 1
+    length = np.where(last >= 0, others[np.maximum(last, 0)], -1) + 1 - p
     ok = (length >= 1) & (length <= longest) & (codes.left[q] >= length)
     windows = _Windows(values)
     p, q, length = p[ok], q[ok], length[ok]
@@ -244,9 +247,7 @@ def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
 def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(line, offset within the line) of chunk-wide ``positions``."""
     lines = codes.line[positions]
-    line_start = np.zeros(codes.count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes.line, minlength=codes.count), out=line_start[1:])
-    return lines, positions - line_start[lines]
+    return lines, positions - codes.starts[lines]
 
 
 __all__ = [
