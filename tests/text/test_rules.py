@@ -163,3 +163,23 @@ def test_the_numpy_shortcuts_decide_as_the_patterns_themselves():
         config = FilterConfig(drop_empty=False, rule_src_lang="en", **{name: values[name]})
         assert (~PairFilter(config)(lines).keep).tolist() == bad, name
         assert any(bad), name  # the lines do exercise the rule
+
+
+def test_rules_decide_the_same_whole_chunk_or_line_by_line():
+    """The shared chunk intermediates (one joined text, class bits, per-line counts) give each line the
+    decision it gets alone: lines with newlines of their own, empty lines, non-ASCII and CJK text, noise
+    right at a line's start or end (next to the separator of the joined text)."""
+    src = ["a\nb c d e f g", "", "Re:", "x.co", "<b>", "ab Ab", "Ã", " a b c d ", "{{", "(", "7", "abcabcabc",
+           "Über Über straße", "東京 東京 東京", "Cafe\u0301 \\u00e9", "a  a  a  ", "word word", "FooBar",
+           "»|»| a - b - c -"]
+    tgt = list(reversed(src))
+    for name in RULE_ORDER:
+        if name in LM_RULES:
+            continue
+        config = FilterConfig(drop_empty=False, rule_src_lang="en", rule_tgt_lang="de",
+                              **{name: CASES[name][0]})
+        whole = PairFilter(config)(src, tgt).keep.tolist()
+        alone = [PairFilter(config)([s], [t]).keep[0] for s, t in zip(src, tgt, strict=True)]
+        assert whole == alone, name
+        mono = PairFilter(config)(src).keep.tolist()
+        assert mono == [PairFilter(config)([s]).keep[0] for s in src], name

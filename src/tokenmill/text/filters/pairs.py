@@ -47,6 +47,7 @@ from tokenmill.text.filters import (  # noqa: F401 (they register)
     rules_script,
     rules_web,
 )
+from tokenmill.text.filters.chunk import ChunkText, Side
 from tokenmill.text.filters.registry import RULES, base_lang, regex_module
 from tokenmill.text.filters.settings import (
     BASE_STEPS,
@@ -103,15 +104,21 @@ class _Lengths:
 
     def __init__(self, sides: list[Sequence[str]], given: list[np.ndarray | None], collapsed: bool) -> None:
         self._sides, self._given, self._collapsed = sides, given, collapsed
-        self._picked: tuple[int, list[Sequence[str]]] = (len(sides[0]), sides)
+        self._picked: tuple[int, list[Side]] = (-1, [])
 
-    def picked(self, keep: np.ndarray, kept: int) -> list[Sequence[str]]:
-        """The sides' items still kept (``kept`` of them): built once per state of ``keep``; ``keep`` only
-        loses items, so the count tells whether it changed."""
+    def picked(self, keep: np.ndarray, kept: int) -> list[Side]:
+        """The sides' items still kept (``kept`` of them), each carrying the whole chunk's shared
+        intermediates: built once per state of ``keep``; ``keep`` only loses items, so the count tells
+        whether it changed."""
         if self._picked[0] != kept:
-            survivors = keep.tolist()
-            self._picked = (kept, [list(compress(side, survivors)) for side in self._sides])
+            rows = np.flatnonzero(keep)
+            self._picked = (kept, [Side(chunk, rows) for chunk in self.texts])
         return self._picked[1]
+
+    @functools.cached_property
+    def texts(self) -> list[ChunkText]:
+        """Each side's lines as one text (code points, class counts ...), shared by the rules."""
+        return [ChunkText(side) for side in self._sides]
 
     @functools.cached_property
     def chars(self) -> list[np.ndarray]:

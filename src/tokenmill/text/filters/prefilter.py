@@ -1,7 +1,8 @@
-"""Chunk-wide numpy tests that rule out most lines before a costly pattern runs.
+"""Chunk-wide numpy tests that rule out most lines before a costly pattern runs, and the per-code-point
+class tables the rules share.
 
-The slow rules (repeated words, repeated strings, common substrings, glued words) use backtracking
-patterns or difflib whose cost grows with the square or cube of a line's length. Each has a *necessary*
+The slow rules (repeated words, repeated strings) use backtracking patterns whose cost grows with the
+square or cube of a line's length. Each has a *necessary*
 condition that numpy checks for a whole chunk at once over its code points: a line (pair) that fails it
 cannot be bad, so only the rest go through the exact test, and the decisions stay those of the exact test.
 Character classes come from per-code-point tables built once from the ``regex`` package's own classes,
@@ -49,35 +50,32 @@ def fold_table() -> np.ndarray:
 
 @functools.cache
 def folded_letter_length_table() -> np.ndarray:
-    """int64 per code point: the length of its casefold for a letter (Unicode L*), 0 for anything else."""
+    """uint8 per code point: the length of its casefold for a letter (Unicode L*, at most 3), 0 for anything
+    else."""
     letters = class_table(r"\p{L}")
-    table = np.zeros(sys.maxunicode + 1, dtype=np.int64)
+    table = np.zeros(sys.maxunicode + 1, dtype=np.uint8)
     where = np.flatnonzero(letters)
     table[where] = [len(chr(c).casefold()) for c in where.tolist()]
     return table
 
 
-def folded_letter_lengths(lines: Sequence[str]) -> np.ndarray:
-    """int64 per line: the length of its letters, casefolded (equal for two lines whose letters casefold equal;
-    casefold maps each character on its own)."""
-    view = CharView(list(lines))
-    out = np.zeros(len(view.lengths), dtype=np.int64)
-    nonempty = view.lengths > 0
-    if nonempty.any():
-        values = np.take(folded_letter_length_table(), view.codepoints)
-        out[nonempty] = np.add.reduceat(values, view.bounds[:-1][nonempty])
-    return out
-
-
 class Codes:
     """The code points of a chunk's lines, with each position's line and distance to its line's end."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
-        view = CharView(list(lines))
-        self.count = len(lines)
-        self.points = view.codepoints.astype(np.uint32, copy=False)
-        self.line = np.repeat(np.arange(len(lines), dtype=np.int64), view.lengths)
-        self.left = np.repeat(view.bounds[1:], view.lengths) - np.arange(len(self.points), dtype=np.int64)
+    def __init__(self, lines: Sequence[str], points: np.ndarray | None = None,
+                 lengths: np.ndarray | None = None) -> None:
+        """``points`` and ``lengths`` (the lines' code points one after another, and characters per line):
+        given when the caller has them already, else taken from ``lines``."""
+        if points is None or lengths is None:
+            view = CharView(list(lines))
+            points, lengths = view.codepoints, view.lengths
+        self.count = len(lengths)
+        self.starts = np.zeros(self.count + 1, dtype=np.int64)
+        """where each line starts among the positions, then the number of positions."""
+        np.cumsum(lengths, out=self.starts[1:])
+        self.points = points.astype(np.uint32, copy=False)
+        self.line = np.repeat(np.arange(self.count, dtype=np.int64), lengths)
+        self.left = np.repeat(self.starts[1:], lengths) - np.arange(len(self.points), dtype=np.int64)
         """characters from each position to its line's end (1 for the last one)."""
 
     def flags(self, pattern: str) -> np.ndarray:
@@ -87,9 +85,10 @@ class Codes:
         """uint64 key of the three characters starting at each position (garbage where fewer than three are
         left in the line: mask with ``left >= 3``)."""
         p = (self.points if points is None else points).astype(np.uint64)
-        nxt = np.concatenate([p[1:], np.zeros(1, np.uint64)])
-        third = np.concatenate([p[2:], np.zeros(2, np.uint64)])
-        return (p << np.uint64(42)) | (nxt << np.uint64(21)) | third
+        out = p << np.uint64(42)
+        out[:-1] |= p[1:] << np.uint64(21)
+        out[:-2] |= p[2:]
+        return out
 
     def per_line_any(self, hit: np.ndarray) -> np.ndarray:
         """bool per line: some position of it has ``hit``."""
@@ -101,24 +100,22 @@ class Codes:
 def _repeats_within_lines(codes: Codes, keys: np.ndarray, where: np.ndarray,
                           least: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Positions ``where`` grouped by (line, key), in position order within a group, and whether each is in the
-    group of the one before it; only groups of at least ``least`` positions. One stable sort on a 64-bit mix of
-    line and key (three-key lexsorts cost ten times more), after a count of the mixes' hash buckets has set
-    aside the positions whose bucket holds fewer than ``least`` (their group is smaller still): a collision
-    can only put positions of different lines or keys together, which lets more places through to the exact
-    test, never fewer."""
+    group of the one before it; only groups of at least ``least`` positions. One stable sort of the line and a
+    32-bit hash of the key packed in an int64: the positions come in line order, so the sort mostly orders
+    short runs, cheaper than counting hash buckets in a table the size of the chunk (random writes). A hash
+    collision can only put different keys together, which lets more places through to the exact test, never
+    fewer."""
     with np.errstate(over="ignore"):
-        mixed = keys[where] * np.uint64(0x9E3779B97F4A7C15) + codes.line[where].astype(np.uint64)
-        if least > 1 and len(mixed):
-            bits = max(len(mixed).bit_length() + 1, 4)
-            bucket = ((mixed * np.uint64(0xC2B2AE3D27D4EB4F)) >> np.uint64(64 - bits)).astype(np.int64)
-            crowded = np.bincount(bucket, minlength=1 << bits)[bucket] >= least
-            where, mixed = where[crowded], mixed[crowded]
-    order = np.argsort(mixed, kind="stable")  # `where` is ascending: positions stay in order within a group
-    sorted_at = where[order]
+        hashed = ((keys[where] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)).astype(np.int64)
+    packed = (codes.line[where] << 32) | hashed
+    order = np.argsort(packed, kind="stable")  # `where` is ascending: positions stay in order within a group
+    sorted_at, ordered = where[order], packed[order]
     same = np.zeros(len(sorted_at), dtype=bool)
-    if len(sorted_at) > 1:
-        ordered = mixed[order]
-        same[1:] = ordered[1:] == ordered[:-1]
+    same[1:] = ordered[1:] == ordered[:-1]
+    if least > 1 and len(same):
+        group = np.cumsum(~same) - 1
+        keep = np.bincount(group)[group] >= least
+        sorted_at, same = sorted_at[keep], _regrouped(same, keep)
     return sorted_at, same
 
 
@@ -126,11 +123,20 @@ _BASE = 0x100000001B3
 _MAX_PAIRS = 1 << 22
 
 
+_POWERS: dict[int, np.ndarray] = {}
+
+
 def _powers(base: int, count: int) -> np.ndarray:
-    out = np.full(count, base, dtype=np.uint64)
-    out[:1] = 1
-    with np.errstate(over="ignore"):
-        return np.cumprod(out, dtype=np.uint64)
+    """``base ** j`` modulo 2^64 for j < ``count``: computed once per process (grown by doubling when a chunk
+    is longer than any before), as they do not depend on the text."""
+    known = _POWERS.get(base)
+    if known is None or len(known) < count:
+        size = max(count, 2 * len(known) if known is not None else 1 << 16)
+        out = np.full(size, base, dtype=np.uint64)
+        out[:1] = 1
+        with np.errstate(over="ignore"):
+            known = _POWERS[base] = np.cumprod(out, dtype=np.uint64)
+    return known[:count]
 
 
 class _Windows:
@@ -173,9 +179,9 @@ def _copied_later(codes: Codes, values: np.ndarray, sorted_at: np.ndarray, same:
     q = np.repeat(sorted_at[seconds], earlier)
     offsets = np.arange(int(earlier.sum())) - np.repeat(np.cumsum(earlier) - earlier, earlier)
     p = sorted_at[np.repeat(group_start[seconds], earlier) + offsets]
-    index = np.arange(len(gap))
-    run = index - np.maximum.accumulate(np.where(gap, -1, index))  # gap characters ending at each position
-    length = q - run[q - 1] - p
+    others = np.flatnonzero(~gap)  # the gap before q ends at q - 1 and starts after the last other character
+    last = np.searchsorted(others, q - 1, side="right") - 1
+    length = np.where(last >= 0, others[np.maximum(last, 0)], -1) + 1 - p
     ok = (length >= 1) & (length <= longest) & (codes.left[q] >= length)
     windows = _Windows(values)
     p, q, length = p[ok], q[ok], length[ok]
@@ -189,44 +195,11 @@ def _line_starts(codes: Codes) -> np.ndarray:
     return first
 
 
-def may_share_substring(src: Sequence[str], tgt: Sequence[str], share: float) -> np.ndarray:
-    """Pairs where the source has at least ``share`` x the shorter length - 3 positions whose three characters
-    also occur in the target: a common substring that long needs it (OpusFilter's common substring)."""
-    a, b = Codes(src), Codes(tgt)
-    out = np.ones(len(src), dtype=bool)
-    if not len(a.points) or not len(b.points):
-        return out
-    mix = np.uint64(0x9E3779B97F4A7C15)
-    with np.errstate(over="ignore"):
-        a_keys = a.trigrams() * mix + a.line.astype(np.uint64)
-        b_keys = b.trigrams() * mix + b.line.astype(np.uint64)
-    a_ok, b_ok = a.left >= 3, b.left >= 3
-    found = _members(a_keys[a_ok], np.sort(b_keys[b_ok]))
-    shared = np.bincount(a.line[a_ok][found], minlength=len(src))
-    lengths_a = np.bincount(a.line, minlength=len(src))
-    lengths_b = np.bincount(b.line, minlength=len(tgt))
-    shorter = np.minimum(lengths_a, lengths_b)
-    needed = np.floor(share * shorter) - 3  # a common substring of k >= share*shorter chars has k - 2 trigrams
-    return (shared >= needed) | (shorter < 6)
-
-
-def _members(keys: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """bool per key: it is in ``sorted_set`` (binary search; numpy's hashing ``isin`` is slow on uint64)."""
-    if not len(sorted_set):
-        return np.zeros(len(keys), dtype=bool)
-    order = np.argsort(keys)  # sorted queries: searchsorted walks the set in order (several times faster)
-    ordered = keys[order]
-    at = np.minimum(np.searchsorted(sorted_set, ordered), len(sorted_set) - 1)
-    found = np.empty(len(keys), dtype=bool)
-    found[order] = sorted_set[at] == ordered
-    return found
-
-
-def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray, np.ndarray]:
+def string_repeat_starts(lines: Sequence[str] | Codes, copies: int) -> tuple[np.ndarray, np.ndarray]:
     """(line, position in line) of every place a string repeated ``copies`` times can start (OpusFilter's
     repetition): a non-space character whose three characters occur ``copies`` times or more in the line.
     Sorted by line, then position."""
-    codes = Codes(lines)
+    codes = lines if isinstance(lines, Codes) else Codes(lines)
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     visible = (codes.left >= 3) & ~codes.flags(r"\s")
@@ -241,11 +214,11 @@ def string_repeat_starts(lines: Sequence[str], copies: int) -> tuple[np.ndarray,
     return _in_line(codes, _copied_later(codes, codes.points, sorted_at, same, often, spaces, REPEAT_LONGEST + 1))
 
 
-def word_repeat_starts(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def word_repeat_starts(lines: Sequence[str] | Codes) -> tuple[np.ndarray, np.ndarray]:
     """(line, position in line) of every place a match of bicleaner's repeated-words pattern ``X<space>X``
     can start: a word start (a word character after a non-word one) whose two characters, case folded,
     also start a later word that follows a space. Sorted by line, then position."""
-    codes = Codes(lines)
+    codes = lines if isinstance(lines, Codes) else Codes(lines)
     if not len(codes.points):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     first = _line_starts(codes)
@@ -274,37 +247,14 @@ def _regrouped(same: np.ndarray, keep: np.ndarray) -> np.ndarray:
 def _in_line(codes: Codes, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(line, offset within the line) of chunk-wide ``positions``."""
     lines = codes.line[positions]
-    line_start = np.zeros(codes.count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(codes.line, minlength=codes.count), out=line_start[1:])
-    return lines, positions - line_start[lines]
-
-
-def glued(lines: Sequence[str]) -> np.ndarray:
-    """Lines where one run of alphabetic characters holds two places of an uppercase letter followed by a
-    lowercase one (``FileManager``, ``ABcDe``): exactly where ``(?:[[:alpha:]]*[[:upper:]][[:lower:]]+){2}``
-    finds a match, as upper- and lowercase letters are alphabetic, counted in numpy."""
-    codes = Codes(lines)
-    if not len(codes.points):
-        return np.zeros(len(lines), dtype=bool)
-    upper, lower, alpha = codes.flags(r"[[:upper:]]"), codes.flags(r"[[:lower:]]"), codes.flags(r"[[:alpha:]]")
-    pair = np.zeros(len(codes.points), dtype=bool)
-    pair[:-1] = upper[:-1] & lower[1:] & (codes.left[:-1] >= 2)
-    run = np.cumsum(~alpha | _line_starts(codes))  # a new run at every non-letter and at every line start
-    per_run = np.bincount(run[pair], minlength=int(run[-1]) + 1)
-    return codes.per_line_any(pair & (per_run[run] >= 2))
-
-
-def class_counts(lines: Sequence[str], pattern: str) -> np.ndarray:
-    """int64 per line: characters matching the one-character ``regex`` class ``pattern``."""
-    view = CharView(list(lines))
-    return view.per_line(np.take(class_table(pattern), view.codepoints))
+    return lines, positions - codes.starts[lines]
 
 
 __all__ = [
-    "class_counts",
-    "folded_letter_lengths",
-    "glued",
-    "may_share_substring",
+    "Codes",
+    "class_table",
+    "fold_table",
+    "folded_letter_length_table",
     "string_repeat_starts",
     "window_hashes",
     "word_repeat_starts",

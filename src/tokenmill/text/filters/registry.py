@@ -89,17 +89,6 @@ def counts(lines: Any, function: Callable[[str], Any]) -> np.ndarray:
     return np.fromiter(map(function, lines), dtype=np.int64, count=len(lines))
 
 
-def flags_where(lines: Any, candidates: np.ndarray, function: Callable[[str], Any]) -> np.ndarray:
-    """bool per line: ``bool(function(line))`` for the ``candidates`` (a bool mask), False elsewhere: the exact
-    test runs only where a cheap necessary condition holds."""
-    out = np.zeros(len(lines), dtype=bool)
-    where = np.flatnonzero(candidates)
-    if len(where):
-        out[where] = np.fromiter(map(bool, map(function, map(lines.__getitem__, where.tolist()))), dtype=bool,
-                                 count=len(where))
-    return out
-
-
 def base_lang(code: str | None) -> str | None:
     """The language part of a code as the rules compare it: ``en_XX`` -> ``en``, ``de-DE`` -> ``de``."""
     if not code:
@@ -108,6 +97,6 @@ def base_lang(code: str | None) -> str | None:
 
 
 __all__ = [
-    "CJK", "LM_RULES", "RULES", "RULE_ORDER", "Rule", "base_lang", "counts", "flags", "flags_where", "regex_module",
+    "CJK", "LM_RULES", "RULES", "RULE_ORDER", "Rule", "base_lang", "counts", "flags", "regex_module",
     "register",
 ]

@@ -1,4 +1,5 @@
-"""Length rules (bicleaner-hardrules' not_too_long, not_too_short, length_ratio): numpy over whole chunks."""
+"""Length rules (bicleaner-hardrules' not_too_long, not_too_short, length_ratio): numpy over whole chunks, on
+the chunk's shared character and blank counts."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from itertools import repeat
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import class_counts
-from tokenmill.text.filters.registry import CJK, counts, register
+from tokenmill.text.filters.chunk import class_count, rows_of, shared
+from tokenmill.text.filters.registry import CJK, register
 
 
 def _chars(lines: Sequence[str]) -> np.ndarray:
-    return counts(lines, len)
+    chunk, rows = shared(lines)
+    return rows_of(chunk.lengths, rows)
 
 
 @register("not_too_long", "too long (characters, bicleaner)", "bicleaner-hardrules not_too_long")
@@ -27,7 +29,7 @@ def too_short(lines: Sequence[str], words: int, lang: str | None) -> np.ndarray:
     count characters instead."""
     if lang in CJK:
         return _chars(lines) < words
-    blanks = class_counts(lines, "[ \u00a0]")
+    blanks = class_count(lines, "[ \u00a0]")
     return blanks < words - 1
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.filters.prefilter import REPEAT_LONGEST, class_counts, may_share_substring, string_repeat_starts
-from tokenmill.text.filters.registry import flags, regex_module, register
+from tokenmill.text.filters.chunk import class_count, codes_of, exact_where, rows_of, shared
+from tokenmill.text.filters.prefilter import REPEAT_LONGEST, string_repeat_starts
+from tokenmill.text.filters.registry import regex_module, register
 
 Langs = tuple[str | None, str | None]
 _NONZERO_DIGITS = re.compile("[1-9]+")
@@ -38,7 +39,7 @@ def _digit_ratio(a: str, b: str) -> float:
 def numerals(src: Sequence[str], tgt: Sequence[str], threshold: float, langs: Langs) -> np.ndarray:
     """Pairs whose non-zero ASCII digits, as sequences, match with a similarity below ``threshold``
     (difflib's ratio; OpusFilter's default 0.5)."""
-    where = np.flatnonzero((class_counts(src, "[1-9]") > 0) | (class_counts(tgt, "[1-9]") > 0)).tolist()
+    where = np.flatnonzero((class_count(src, "[1-9]") > 0) | (class_count(tgt, "[1-9]") > 0)).tolist()
     ratios = np.ones(len(src), dtype=np.float64)  # no non-zero digit on either side: equal (empty) strings
     ratios[where] = np.fromiter(map(_digit_ratio, map(_nonzero_digits, map(src.__getitem__, where)),
                                     map(_nonzero_digits, map(tgt.__getitem__, where))), dtype=np.float64,
@@ -47,7 +48,7 @@ def numerals(src: Sequence[str], tgt: Sequence[str], threshold: float, langs: La
 
 
 def _terminal_marks(lines: Sequence[str]) -> np.ndarray:
-    return class_counts(lines, "[.?!…]")  # OpusFilter's terminal marks, counted in numpy
+    return class_count(lines, "[.?!…]")  # OpusFilter's terminal marks, counted in numpy
 
 
 @register("terminal_punctuation", "terminal punctuation differs (OpusFilter)", "OpusFilter TerminalPunctuationFilter",
@@ -72,8 +73,11 @@ def _pattern(name: str, *args: int) -> Any:
 
 @register("html_tags", "HTML tags", "OpusFilter HtmlTagFilter")
 def html_tags(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
-    """A side holding an HTML/XML start tag (``<b>``, ``<a href=...>``, ``<br/>``)."""
-    return flags(lines, _pattern("tag").search)
+    """A side holding an HTML/XML start tag (``<b>``, ``<a href=...>``, ``<br/>``); the pattern runs only on
+    lines where a '<' is followed by an ASCII letter (every match starts so)."""
+    chunk, rows = shared(lines)
+    opening = chunk.per_line(chunk.followed(chunk.equals("<"), chunk.mask("[a-zA-Z]"))) > 0
+    return exact_where(lines, rows_of(opening, rows), _pattern("tag").search)
 
 
 REPETITION_SHORTEST, REPETITION_LONGEST = 3, REPEAT_LONGEST
@@ -86,10 +90,31 @@ def repetition(lines: Sequence[str], threshold: int, lang: str | None) -> np.nda
     more times, spaces between allowed (OpusFilter's default 2: three in a row)."""
     match = _pattern("repeat", threshold, REPETITION_SHORTEST, REPETITION_LONGEST).match
     bad = np.zeros(len(lines), dtype=bool)
-    for i, start in zip(*(part.tolist() for part in string_repeat_starts(lines, threshold + 1)), strict=True):
+    for i, start in zip(*(part.tolist() for part in string_repeat_starts(codes_of(lines), threshold + 1)), strict=True):
         if not bad[i] and match(lines[i], start) is not None:  # a search finds a match iff one starts here
             bad[i] = True
     return bad
+
+
+def _may_share(src: Sequence[str], tgt: Sequence[str], threshold: float) -> np.ndarray:
+    """bool per pair: the longer side holds the middle of the shorter one, ``shorter[s - k : k]`` for a
+    common substring length k just under ``threshold`` x s (s: the shorter side's length). A common
+    substring of k characters or more sits at some ``[a, a + k')`` of the shorter side with ``a <= s - k`` and
+    ``a + k' >= k``, so it holds that middle: a pair without it cannot reach the threshold (an empty middle
+    tells nothing: the pair is kept for the exact test)."""
+    a, b = _lengths(src), _lengths(tgt)
+    a_shorter = a <= b
+    shorter = np.minimum(a, b)
+    k = np.clip(np.floor(threshold * shorter).astype(np.int64) - 1, 0, shorter)  # 1 under, for float rounding
+    lows, highs = (shorter - k).tolist(), k.tolist()
+    return np.fromiter((x[low:high] in y if first else y[low:high] in x
+                        for x, y, first, low, high in zip(src, tgt, a_shorter.tolist(), lows, highs, strict=True)),
+                       dtype=bool, count=len(src))
+
+
+def _lengths(lines: Sequence[str]) -> np.ndarray:
+    chunk, rows = shared(lines)
+    return rows_of(chunk.lengths, rows)
 
 
 def _common_share(a: str, b: str) -> float:
@@ -104,9 +129,9 @@ def _common_share(a: str, b: str) -> float:
           per_side=False)
 def common_substring(src: Sequence[str], tgt: Sequence[str], threshold: float, langs: Langs) -> np.ndarray:
     """Pairs whose longest common substring is ``threshold`` of the shorter side or more (untranslated
-    copies; OpusFilter's default 0.9)."""
+    copies; OpusFilter's default 0.9). difflib runs only on the pairs :func:`_may_share` leaves."""
     bad = np.zeros(len(src), dtype=bool)
-    where = np.flatnonzero(may_share_substring(src, tgt, threshold)).tolist()
+    where = np.flatnonzero(_may_share(src, tgt, threshold)).tolist()
     shares = np.fromiter(map(_common_share, map(src.__getitem__, where), map(tgt.__getitem__, where)),
                          dtype=np.float64, count=len(where))
     bad[where] = ~(shares < threshold)

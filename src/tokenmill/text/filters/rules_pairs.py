@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from tokenmill.text.charclass import CharView
-from tokenmill.text.filters.prefilter import folded_letter_lengths
+from tokenmill.text.filters.chunk import rows_of, shared
+from tokenmill.text.filters.prefilter import folded_letter_length_table
 from tokenmill.text.filters.registry import flags, regex_module, register
 
 Langs = tuple[str | None, str | None]
@@ -36,45 +36,42 @@ def identical(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) ->
         return strip("", a).casefold() == strip("", b).casefold()
 
     bad = np.zeros(len(src), dtype=bool)
-    where = np.flatnonzero(folded_letter_lengths(src) == folded_letter_lengths(tgt)).tolist()
+    where = np.flatnonzero(_folded_letter_lengths(src) == _folded_letter_lengths(tgt)).tolist()
     bad[where] = _pairwise([src[i] for i in where], [tgt[i] for i in where], same)
     return bad
 
 
-_BRACKETS = (("[", "]"), ("{", "}"), ("⟨", "⟩"))
+def _folded_letter_lengths(lines: Sequence[str]) -> np.ndarray:
+    """int64 per line: the length of its letters, casefolded (equal for two lines whose letters casefold
+    equal; casefold maps each character on its own)."""
+    chunk, rows = shared(lines)
+    return rows_of(chunk.per_line_sum(np.take(folded_letter_length_table(), chunk.points)), rows)
 
 
-def _bracket_trouble(text: str) -> bool:
+_BRACKETS = "()[]{}⟨⟩"
+"""Round, square, curly and angle brackets: each opening one, then its closing one."""
+
+
+def _brackets(lines: Sequence[str]) -> np.ndarray:
+    """int64 (lines, 8): how many of each of :data:`_BRACKETS` each line holds."""
+    chunk, rows = shared(lines)
+    return rows_of(chunk.char_counts(_BRACKETS), rows)
+
+
+def _bracket_trouble(counts: np.ndarray) -> np.ndarray:
     """More than 6 of a bracket kind, or unbalanced ``[]``, ``{}``, ``⟨⟩``."""
-    for opening, closing in _BRACKETS:
-        a, b = text.count(opening), text.count(closing)
-        if a + b > 6 or a != b:
-            return True
-    return False
-
-
-def _paren_bad(left: str, right: str) -> bool:
-    if _bracket_trouble(left) or _bracket_trouble(right):
-        return True
-    balanced = left.count("(") == left.count(")") and right.count("(") == right.count(")")
-    return not (balanced or left.count(")") == right.count(")"))  # "a) ... b) ..." lists pass
-
-
-@functools.cache
-def _any_bracket() -> Any:
-    return regex_module().compile(r"[\[\](){}⟨⟩]")
+    opening, closing = counts[:, 2::2], counts[:, 3::2]
+    return ((opening + closing > 6) | (opening != closing)).any(axis=1)
 
 
 @register("no_paren", "unbalanced brackets", "bicleaner-hardrules no_paren", per_side=False)
 def paren(src: Sequence[str], tgt: Sequence[str], on: bool, langs: Langs) -> np.ndarray:
     """Pairs with a side holding more than 6 square, curly or angle brackets or an unbalanced kind of them,
-    or with unbalanced round brackets whose closing ones differ in number between the sides."""
-    search = _any_bracket().search
-    bad = np.zeros(len(src), dtype=bool)
-    candidates = np.flatnonzero(flags(src, search) | flags(tgt, search))
-    for i in candidates.tolist():
-        bad[i] = _paren_bad(src[i], tgt[i])
-    return bad
+    or with unbalanced round brackets whose closing ones differ in number between the sides ("a) ... b) ..."
+    lists pass); bracket counts per line in numpy."""
+    left, right = _brackets(src), _brackets(tgt)
+    balanced = (left[:, 0] == left[:, 1]) & (right[:, 0] == right[:, 1])
+    return _bracket_trouble(left) | _bracket_trouble(right) | ~(balanced | (left[:, 1] == right[:, 1]))
 
 
 def _title(text: str) -> bool:
@@ -101,11 +98,8 @@ def number_inconsistencies(src: Sequence[str], tgt: Sequence[str], on: bool, lan
 
 def _digit_counts(lines: Sequence[str]) -> np.ndarray:
     """int64 (lines, 10): how many of each ASCII digit each line holds."""
-    view = CharView(list(lines))
-    digit = (view.codepoints >= ord("0")) & (view.codepoints <= ord("9"))
-    line = np.repeat(np.arange(len(lines), dtype=np.int64), view.lengths)[digit]
-    cells = line * 10 + (view.codepoints[digit].astype(np.int64) - ord("0"))
-    return np.bincount(cells, minlength=10 * len(lines)).reshape(len(lines), 10)
+    chunk, rows = shared(lines)
+    return rows_of(chunk.char_counts("0123456789"), rows)
 
 
 __all__ = ["identical", "number_inconsistencies", "paren", "titles"]

@@ -4,8 +4,8 @@ Families group related scripts as bicleaner-hardrules does (Devanagari, Tamil, T
 Han, Hiragana, Katakana, Hangul ... are 'CJKV'); Common and Inherited characters (digits, punctuation,
 combining marks) belong to none. One table maps every code point to its family (built once per process
 from the Unicode Script property through ``regex``); per line, the smallest and largest family among its
-letters (``str.isalpha``) are reduced over the chunk's code points in numpy: they differ exactly when the
-line mixes families.
+letters (``str.isalpha``) are reduced in numpy over the chunk's non-ASCII code points, with Latin added for
+a line holding an ASCII letter: they differ exactly when the line mixes families.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tokenmill.text.charclass import CharView
+from tokenmill.text.filters.chunk import rows_of, shared
 from tokenmill.text.filters.registry import regex_module, register
 
 FAMILIES: dict[str, tuple[str, ...]] = {
@@ -67,19 +67,25 @@ def family_table() -> np.ndarray:
 @register("no_script_inconsistencies", "mixed writing systems", "bicleaner-hardrules no_script_inconsistencies")
 def mixed_scripts(lines: Sequence[str], on: bool, lang: str | None) -> np.ndarray:
     """A side whose letters belong to two or more script families."""
-    bad = np.zeros(len(lines), dtype=bool)
-    if not len(lines):
-        return bad
-    view = CharView(list(lines))
-    if view.codepoints.dtype == np.uint8:  # ASCII: only Latin letters
-        return bad
-    family = np.take(family_table(), view.codepoints)
-    nonempty = view.lengths > 0
-    starts = view.bounds[:-1][nonempty]
-    high = np.maximum.reduceat(family, starts)
-    low = np.minimum.reduceat(np.where(family == 0, np.uint8(255), family), starts)
-    bad[nonempty] = (high > 0) & (low != high)
-    return bad
+    chunk, rows = shared(lines)
+    if not chunk.count or chunk.points.dtype == np.uint8:  # ASCII: only Latin letters
+        return np.zeros(len(lines), dtype=bool)
+    beyond = np.flatnonzero(chunk.points > 127)  # ASCII letters are all Latin: only the others are looked up
+    family = np.take(family_table(), chunk.points[beyond])
+    lettered = family > 0
+    at, family = beyond[lettered], family[lettered]
+    high = np.zeros(chunk.count, dtype=np.uint8)
+    low = np.full(chunk.count, 255, dtype=np.uint8)
+    if len(at):
+        line = chunk.line_of(at)
+        first = np.flatnonzero(np.concatenate([[True], line[1:] != line[:-1]]))  # `at` ascends: lines in runs
+        high[line[first]] = np.maximum.reduceat(family, first)
+        low[line[first]] = np.minimum.reduceat(family, first)
+    latin = family_table()[ord("a")]
+    ascii_letters = chunk.class_count("[a-zA-Z]") > 0
+    high[ascii_letters] = np.maximum(high[ascii_letters], latin)
+    low[ascii_letters] = np.minimum(low[ascii_letters], latin)
+    return rows_of((high > 0) & (low != high), rows)
 
 
 __all__ = ["FAMILIES", "SINGLE", "family_table"]
