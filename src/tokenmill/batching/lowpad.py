@@ -46,7 +46,8 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
     ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
                        config.required_batch_size_multiple, config.batch_penalty)
     if sizes.copies is not None:
-        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
+        samples, counts = copies.samples_in_order(sizes.copies, order) if ids is None else (sizes.copies[order], None)
+        order, src, tgt = copies.take(copies.deal(samples, ends, classes, counts), order, src, tgt)
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)
 
 
