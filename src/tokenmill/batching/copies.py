@@ -34,10 +34,15 @@ from tokenmill.batching.order import PACKED_MIN, packed_argsort, radix_argsort
 
 
 def has_copies(ids: np.ndarray) -> bool:
-    """Whether some id occurs more than once."""
+    """Whether some id occurs more than once: a byte per possible id when the ids are dense (a draw's
+    dataset ids), else a sort."""
     ids = np.asarray(ids)
     if len(ids) < 2:
         return False
+    if ids.dtype.kind in "iu" and int(ids.min()) >= 0 and int(ids.max()) < 4 * len(ids) + (1 << 20):
+        seen = np.zeros(int(ids.max()) + 1, dtype=bool)
+        seen[ids] = True
+        return int(np.count_nonzero(seen)) < len(ids)
     ordered = np.sort(ids)
     return bool(np.any(ordered[1:] == ordered[:-1]))
 
