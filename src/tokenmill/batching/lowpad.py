@@ -47,7 +47,9 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
                        config.required_batch_size_multiple, config.batch_penalty)
     if sizes.copies is not None:
         samples, counts = copies.samples_in_order(sizes.copies, order) if ids is None else (sizes.copies[order], None)
-        order, src, tgt = copies.take(copies.deal(samples, ends, classes, counts), order, src, tgt)
+        order, src, tgt, samples = copies.take(copies.deal(samples, ends, classes, counts), order, src, tgt, samples)
+        return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt,
+                   copies_in_order=np.asarray(samples, dtype=np.int64))
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)
 
 
