@@ -34,10 +34,15 @@ from tokenmill.batching.order import PACKED_MIN, packed_argsort, radix_argsort
 
 
 def has_copies(ids: np.ndarray) -> bool:
-    """Whether some id occurs more than once."""
+    """Whether some id occurs more than once: a byte per possible id when the ids are dense (a draw's
+    dataset ids), else a sort."""
     ids = np.asarray(ids)
     if len(ids) < 2:
         return False
+    if ids.dtype.kind in "iu" and int(ids.min()) >= 0 and int(ids.max()) < 4 * len(ids) + (1 << 20):
+        seen = np.zeros(int(ids.max()) + 1, dtype=bool)
+        seen[ids] = True
+        return int(np.count_nonzero(seen)) < len(ids)
     ordered = np.sort(ids)
     return bool(np.any(ordered[1:] == ordered[:-1]))
 
@@ -65,18 +70,90 @@ def _batch_of(ends: np.ndarray, n: int) -> np.ndarray:
     return np.repeat(np.arange(len(ends), dtype=np.int64), np.diff(np.concatenate([[0], ends])).astype(np.int64))[:n]
 
 
-def deal(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray) -> np.ndarray:
+def deal(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """The permutation of positions that deals each class's items over its batches (step 2).
 
     ``samples[i]`` is the sample id (>= 0) of the item at position ``i`` of the cut's order (copies
-    share it), ``ends`` the batch ends, ``classes[i]`` its length class (>= 0). Returns ``perm`` with
-    ``new_order = order[perm]``: each class keeps its slots, its items are re-laid into them. Every
-    sort is a 16-bit radix sort (O(n)).
+    share it), ``ends`` the batch ends, ``classes[i]`` its length class (>= 0); ``counts[i]`` (optional)
+    the number of copies of that sample among the items. Returns ``perm`` with ``new_order =
+    order[perm]``: each class keeps its slots, its items are re-laid into them. A cut grouped by class
+    (classes non-decreasing, the token-budget cuts) takes :func:`_deal_grouped`: two sorts of packed
+    words, every other step on the (class, batch) segments; else :func:`deal_by_batch`.
     """
     n = len(samples)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    return deal_by_batch(samples, _batch_of(np.asarray(ends, dtype=np.int64), n), classes, ordered=True)
+    classes = np.asarray(classes)
+    ends = np.asarray(ends, dtype=np.int64)
+    grouped = bool(np.all(classes[1:] >= classes[:-1]))
+    if grouped and (perm := _deal_grouped(samples, ends, classes, counts)) is not None:
+        return perm
+    return deal_by_batch(samples, _batch_of(ends, n), classes, ordered=True)
+
+
+def _deal_grouped(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray, counts: np.ndarray | None
+                  ) -> np.ndarray | None:
+    """:func:`deal` of positions grouped by class (then batch): the same permutation as
+    :func:`deal_by_batch`, the sort keys packed straight into one 64-bit word per item (None when they
+    do not fit). The slots: by (class, round, position), a round being the place inside its segment;
+    the items: by (class, fits its batches, most copies first, sample, position)."""
+    n = len(samples)
+    segment_starts = np.union1d(ends[:-1][ends[:-1] < n], np.flatnonzero(classes[1:] != classes[:-1]) + 1)
+    segment_starts = np.concatenate([[0], segment_starts[segment_starts > 0]]).astype(np.int64)
+    lengths = np.diff(np.append(segment_starts, n))
+    segment_class = np.asarray(classes[segment_starts], dtype=np.int64)
+    dense = np.cumsum(np.concatenate([[0], segment_class[1:] != segment_class[:-1]]))  # 0..k-1 per segment
+    room = np.bincount(dense)  # batches holding each class
+    position_bits = max((n - 1).bit_length(), 1)
+    round_bits = max(int(lengths.max() - 1).bit_length(), 1)
+    class_bits = max(int(dense[-1]).bit_length(), 1)
+    if class_bits + round_bits + position_bits > 63 or 2 * position_bits > 62:
+        return None
+    # slots: class << (round + position bits) | (position - segment start) << position bits | position
+    words = np.repeat((dense << (round_bits + position_bits)) - (segment_starts << position_bits), lengths)
+    words += np.arange(0, n * ((1 << position_bits) + 1), (1 << position_bits) + 1, dtype=np.int64)
+    words.sort()
+    words &= (1 << position_bits) - 1
+    slots = words
+    item_class = np.repeat(dense, lengths)
+    if counts is None:
+        counts = np.bincount(samples)[samples]
+    items = _items_order(samples, counts, item_class, room, position_bits)
+    if items is None:
+        return None
+    perm = np.empty(n, dtype=np.int64)
+    perm[slots] = items
+    return perm
+
+
+def _items_order(samples: np.ndarray, counts: np.ndarray, item_class: np.ndarray, room: np.ndarray,
+                 position_bits: int) -> np.ndarray | None:
+    """Positions by (class, copies > the class's batches, most copies first, sample, position) (step 2's
+    order of the items), one sort of packed words; None when the keys do not fit 63 bits."""
+    n = len(samples)
+    most = int(counts.max())
+    pair = item_class * (most + 1) + counts  # (class, copies): the rest of the key is a function of it
+    present = np.zeros(len(room) * (most + 1), dtype=bool)
+    present[pair] = True
+    copies = np.arange(most + 1)
+    fits = copies[None, :] <= room[:, None]
+    # per class: copies that fit its batches, most first, then those that must share, most first
+    key = np.where(fits, most - copies[None, :], 2 * most + 1 - copies[None, :])
+    key += (np.arange(len(room)) * (2 * most + 2))[:, None]
+    ranked = np.zeros(present.size, dtype=np.int64)
+    where = np.flatnonzero(present)
+    ranked[where[np.argsort(key.ravel()[where], kind="stable")]] = np.arange(len(where), dtype=np.int64)
+    key_bits = max((len(where) - 1).bit_length(), 1)
+    sample_bits = max(int(samples.max()).bit_length(), 1)
+    if key_bits + sample_bits + position_bits > 63 or int(samples.min()) < 0:
+        return None
+    words = ranked[pair]
+    words <<= sample_bits + position_bits
+    words |= np.left_shift(samples, position_bits, dtype=np.int64, casting="unsafe")
+    words |= np.arange(n, dtype=np.int64)
+    words.sort()
+    words &= (1 << position_bits) - 1
+    return words
 
 
 def deal_by_batch(samples: np.ndarray, batch: np.ndarray, classes: np.ndarray, *, ordered: bool = False) -> np.ndarray:
@@ -128,6 +205,23 @@ def _lsd(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     return perm
 
 
+def samples_in_order(samples: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``samples[order]`` and the copies of each one's sample among ``samples`` (None when the ids do not
+    fit 32 bits). Counted in ``samples``' own order (a draw's ids come in runs: the counts are cheap
+    there) and gathered together with the ids as one word per item: one gather in random order, not three.
+    Every copy of a sample must be in ``order`` or none (copies have one length: a cut keeps or drops all)."""
+    samples = np.asarray(samples)
+    if not len(samples) or int(samples.min()) < 0 or int(samples.max()) >= 2**32:
+        return samples[order], None
+    words = np.bincount(samples)[samples].astype(np.uint64)
+    words <<= np.uint64(32)
+    words |= samples.astype(np.uint64, copy=False)
+    words = words[order]
+    ids = (words & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    words >>= np.uint64(32)
+    return ids, words.view(np.int64)
+
+
 def repeats_per_batch(samples_in_order: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Extra copies each batch holds (items minus distinct samples), for reports and benchmarks."""
     n = len(samples_in_order)
@@ -137,4 +231,5 @@ def repeats_per_batch(samples_in_order: np.ndarray, ends: np.ndarray) -> np.ndar
     return np.diff(np.concatenate([[0], ends])).astype(np.int64) - distinct
 
 
-__all__ = ["by_class", "deal", "deal_by_batch", "has_copies", "length_classes", "repeats_per_batch", "take"]
+__all__ = ["by_class", "deal", "deal_by_batch", "has_copies", "length_classes", "repeats_per_batch", "samples_in_order",
+           "take"]

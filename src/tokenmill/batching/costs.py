@@ -52,6 +52,9 @@ class Cut:
     """``sizes.src[order]`` when the mode computed it anyway (saves a pass)."""
     tgt_in_order: np.ndarray | None = None
     """``sizes.tgt[order]`` likewise."""
+    copies_in_order: np.ndarray | None = None
+    """``sizes.copies[order]`` (int64) when the mode computed it anyway: with a draw's ids as the copies,
+    the order in dataset ids without another gather in random order."""
 
 
 def round_up(lengths: np.ndarray, multiple: int) -> np.ndarray:

@@ -53,12 +53,29 @@ def remember(memo: dict[int, Any], epoch: int, plan: Any, keep: int = 2) -> Any:
 
 def left_of_ranges(order: np.ndarray, starts: np.ndarray, stops: np.ndarray, *, inside: bool = False) -> np.ndarray:
     """``order`` without the positions inside the ranges ``[starts[i], stops[i])`` (vectorized);
-    ``inside``: only those positions instead."""
+    ``inside``: only those positions instead. Disjoint ranges (a plan's batches) are gathered range by
+    range (work in the positions taken, not in the whole order); others are marked and counted."""
+    starts = np.asarray(starts, dtype=np.int64)
+    stops = np.asarray(stops, dtype=np.int64)
+    by_start = np.argsort(starts, kind="stable")
+    low, high = starts[by_start], stops[by_start]
+    if bool(np.all(high >= low)) and bool(np.all(low[1:] >= high[:-1])):
+        if not inside:  # the gaps between the ranges
+            low, high = np.concatenate([[0], high]), np.append(low, len(order))
+        return np.asarray(order)[range_positions(low, high)]
     marks = np.zeros(len(order) + 1, dtype=np.int64)  # +1 at a served range's start, -1 at its stop
     np.add.at(marks, starts, 1)
     np.add.at(marks, stops, -1)
     covered = np.cumsum(marks[:-1]) != 0
     return np.asarray(order)[covered if inside else ~covered]
+
+
+def range_positions(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The positions of the ranges ``[starts[i], stops[i])`` in turn (int64; empty ranges give none)."""
+    lengths = np.maximum(stops - starts, 0)
+    total = int(lengths.sum())
+    before = np.cumsum(lengths) - lengths  # positions of the earlier ranges
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - before, lengths)
 
 
 def merge_dropped(*counts: dict[str, Any]) -> dict[str, int]:

@@ -16,6 +16,8 @@ is shuffled every epoch as well.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from tokenmill.batching import copies
@@ -34,14 +36,23 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
     """Batches of ``sizes`` with ties ordered by ``rng`` (one block of a block-wise plan has its own)."""
     dropped: dict[str, int] = {}
     ids = None if sizes.keep is None else sizes.kept_ids()
-    order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng)
+    # copies of one sample: grouped by length class first (batching.copies), by renumbering the length cells
+    group_by = None if sizes.copies is None else partial(cell_classes, pad_to_multiple=config.pad_to_multiple)
+    order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng, group_by)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
-    if sizes.copies is not None:  # copies of one sample: group by row cost first (batching.copies)
+    if sizes.copies is not None:
         classes = copies.length_classes(costs, src, tgt)
-        costs, order, src, tgt, classes = copies.take(copies.by_class(classes), costs, order, src, tgt, classes)
     ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
                        config.required_batch_size_multiple, config.batch_penalty)
     if sizes.copies is not None:
-        order, src, tgt = copies.take(copies.deal(sizes.copies[order], ends, classes), order, src, tgt)
+        samples, counts = copies.samples_in_order(sizes.copies, order) if ids is None else (sizes.copies[order], None)
+        order, src, tgt, samples = copies.take(copies.deal(samples, ends, classes, counts), order, src, tgt, samples)
+        return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt,
+                   copies_in_order=np.asarray(samples, dtype=np.int64))
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)
+
+
+def cell_classes(src: np.ndarray, tgt: np.ndarray | None, pad_to_multiple: int) -> np.ndarray:
+    """The length class (:func:`~tokenmill.batching.copies.length_classes`) of each length cell."""
+    return copies.length_classes(row_costs(src, tgt, pad_to_multiple), src, tgt)

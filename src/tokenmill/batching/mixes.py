@@ -47,7 +47,9 @@ def multiset_keep(items: np.ndarray, served: np.ndarray) -> np.ndarray:
     top = int(max(items.max(), served.max())) + 1
     remove = np.bincount(served, minlength=top)[items]
     keep = remove == 0
-    partly = np.flatnonzero(~keep & (np.bincount(items, minlength=top)[items] > remove))
+    touched = np.flatnonzero(~keep)  # every copy of an id served is here: its copies are counted among these
+    ids = items[touched]
+    partly = touched[np.bincount(ids, minlength=top)[ids] > remove[touched]]
     if len(partly):  # ids with more copies than were served: keep the copies after the first ``remove``
         ids = items[partly]
         grouped = argsort_ids(ids)

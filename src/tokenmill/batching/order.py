@@ -9,7 +9,7 @@ integer keys whose bits and the position's fit in 64 is one plain sort of packed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -119,13 +119,19 @@ def hilbert_index(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
 _GRID_LIMIT = 1 << 24  # (source x target) length grids up to this many cells get a lookup table
 
 
-def curve_keys(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+CellGroups = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
+"""(source lengths, target lengths or None) of length cells -> a non-negative group number per cell."""
+
+
+def curve_keys(src: np.ndarray, tgt: np.ndarray, group_by: CellGroups | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense ranks of each sample's (source, target) length cell along the Hilbert curve.
 
     Returns (key per sample, source length of each key, target length of each key). Cells that
     are neighbours on the curve are neighbours in the length plane, so a run of consecutive keys
     covers a compact square of lengths (not a long strip, as a sort by source then target does).
-    The curve is evaluated once per occupied cell, not once per sample.
+    The curve is evaluated once per occupied cell, not once per sample. ``group_by``: the cells are
+    ranked by their group first, along the curve inside a group (:func:`curve_order`).
     """
     width = int(tgt.max()) + 1 if len(tgt) else 1
     height = int(src.max()) + 1 if len(src) else 1
@@ -133,14 +139,29 @@ def curve_keys(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray
     if width * height > _GRID_LIMIT:
         ranks = hilbert_index(src, tgt, bits)
         _, first, keys = np.unique(ranks, return_index=True, return_inverse=True)
-        return keys.astype(np.int64), src[first], tgt[first]
+        return _grouped(keys.astype(np.int64), src[first], tgt[first], group_by)
     cell = src.astype(np.int64) * width + tgt
     occupied = np.flatnonzero(np.bincount(cell, minlength=width * height))
     occupied = occupied[np.argsort(hilbert_index(occupied // width, occupied % width, bits), kind="stable")]
+    lengths_dtype = np.result_type(src.dtype, tgt.dtype)
+    cell_src, cell_tgt = (occupied // width).astype(lengths_dtype), (occupied % width).astype(lengths_dtype)
+    if group_by is not None:  # rank the cells by (group, curve) in the table itself: no pass over the samples
+        by_group = stable_argsort(np.asarray(group_by(cell_src, cell_tgt)))
+        occupied, cell_src, cell_tgt = occupied[by_group], cell_src[by_group], cell_tgt[by_group]
     table = np.zeros(width * height, dtype=np.int32)
     table[occupied] = np.arange(len(occupied), dtype=np.int32)
-    lengths_dtype = np.result_type(src.dtype, tgt.dtype)
-    return table[cell], (occupied // width).astype(lengths_dtype), (occupied % width).astype(lengths_dtype)
+    return table[cell], cell_src, cell_tgt
+
+
+def _grouped(keys: np.ndarray, cell_src: np.ndarray, cell_tgt: np.ndarray | None, group_by: CellGroups | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``keys`` (cell numbers) and the cells' lengths renumbered so the cells run by (group, number)."""
+    if group_by is None:
+        return keys, cell_src, cell_tgt
+    by_group = stable_argsort(np.asarray(group_by(cell_src, cell_tgt)))
+    rank = np.empty(len(by_group), dtype=np.int64)
+    rank[by_group] = np.arange(len(by_group), dtype=np.int64)
+    return rank[keys], cell_src[by_group], None if cell_tgt is None else cell_tgt[by_group]
 
 
 def argsort_ids(ids: np.ndarray) -> np.ndarray:
@@ -173,22 +194,24 @@ def random_ties(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def curve_order(
-    ids: np.ndarray | None, src_sizes: np.ndarray, tgt_sizes: np.ndarray | None, rng: np.random.Generator
+    ids: np.ndarray | None, src_sizes: np.ndarray, tgt_sizes: np.ndarray | None, rng: np.random.Generator,
+    group_by: CellGroups | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``ids`` (None: every sample) sorted along the Hilbert curve of (source, target) length.
 
     Ties — samples with the same lengths, thousands of them in a real corpus — come out in a fresh
     random order for every generator. With one side only, this is a plain length sort. Returns
     (order, source lengths in that order, target lengths in that order); the lengths come from the
-    run length of each cell, not from gathering 2 x N values in random order.
+    run length of each cell, not from gathering 2 x N values in random order. ``group_by`` (a group
+    number per length cell): the order is by group first, then as before — exactly a stable sort of
+    the plain order by each sample's group, done by renumbering the cells instead of sorting samples.
     """
     src = src_sizes if ids is None else src_sizes[ids]
     if tgt_sizes is not None:
-        keys, cell_src, cell_tgt = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids])
+        keys, cell_src, cell_tgt = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids], group_by)
     else:
-        keys = src
-        cell_src = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
-        cell_tgt = None
+        lengths = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
+        keys, cell_src, cell_tgt = _grouped(src, lengths, None, group_by)
     positions = _by_key_then_ties(keys, rng)
     counts = np.bincount(keys, minlength=len(cell_src))
     src_in_order = np.repeat(cell_src, counts)

@@ -169,8 +169,13 @@ def compute_sampled_batches(
     the order then goes to ``scratch`` as it is built)."""
     if is_blocked(sample, config):
         return compute_blocked(sample, config, epoch, world_size, scratch, compute_batches)
-    arrays, meta = compute_batches(sample.sizes, config, epoch, world_size)
-    if sample.ids is not None:
+    began = time.perf_counter()
+    cut = cut_mode(config.mode).cut(sample.sizes, config, epoch)
+    arrays, meta = compute_batches(sample.sizes, config, epoch, world_size, cut=cut)
+    meta["seconds"] = time.perf_counter() - began  # the cut included
+    if sample.ids is not None and cut.copies_in_order is not None and sample.sizes.copies is sample.ids:
+        arrays["order"] = cut.copies_in_order  # the ids in order already (the copies are the draw's ids)
+    elif sample.ids is not None:
         arrays["order"] = np.asarray(sample.ids, dtype=np.int64)[arrays["order"]]
     dropped = dict(sample.dropped)
     for reason, count in meta["dropped"].items():
