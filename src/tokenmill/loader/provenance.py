@@ -24,8 +24,19 @@ from tokenmill.store.provenance import InputTable, Provenance
 from tokenmill.text import ReadOptions, open_source
 
 
+class PackedPosition:
+    """What a traced record with an optional ``position`` (a pair's place in a packed row) writes: its
+    fields, ``position`` only when it has one, so output for unpacked rows is as it was."""
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dict(self.__dict__)
+        if values.get("position") is None:
+            values.pop("position", None)
+        return values
+
+
 @dataclass(frozen=True)
-class Served:
+class Served(PackedPosition):
     """Where a sample is served: (epoch, step, rank, row in that batch, and for a packed row the position
     in the row)."""
 
@@ -36,13 +47,6 @@ class Served:
     sample: int
     position: int | None = None
     """Packed rows: the pair's place in its row (0 first); None for a row of one sample."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields (``position`` only for packed rows)."""
-        values = dict(self.__dict__)
-        if self.position is None:
-            del values["position"]
-        return values
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,14 @@ from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.make import make_batches
-from tokenmill.loader.provenance import Served, SourceMaps, read_items
+from tokenmill.loader.provenance import PackedPosition, Served, SourceMaps, read_items
 from tokenmill.loader.trace_gpt import TracedSample, gpt_served, gpt_step
 from tokenmill.loader.trace_packed import batch_slots, packed_iterator, plan_units
 from tokenmill.store.layout import describe
 
 
 @dataclass(frozen=True)
-class TracedRow:
+class TracedRow(PackedPosition):
     """One row of a traced batch (with ``position``: one pair of a packed row): its sample, the store item it
     reads, and the input line it came from."""
 
@@ -50,13 +50,6 @@ class TracedRow:
     target: str | None = None
     position: int | None = None
     """Packed rows: the pair's place in its row (0 first); None for a row of one pair."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields (``position`` only for packed rows)."""
-        values = dict(self.__dict__)
-        if self.position is None:
-            del values["position"]
-        return values
 
 
 @dataclass(frozen=True)

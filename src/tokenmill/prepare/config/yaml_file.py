@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from tokenmill.errors import ConfigError
+from tokenmill.errors import ConfigError, opening
 
 MAX_YAML_DEPTH = 64
 """Deepest nest of ``[``/``{`` a config may have (settings nest two or three deep)."""
@@ -28,18 +28,12 @@ def _flow_depth(text: str) -> int:
 def load_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML config (``yaml.safe_load`` only); relative data paths stay relative to the CWD."""
     fix = "give a YAML file of settings (see examples/config.yaml)"
+    with opening(path, "a config file", fix), open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    if _flow_depth(text) > MAX_YAML_DEPTH:  # YAML's parsers take quadratic time (then recurse) on deep nests
+        raise ConfigError(f"{path}: brackets nested deeper than {MAX_YAML_DEPTH}; {fix}")
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        if _flow_depth(text) > MAX_YAML_DEPTH:  # YAML's parsers take quadratic time (then recurse) on deep nests
-            raise ConfigError(f"{path}: brackets nested deeper than {MAX_YAML_DEPTH}; {fix}")
         data = yaml.safe_load(text)
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory, not a config file; {fix}") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the config file ({error.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; {fix}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         place = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)

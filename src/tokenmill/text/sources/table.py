@@ -130,14 +130,19 @@ class TableSource(Source):
             try:
                 return action(self._table(i))
             except (OSError, pa.ArrowException) as error:
-                self.close()
-                if attempt == READ_TRIES:
-                    raise TokenmillError(
-                        f"{self.files[i]}: {what}: cannot read it as {self.format_name} after {READ_TRIES} tries "
-                        f"({error}). Check the connection and that the file is whole, then run prepare again"
-                    ) from None
-                time.sleep(RETRY_WAIT_S * attempt)
+                self._failed_read(i, what, attempt, error)
         raise AssertionError("unreachable")
+
+    def _failed_read(self, i: int, what: str, attempt: int, error: Exception) -> None:
+        """After read ``attempt`` of file ``i`` failed: the file closed (the next attempt opens it afresh) and a
+        wait before it, or, after the last attempt, one error naming the file and ``what`` was read."""
+        self.close()
+        if attempt == READ_TRIES:
+            raise TokenmillError(
+                f"{self.files[i]}: {what}: cannot read it as {self.format_name} after {READ_TRIES} tries "
+                f"({error}). Check the connection and that the file is whole, then run prepare again"
+            ) from None
+        time.sleep(RETRY_WAIT_S * attempt)
 
     def _group_pieces(self, i: int, group: int, first: int, last: int) -> Iterator[tuple[int, Any, list]]:
         """Rows ``[first, last)`` of row group ``group`` of file ``i`` as (first row, record batch, where) pieces
@@ -164,14 +169,7 @@ class TableSource(Source):
                         return
                 return
             except (OSError, pa.ArrowException) as error:
-                self.close()
-                if attempt == READ_TRIES:
-                    raise TokenmillError(
-                        f"{self.files[i]}: row group {group}: cannot read it as {self.format_name} after "
-                        f"{READ_TRIES} tries ({error}). Check the connection and that the file is whole, then run "
-                        "prepare again"
-                    ) from None
-                time.sleep(RETRY_WAIT_S * attempt)
+                self._failed_read(i, f"row group {group}", attempt, error)
 
     def _file_blocks(self, i: int, start: int, stop: int, stats: StepStats) -> Iterator[Block]:
         assert self._groups is not None
