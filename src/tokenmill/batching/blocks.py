@@ -70,6 +70,8 @@ def _positions(pieces: np.ndarray, piece: int, count: int) -> np.ndarray:
     )
 
 
+# Over 60 lines: one block's cut (a closure over the epoch's arrays, run on the plan threads) and the in-order
+# gathering of the blocks' parts belong together; apart, the closure's captured names would travel as arguments.
 def compute_blocked(
     sample: EpochSample, config: BatchConfig, epoch: int, world_size: int, scratch: Path | None, compute: Compute
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
