@@ -8,99 +8,23 @@ Where megatron-core comes from, first match wins:
 
 A megatron-core import costs seconds, so a test module batches all its jobs into one call, and the peer
 interpreter is started once per test process: it imports the oracle and megatron-core once and runs each
-module's batch when asked (:class:`_OracleServer`), as the in-process runner does.
+module's batch when asked (:func:`tests.peers.peer_server`), as the in-process runner does.
 """
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import json
-import os
-import subprocess
 import sys
-import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.peers import peer_python
+from tests.peers import peer_python, peer_server
 
 ORACLE = Path(__file__).with_name("megatron_oracle.py")
-_DONE = "tokenmill-megatron-oracle:"
-_SERVE = f"""
-import importlib.util, sys, traceback
-spec = importlib.util.spec_from_file_location("tokenmill_megatron_oracle", sys.argv[1])
-oracle = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(oracle)
-for line in sys.stdin:
-    try:
-        oracle.run(line.strip())
-        print("{_DONE}ok", flush=True)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("{_DONE}failed", flush=True)
-"""
-
-
-class _OracleServer:
-    """The peer interpreter with the oracle imported: one request (a workdir) per line on its stdin, one line
-    starting with ``_DONE`` back on its stdout; its stderr goes to a temporary file (named in a failure)."""
-
-    def __init__(self, python: str) -> None:
-        self.log = tempfile.TemporaryFile()
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
-        self.proc = subprocess.Popen([python, "-c", _SERVE, str(ORACLE)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
-        atexit.register(self.close)
-
-    def run(self, workdir: Path, timeout: float) -> None:
-        """Run the batch of ``workdir`` (its result.json written by the oracle); raises naming the peer's error."""
-        self.proc.stdin.write(f"{workdir}\n")
-        self.proc.stdin.flush()
-        reply: list[str] = []
-        reader = threading.Thread(target=self._read_reply, args=(reply,), daemon=True)
-        reader.start()
-        reader.join(timeout)
-        if not reply or reply[-1] != "ok":
-            self.close()
-            why = ("it raised" if reply else f"no answer in {timeout:.0f} s" if reader.is_alive()
-                   else f"exit {self.proc.returncode}")
-            self.log.seek(0)
-            tail = self.log.read().decode(errors="replace")[-4000:]
-            raise AssertionError(f"megatron oracle failed ({why}):\n{tail}")
-
-    def _read_reply(self, reply: list[str]) -> None:
-        for line in self.proc.stdout:
-            if line.startswith(_DONE):
-                reply.append(line[len(_DONE):].strip())
-                return
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-_SERVERS: dict[str, _OracleServer] = {}
-
-
-def _server(python: str) -> _OracleServer:
-    """This process's oracle server in ``python`` (a new one if the last one failed)."""
-    server = _SERVERS.get(python)
-    if server is None or server.proc.poll() is not None:
-        server = _SERVERS[python] = _OracleServer(python)
-    return server
-
-
 def _importable_here() -> bool:
     try:
         return importlib.util.find_spec("megatron.core") is not None
@@ -157,7 +81,7 @@ class MegatronJobs:
             finally:
                 sys.path.remove(str(ORACLE.parent))
             return self.results
-        _server(runner).run(self.workdir, timeout=900)
+        peer_server(runner, ORACLE, "run").run(self.workdir, timeout=900)
         self.results = json.loads((self.workdir / "result.json").read_text())
         return self.results
 
