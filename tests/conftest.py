@@ -1,5 +1,11 @@
 """Shared fixtures: every test keeps its caches in a temporary folder, never in the user's ``~/.cache``;
-one data_bin of many directions serves the tests of every layer that reads it."""
+one data_bin of many directions serves the tests of every layer that reads it.
+
+Under pytest-xdist's ``--dist loadgroup`` (``scripts/test.sh`` runs ``-n auto --dist loadgroup``) every test
+module is one unit of work, so its module fixtures are built once; tests marked ``xdist_group`` keep their
+group (``ray``: the tests that start a Ray run one at a time). Units holding a ``slow`` test go first, so
+no long unit is left alone at the end while the other worker idles.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,35 @@ import pytest
 from tests.data.multi_corpus import make_data_bin
 from tests.doc_blocks import quickstart_checkout as quickstart_checkout_at
 from tokenmill.data.multi_pairs import MultiPairDataset
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "xdist_group(name): tests pytest-xdist runs on one worker, one at a time")
+    if _by_groups(config):
+        config.option.loadscopereorder = False  # the order is set by pytest_collection_modifyitems below
+
+
+def _by_groups(config: pytest.Config) -> bool:
+    """Whether pytest-xdist distributes by ``xdist_group`` (``-n N --dist loadgroup``): asked in the controller
+    and in each worker (a worker's ``dist`` is "no", its ``loadgroup`` true)."""
+    return getattr(config.option, "dist", "no") == "loadgroup" or getattr(config.option, "loadgroup", False)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``: a test without a group joins its module's; units with a slow test first,
+    then the larger units (each worker collects, and so orders, the same way)."""
+    if not _by_groups(config):
+        return
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        mark = item.get_closest_marker("xdist_group")
+        if mark is None:
+            mark = pytest.mark.xdist_group(item.nodeid.split("::")[0])
+            item.add_marker(mark)
+        units.setdefault(mark.args[0] if mark.args else mark.kwargs["name"], []).append(item)
+    order = sorted(units.values(), key=lambda unit: (not any(i.get_closest_marker("slow") for i in unit), -len(unit)))
+    items[:] = [item for unit in order for item in unit]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -2,15 +2,19 @@
 
 Peers live in their own venvs because their pins clash with ours. ``scripts/setup_peers.sh`` makes
 them under ``.peers/<name>``; ``TOKENMILL_<NAME>_PYTHON`` points at another interpreter. Tests that
-need a missing peer skip with the reason, so a plain ``pytest`` works anywhere.
+need a missing peer skip with the reason, so a plain ``pytest`` works anywhere. An oracle script that
+exchanges files through a work folder runs in one :func:`peer_server` per test process.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -71,3 +75,77 @@ def run_peer(name: str, code: str, payload: object = None, timeout: float = 600)
         if line.startswith("RESULT:"):
             return json.loads(line[len("RESULT:") :])
     raise AssertionError(f"peer {name} printed no RESULT line:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+
+
+_DONE = "tokenmill-peer-server:"
+_SERVE = f"""
+import importlib.util, sys, traceback
+spec = importlib.util.spec_from_file_location("tokenmill_peer_oracle", sys.argv[1])
+oracle = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(oracle)
+serve = getattr(oracle, sys.argv[2])
+for line in sys.stdin:
+    try:
+        serve(line.rstrip("\\n"))
+        print("{_DONE}ok", flush=True)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        print("{_DONE}failed", flush=True)
+"""
+
+
+class PeerServer:
+    """A peer interpreter that imported an oracle script once and calls its ``function(workdir)`` for each
+    request: one workdir per line on its stdin, one line starting with ``_DONE`` back on its stdout. Its
+    stderr goes to a temporary file, whose tail a failure shows."""
+
+    def __init__(self, python: str, script: Path, function: str) -> None:
+        self.log = tempfile.TemporaryFile()
+        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        self.proc = subprocess.Popen([python, "-c", _SERVE, str(script), function], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
+        atexit.register(self.close)
+
+    def run(self, workdir: Path, timeout: float) -> None:
+        """``function(workdir)`` in the peer; raises with the peer's traceback if it raised, died or hung."""
+        self.proc.stdin.write(f"{workdir}\n")
+        self.proc.stdin.flush()
+        reply: list[str] = []
+        reader = threading.Thread(target=self._read_reply, args=(reply,), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not reply or reply[-1] != "ok":
+            self.close()
+            why = ("it raised" if reply else f"no answer in {timeout:.0f} s" if reader.is_alive()
+                   else f"exit {self.proc.returncode}")
+            self.log.seek(0)
+            raise AssertionError(f"peer oracle failed ({why}):\n{self.log.read().decode(errors='replace')[-4000:]}")
+
+    def _read_reply(self, reply: list[str]) -> None:
+        for line in self.proc.stdout:
+            if line.startswith(_DONE):
+                reply.append(line[len(_DONE):].strip())
+                return
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+_SERVERS: dict[tuple[str, str, str], PeerServer] = {}
+
+
+def peer_server(python: str, script: Path, function: str) -> PeerServer:
+    """This test process's server of ``script``'s ``function`` in ``python``, started at the first call (and
+    again after a failure): an oracle whose import costs seconds is imported once, not once per module."""
+    key = (python, str(script), function)
+    server = _SERVERS.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = _SERVERS[key] = PeerServer(python, script, function)
+    return server

@@ -2,20 +2,19 @@
 
 The interpreter: ``$TOKENMILL_FAIRSEQ_PYTHON``, else the repository's ``.peers/fairseq`` venv (see
 tests/peers.py); tests skip with the reason when none
-exists. A fairseq import costs seconds, so a test module sends all its jobs in one call.
+exists. A fairseq import costs seconds, so a test module sends all its jobs in one call, to one fairseq
+interpreter per test process (:func:`tests.peers.peer_server`).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.peers import peer_python
+from tests.peers import peer_python, peer_server
 
 ORACLE = Path(__file__).with_name("fairseq_oracle.py")
 
@@ -37,12 +36,7 @@ def run_jobs(workdir: Path, jobs: list[dict], python: str | None = None) -> dict
     python = python or require_fairseq()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "request.json").write_text(json.dumps(jobs))
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [python, str(ORACLE), str(workdir)], capture_output=True, text=True, timeout=900, env=env, cwd=workdir
-    )
-    if proc.returncode != 0:
-        raise AssertionError(f"fairseq oracle failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    peer_server(python, ORACLE, "main").run(workdir, timeout=900)  # fairseq imported once per test process
     return json.loads((workdir / "result.json").read_text())
 
 

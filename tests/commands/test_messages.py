@@ -198,7 +198,7 @@ def _limited_file_size() -> None:
 
 
 def test_a_failed_write_names_the_stage_the_folder_and_the_fix(tmp_path):
-    words = [f"w{i}x" for i in range(2000)]
+    words = np.array([f"w{i}x" for i in range(2000)])  # an array: choice() would convert a list at every call
     rng = np.random.default_rng(0)
     for lang in ("en", "de"):
         lines = (" ".join(rng.choice(words, size=12)) for _ in range(20_000))

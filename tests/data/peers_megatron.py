@@ -6,15 +6,15 @@ Where megatron-core comes from, first match wins:
    ``.peers/megatron`` venv that ``scripts/setup_peers.sh`` makes and CI uses): jobs run in a subprocess of it;
 3. otherwise the calling test is skipped with the reason.
 
-A megatron-core import costs seconds, so a test module batches all its jobs into one call.
+A megatron-core import costs seconds, so a test module batches all its jobs into one call, and the peer
+interpreter is started once per test process: it imports the oracle and megatron-core once and runs each
+module's batch when asked (:func:`tests.peers.peer_server`), as the in-process runner does.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.peers import peer_python
+from tests.peers import peer_python, peer_server
 
 ORACLE = Path(__file__).with_name("megatron_oracle.py")
-
-
 def _importable_here() -> bool:
     try:
         return importlib.util.find_spec("megatron.core") is not None
@@ -83,12 +81,7 @@ class MegatronJobs:
             finally:
                 sys.path.remove(str(ORACLE.parent))
             return self.results
-        env = dict(os.environ, PYTHONWARNINGS="ignore")
-        proc = subprocess.run(
-            [runner, str(ORACLE), str(self.workdir)], capture_output=True, text=True, timeout=900, env=env
-        )
-        if proc.returncode != 0:
-            raise AssertionError(f"megatron oracle failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        peer_server(runner, ORACLE, "run").run(self.workdir, timeout=900)
         self.results = json.loads((self.workdir / "result.json").read_text())
         return self.results
 

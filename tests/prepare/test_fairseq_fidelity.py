@@ -52,15 +52,16 @@ CONFIGS = {
     ),
 }
 
+# fairseq-preprocess of every configuration in one interpreter (fairseq imported once): what its command
+# line does, fairseq_cli.preprocess.cli_main, is parse_args on these flags, then main
 FAIRSEQ_PREPROCESS = """
-import subprocess
-p = PAYLOAD
-done = subprocess.run([sys.executable, "-m", "fairseq_cli.preprocess", "--source-lang", "en", "--target-lang", "zh",
-                       "--trainpref", p["pieces"] + "/train", "--validpref", p["pieces"] + "/valid",
-                       "--testpref", p["pieces"] + "/test", "--destdir", p["theirs"], "--workers", "1",
-                       "--dataset-impl", "mmap", *p["flags"]], capture_output=True, text=True)
-if done.returncode:
-    raise SystemExit("fairseq-preprocess failed:\\n" + done.stderr[-4000:])
+from fairseq import options
+from fairseq_cli.preprocess import main
+for p in PAYLOAD:
+    main(options.get_preprocessing_parser().parse_args([
+        "--source-lang", "en", "--target-lang", "zh", "--trainpref", p["pieces"] + "/train",
+        "--validpref", p["pieces"] + "/valid", "--testpref", p["pieces"] + "/test", "--destdir", p["theirs"],
+        "--workers", "1", "--dataset-impl", "mmap", *p["flags"]]))
 print("RESULT:" + json.dumps(True))
 """
 
@@ -131,32 +132,41 @@ def store_diff(ours: Path, theirs: Path) -> str | None:
     return None
 
 
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, tuple[Path, dict[str, set[str]], Path]]:
+    """Each configuration's (our destdir, the unknown pieces of its spm_encode, fairseq-preprocess's destdir),
+    made once per module; fairseq-preprocess runs every configuration in one call of the peer."""
+    made, jobs = {}, []
+    for name, (settings, flags) in CONFIGS.items():
+        root = tmp_path_factory.mktemp(f"fidelity-{name}")
+        raw = with_rare_symbols(root / "raw")
+        config = {
+            "source_lang": "en",
+            "target_lang": "zh",
+            "trainpref": str(raw / "train"),
+            "validpref": str(raw / "valid"),
+            "testpref": str(raw / "test"),
+            "destdir": str(root / "ours"),
+            "vocab_size": 400,
+            "character_coverage": 0.9995,
+            "workers": 2,
+            **settings,
+        }
+        ours = prepare(build_config(config), progress=False).destdir
+        made[name] = (ours, spm_encode(ours, root / "pieces"), root / "theirs")
+        jobs.append({"pieces": str(root / "pieces"), "theirs": str(root / "theirs"), "flags": flags})
+    run_peer("fairseq", FAIRSEQ_PREPROCESS, jobs)
+    return made
+
+
 @pytest.mark.fairseq
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_dictionaries_and_ids_equal_fairseq_preprocess_without_srcdict(name, tmp_path):
-    settings, flags = CONFIGS[name]
-    raw = with_rare_symbols(tmp_path / "raw")
-    config = {
-        "source_lang": "en",
-        "target_lang": "zh",
-        "trainpref": str(raw / "train"),
-        "validpref": str(raw / "valid"),
-        "testpref": str(raw / "test"),
-        "destdir": str(tmp_path / "ours"),
-        "vocab_size": 400,
-        "character_coverage": 0.9995,
-        "workers": 2,
-        **settings,
-    }
-    ours = prepare(build_config(config), progress=False).destdir
-    unknown = spm_encode(ours, tmp_path / "pieces")
+def test_dictionaries_and_ids_equal_fairseq_preprocess_without_srcdict(name, runs):
+    ours, unknown, theirs = runs[name]
     # the case this test is about: SentencePiece calls some training pieces unknown
     assert unknown["zh"], "no piece of the Chinese training text is unknown to SentencePiece: the test proves nothing"
     if name != "joined":  # a model of its own for English leaves out its rare symbols too
         assert unknown["en"] & {"©", "’"}, unknown["en"]
-
-    theirs = tmp_path / "theirs"
-    run_peer("fairseq", FAIRSEQ_PREPROCESS, {"pieces": str(tmp_path / "pieces"), "theirs": str(theirs), "flags": flags})
 
     problems = []
     for lang in LANGS:

@@ -12,10 +12,10 @@ import pytest
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 from tests.slurm_cluster import can_start_slurm, one_node_slurm
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not can_start_slurm(),
     reason="needs root, iproute2 and Slurm (apt-get install slurmctld slurmd slurm-client munge: scripts/test.sh)",
-)
+)]
 
 
 def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tasks_corpus, tasks_one_process, tmp_path):

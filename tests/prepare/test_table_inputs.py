@@ -19,6 +19,9 @@ import tokenmill  # noqa: E402
 from tests.prepare.tasks_corpus import write_corpus, write_jsonl  # noqa: E402
 from tests.prepare.test_tasks import SETTINGS, assert_same_output, run_cli, write_config  # noqa: E402
 
+# under xdist the module runs with the other Ray tests, one at a time (tests/conftest.py): its Ray test shares
+# the module's corpus and plain run
+pytestmark = pytest.mark.xdist_group("ray")
 KEYS = {"source_key": "translation.en", "target_key": "translation.zh"}
 
 
