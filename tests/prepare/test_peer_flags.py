@@ -42,6 +42,10 @@ def test_fairseq_only_source_is_monolingual(tmp_path):
     (("--dataset-impl", "lazy"), "error: --dataset-impl lazy: tokenmill writes the mmap format"),
     (("--tokenizer-type", "Llama2Tokenizer"), "error: --tokenizer-type Llama2Tokenizer: use --tokenizer-type "
                                               "SentencePieceTokenizer"),
+    (("--tokenizer-type", "SentencePieceTokenizer"), "error: --tokenizer-type SentencePieceTokenizer needs "
+                                                     "--tokenizer-model"),  # Megatron refuses too; never trains one
+    (("--tokenizer-type", "HuggingFaceTokenizer"), "error: --tokenizer-type HuggingFaceTokenizer needs "
+                                                   "--tokenizer-model"),
 ])
 def test_flags_without_a_meaning_here_name_the_equivalent(tmp_path, flags, message):
     data = write_jsonl(tmp_path / "docs.jsonl", lines=20)

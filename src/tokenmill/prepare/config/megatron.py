@@ -85,6 +85,7 @@ class MegatronSettings(Section):
                 raise ConfigError(f"{config.label(name)}: {path}: no such file")
         if self.tokenizer_type == "GPT2BPETokenizer" and not (self.vocab_file and self.merge_file):
             raise ConfigError("--tokenizer-type GPT2BPETokenizer needs --vocab-file (vocab.json) and --merge-file")
+        self._check_model_given(config)
         if bool(self.vocab_file) != bool(self.merge_file):
             raise ConfigError("--vocab-file and --merge-file come together (GPT-2's vocab.json and merges.txt)")
         if self.vocab_file and config.tokenizer.name != "hf":
@@ -93,6 +94,18 @@ class MegatronSettings(Section):
         self._check_dataset(config)
         self._check_sentences(config)
         return self
+
+    def _check_model_given(self, config: PrepareConfig) -> None:
+        """--tokenizer-type loads a model, as in Megatron, which refuses to run without one: never train a new
+        tokenizer in its place (that would give other ids than the model the user trains with)."""
+        tokenizer = config.tokenizer
+        if not self.tokenizer_type or self.tokenizer_type == "GPT2BPETokenizer":
+            return
+        if not (tokenizer.tokenizer_model or tokenizer.spm_model):
+            raise ConfigError(
+                f"--tokenizer-type {self.tokenizer_type} needs --tokenizer-model (the model whose ids the data "
+                "must have, as Megatron's preprocess_data requires); to train a new tokenizer on this input "
+                "instead, drop --tokenizer-type and give --tokenizer sentencepiece or hf with --vocab-size")
 
     def _check_sentences(self, config: PrepareConfig) -> None:
         """--split-sentences: Megatron's flags, a tokenizer model, one store, the splitter installed."""
