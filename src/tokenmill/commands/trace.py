@@ -16,14 +16,19 @@ from pathlib import Path
 import click
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.commands.gpt_options import gpt_options, gpt_setup, split_flags
 from tokenmill.commands.params import direction_weights
 from tokenmill.commands.plan_options import ABOVE_ZERO, NON_NEGATIVE, POSITIVE, pack_config, pack_options, plan_options
+from tokenmill.commands.trace_gpt import GPTTrace, trace_gpt_lines
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.trace import Served, TracedRow, TraceSettings, parse_source, served_at, step_rows, trace_iterator
+
+_PAIR_ONLY = ("src_lang", "tgt_lang", "shard", "directions", "temperature", "weights", "virtual_size", "pack_length")
+"""Flags of translation pairs that GPT samples refuse (by parameter name)."""
 
 
 def _settings(directory: str, flags: dict) -> TraceSettings:
@@ -93,6 +98,7 @@ def _served_line(served: Served) -> str:
 @click.option("--decoder-langtok/--no-decoder-langtok", default=True, show_default=True,
               help="Many directions: target-language tag first in the target.")
 @click.option("--langtok-template", default=None, help="Many directions: how a language code becomes a token.")
+@gpt_options
 def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, source_line: str | None, text: bool,
           as_json: bool, **flags: object) -> None:
     """Show the input file, line and text of every row of one batch, or where one input line is served.
@@ -104,6 +110,14 @@ def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, 
     """
     if (step is None) == (source_line is None):
         raise ConfigError("give --step S (with --epoch and --rank) or --source FILE:LINE, one of the two")
+    gpt = gpt_setup(split_flags(flags), {f"--{k.replace('_', '-')}": flags[k] for k in _PAIR_ONLY})
+    if gpt is not None:
+        if rank >= flags["world_size"]:  # type: ignore[operator]
+            raise ConfigError(f"--rank {rank} is outside --world-size {flags['world_size']}")
+        cache = False if flags["no_cache"] else (flags["cache_dir"] or True)
+        asked = GPTTrace(epoch, epochs, step, rank, source_line, text, as_json)
+        click.echo("\n".join(trace_gpt_lines(directory, flags["split"], *gpt, flags["world_size"], cache, asked)))  # type: ignore[arg-type]
+        return
     iterator = trace_iterator(directory, _settings(directory, flags))
     if rank >= iterator.world_size:
         raise ConfigError(f"--rank {rank} is outside --world-size {iterator.world_size}")

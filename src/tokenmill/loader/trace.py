@@ -81,9 +81,9 @@ def trace_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
 def _pairs_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
     contents = describe(directory)
     if contents.kind in ("monolingual", "megatron"):
-        raise ConfigError(f"{contents.what()}: tokenmill trace DIR follows translation pairs; trace packed "
-                          "language-model samples in Python with tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
-                          "config=tokenmill.GPTBatchConfig(...)) (or a tokenmill.BlendedDataset of them)")
+        raise ConfigError(f"{contents.what()}: its GPT samples are traced with --seq-length N --global-batch-size B "
+                          "(in Python: tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
+                          "config=tokenmill.GPTBatchConfig(...)))")
     many = contents.kind == "multilingual"
     if settings.directions is not None or (many and settings.src_lang is None and settings.tgt_lang is None):
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
