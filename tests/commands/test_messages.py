@@ -62,7 +62,7 @@ def test_batches_on_language_model_data_says_what_it_is(tmp_path):
         writer.add_item([5, 6, 7])
     line = error_of("batches", str(folder))
     assert "language-model data in the Megatron layout (corpus_text_document)" in line
-    assert "tokenmill.GPTDataset" in line and "--src" not in line
+    assert "--seq-length N --global-batch-size B" in line and "--src" not in line
 
 
 def test_batches_on_raw_text_says_to_prepare_it(tmp_path):

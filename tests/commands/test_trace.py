@@ -8,9 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import tokenmill
+from tests.loader.trace_corpus import write_data_bin
+from tokenmill.batching import BatchConfig
+from tokenmill.cli import cli
+from tokenmill.commands.schedule_flag import parse_schedule
+from tokenmill.data import SamplingConfig
+from tokenmill.loader import multilingual_batches
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
 PLAN = ["--max-tokens", "300", "--world-size", "2", "--seed", "4"]
@@ -80,3 +88,45 @@ def test_packed_rows_name_each_pair_with_its_position_and_source_finds_it_there(
     as_json = tokenmill_cli(str(prepared), "--source", where, "--json", *packed, cache=tmp_path)
     assert {"epoch": 1, "step": 2, "rank": 0, "row": int(row), "position": int(position)} in [
         {k: v for k, v in json.loads(line).items() if k != "sample"} for line in as_json.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def two_directions(tmp_path_factory) -> Path:
+    return write_data_bin(tmp_path_factory.mktemp("raw"))
+
+
+DEU, RUS = "eng_Latn-deu_Latn", "eng_Latn-rus_Cyrl"
+SCHEDULE = f"0:{DEU}=1,{RUS}=0;4:{DEU}=1,{RUS}=6"
+SCHEDULED = ["--max-tokens", "120", "--world-size", "2", "--weights-schedule", SCHEDULE, "--schedule-every", "2"]
+
+
+def in_process(*args: str) -> list[dict]:
+    """``tokenmill trace ARGS --json`` run in this process (many calls: no interpreter start each), its rows."""
+    result = CliRunner().invoke(cli, ["trace", *args, "--json"])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return [json.loads(line) for line in result.output.splitlines()]
+
+
+def test_a_trace_under_a_weights_schedule_is_what_the_scheduled_iterator_serves(two_directions):
+    sampling = SamplingConfig(weights_schedule=parse_schedule(SCHEDULE), schedule_every=2, seed=1)
+    ranks = [multilingual_batches(str(two_directions), BatchConfig(max_tokens=120, seed=1), sampling, rank=r,
+                                  world_size=2, collate=None) for r in range(2)]
+    assert len(ranks[0].plan(1).parts) > 2, "the mix is re-drawn within the epoch"
+    russian, traced_back = 0, False
+    for epoch in (1, 2):
+        for step, batches in enumerate(zip(*ranks, strict=True)):
+            for rank, served in enumerate(batches):
+                if epoch == 2 and step > 3:
+                    continue
+                rows = in_process(str(two_directions), "--epoch", str(epoch), "--step", str(step), "--rank",
+                                  str(rank), "--no-text", *SCHEDULED)
+                assert [r["sample"] for r in rows] == np.asarray(served).tolist(), (epoch, step, rank)
+                russian += sum(r["direction"] == RUS for r in rows)
+                if epoch == 1 and step == 6 and rank == 1:
+                    where = f"{rows[-1]['file']}:{rows[-1]['line']}"
+                    found = in_process(str(two_directions), "--source", where, *SCHEDULED)
+                    assert {"epoch": 1, "step": 6, "rank": 1, "row": len(rows) - 1} in [
+                        {k: v for k, v in x.items() if k in ("epoch", "step", "rank", "row")} for x in found]
+                    traced_back = True
+    assert traced_back, "--source found the line of a step after the mix changed"
+    assert russian > 0, "the direction the schedule switches on is served"

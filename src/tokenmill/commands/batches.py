@@ -16,6 +16,9 @@ from typing import Any
 import click
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.commands.batches_gpt import GPTView, gpt_lines, gpt_report
+from tokenmill.commands.gpt_options import gpt_options, gpt_setup
+from tokenmill.commands.ledger_view import state_ledger
 from tokenmill.commands.params import direction_weights as _weights
 from tokenmill.commands.plan_options import ABOVE_ZERO, POSITIVE, pack_config, pack_options, plan_options
 from tokenmill.commands.schedule_flag import check_directions, mix_view, scheduled
@@ -25,7 +28,6 @@ from tokenmill.data.multi_pairs import MultiPairDataset
 from tokenmill.data.pairs import PairDataset, PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
-from tokenmill.loader.iterator import BatchIterator
 from tokenmill.loader.ledger import describe as describe_ledger
 from tokenmill.loader.make import make_batches
 from tokenmill.store.layout import FolderContents, describe
@@ -38,9 +40,8 @@ def _pairs_or_refuse(directory: str) -> FolderContents:
     contents = describe(directory)
     if contents.kind in ("monolingual", "megatron"):
         raise ConfigError(
-            f"{contents.what()}: tokenmill batches plans translation pairs; batch language-model data in Python "
-            "with tokenmill.batches(tokenmill.GPTDataset(tokenmill.open(PREFIX), tokenmill.GPTDatasetConfig("
-            "seq_length=...)), tokenmill.GPTBatchConfig(global_batch_size=..., micro_batch_size=...))"
+            f"{contents.what()}: its GPT samples are planned with --seq-length N --global-batch-size B (and "
+            "--micro-batch-size, as training's)"
         )
     if contents.kind in ("text", "empty"):
         raise ConfigError(f"{contents.what()}; run tokenmill prepare on it first and give its --destdir here")
@@ -113,6 +114,7 @@ def _row(label: str, value: object) -> str:
     help="With --state: accept a state saved under another mix (weights, temperature, directions on or off).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@gpt_options
 # Longer than 60 lines only by its signature: one parameter per click option above, one a line.
 def batches(
     directory: str,
@@ -150,6 +152,7 @@ def batches(
     state_file: str | None,
     allow_mix_change: bool,
     as_json: bool,
+    **gpt_flags: Any,
 ) -> None:
     """Show how DIRECTORY's SPLIT will be cut into batches for one epoch, per rank.
 
@@ -157,6 +160,14 @@ def batches(
     shard each direction reads, its size, weight, expected and drawn samples, and epochs over its data.
     """
     began = time.perf_counter()
+    cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
+    gpt = gpt_setup(gpt_flags, {"--src": src_lang, "--tgt": tgt_lang, "--shard": shard, "--directions": directions,
+                                "--temperature": temperature, "--weights": weights, "--weights-schedule":
+                                weights_schedule, "--pack-length": pack_length, "--virtual-size": virtual_size})
+    if gpt is not None:
+        report = gpt_report(GPTView(directory, split, epoch, world_size, cache), *gpt, state_file, allow_mix_change)
+        click.echo(json.dumps(report, sort_keys=True) if as_json else "\n".join(gpt_lines(report)))
+        return
     contents = _pairs_or_refuse(directory)
     options = PairOptions(max_source_positions=max_source_positions, max_target_positions=max_target_positions)
     multilingual = directions is not None or (src_lang is None and tgt_lang is None and contents.kind == "multilingual")
@@ -170,7 +181,6 @@ def batches(
         seed=seed,
         drop_last=drop_last,
     )
-    cache: str | bool = False if no_cache else (cache_dir if cache_dir is not None else True)
     mix = mix_table = None
     if multilingual:
         sampling, langtok = _mix_settings(
@@ -206,7 +216,7 @@ def batches(
     if mix is not None:
         report["mix"] = mix
     if state_file is not None:
-        report["ledger"] = _ledger(packed if pack_length else iterator, state_file, allow_mix_change)
+        report["ledger"] = state_ledger(packed if pack_length else iterator, state_file, allow_mix_change)
     if as_json:
         click.echo(json.dumps(report, sort_keys=True))
         return
@@ -323,12 +333,3 @@ class _Shown:
             lines += ["", describe_ledger(report["ledger"])]
         return lines
 
-
-def _ledger(iterator: BatchIterator, state_file: str, allow_mix_change: bool) -> dict:
-    """The consumption ledger of the state in ``state_file``, resumed into ``iterator``."""
-    try:
-        state = json.loads(Path(state_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"--state {state_file}: not a readable JSON iterator state ({error})") from None
-    iterator.load_state_dict(state, allow_mix_change=allow_mix_change)
-    return iterator.ledger()

@@ -5,7 +5,9 @@
 (pairs packed into rows, as ``tokenmill batches --pack-length``) each pair also has its position in its row.
 Both read the epoch's
 plan (from the plan cache when it is there) and the stores' provenance maps; the batching settings must be
-training's (they are those of ``tokenmill batches``).
+training's (they are those of ``tokenmill batches``). With ``--weights-schedule`` the epoch's plan is the
+schedule's chain of mix segments, the one the scheduled iterator serves. With ``--seq-length`` (language-model
+data, or a ``--blend`` of stores) the rows are Megatron GPT samples (:mod:`tokenmill.commands.trace_gpt`).
 """
 
 from __future__ import annotations
@@ -16,14 +18,21 @@ from pathlib import Path
 import click
 
 from tokenmill.batching.config import BatchConfig
+from tokenmill.commands.gpt_options import gpt_options, gpt_setup, split_flags
 from tokenmill.commands.params import direction_weights
 from tokenmill.commands.plan_options import ABOVE_ZERO, NON_NEGATIVE, POSITIVE, pack_config, pack_options, plan_options
+from tokenmill.commands.schedule_flag import scheduled
+from tokenmill.commands.trace_gpt import GPTTrace, trace_gpt_lines
 from tokenmill.data.multi_langtok import LangTokConfig
 from tokenmill.data.multi_layout import manifest_lang_token_format
 from tokenmill.data.pairs import PairOptions
 from tokenmill.data.sampling import SamplingConfig
 from tokenmill.errors import ConfigError
 from tokenmill.loader.trace import Served, TracedRow, TraceSettings, parse_source, served_at, step_rows, trace_iterator
+
+_PAIR_ONLY = ("src_lang", "tgt_lang", "shard", "directions", "temperature", "weights", "weights_schedule",
+              "virtual_size", "pack_length")
+"""Flags of translation pairs that GPT samples refuse (by parameter name)."""
 
 
 def _settings(directory: str, flags: dict) -> TraceSettings:
@@ -32,10 +41,13 @@ def _settings(directory: str, flags: dict) -> TraceSettings:
                          required_batch_size_multiple=flags["required_batch_size_multiple"],
                          pad_to_multiple=flags["pad_to_multiple"], batch_penalty=flags["batch_penalty"],
                          seed=flags["seed"], drop_last=flags["drop_last"])
-    sampled = [flags[name] for name in ("temperature", "weights", "virtual_size", "virtual_epoch_size")]
-    sampling = None if all(v is None for v in sampled) else SamplingConfig(
+    sampled = [flags[name] for name in ("temperature", "weights", "virtual_size", "virtual_epoch_size",
+                                        "weights_schedule", "schedule_every")]
+    sampling = None if all(v is None for v in sampled) else scheduled(SamplingConfig(
         temperature=flags["temperature"] or 1.0, weights=direction_weights(flags["weights"]),
-        virtual_size=flags["virtual_size"], virtual_epoch_size=flags["virtual_epoch_size"], seed=flags["seed"])
+        virtual_size=flags["virtual_size"], virtual_epoch_size=flags["virtual_epoch_size"], seed=flags["seed"]),
+        flags["weights_schedule"], flags["schedule_every"],
+        {"--weights": flags["weights"], "--temperature": flags["temperature"]})
     from_manifest = manifest_lang_token_format(Path(directory))
     template = flags["langtok_template"] or from_manifest or LangTokConfig.template
     encoder = None if flags["encoder_langtok"] == "none" else flags["encoder_langtok"]
@@ -86,6 +98,10 @@ def _served_line(served: Served) -> str:
 @click.option("--directions", default=None, help="Many directions: which ones, comma-separated (default: all).")
 @click.option("--temperature", type=ABOVE_ZERO, default=None, help="Many directions: sample p ∝ n^(1/T).")
 @click.option("--weights", default=None, help="Many directions: explicit weights, e.g. a-b=2,c-d=1.")
+@click.option("--weights-schedule", default=None, help="Many directions: weights that follow the training step, "
+              "as tokenmill batches takes them (STEP:a-b=w,...;STEP:... or a YAML file).")
+@click.option("--schedule-every", type=POSITIVE, default=None,
+              help="With --weights-schedule: steps between two re-draws of the mix (default 1000).")
 @click.option("--virtual-size", type=POSITIVE, default=None, help="Many directions: items per virtual epoch.")
 @click.option("--virtual-epoch-size", type=POSITIVE, default=None, help="Many directions: slices this big.")
 @click.option("--encoder-langtok", type=click.Choice(["src", "tgt", "none"]), default="src", show_default=True,
@@ -93,6 +109,7 @@ def _served_line(served: Served) -> str:
 @click.option("--decoder-langtok/--no-decoder-langtok", default=True, show_default=True,
               help="Many directions: target-language tag first in the target.")
 @click.option("--langtok-template", default=None, help="Many directions: how a language code becomes a token.")
+@gpt_options
 def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, source_line: str | None, text: bool,
           as_json: bool, **flags: object) -> None:
     """Show the input file, line and text of every row of one batch, or where one input line is served.
@@ -101,9 +118,19 @@ def trace(directory: str, epoch: int, epochs: int, step: int | None, rank: int, 
     --source FILE:LINE: each epoch, step, rank and row at which that line is served, in --epochs epochs from
     --epoch (nothing when cleaning, dedup or a filter dropped it). Give the batching settings training uses.
     With --pack-length (packed rows): every pair of every row, the row then its position in the row.
+    With --seq-length (GPT samples of language-model data, or a --blend of stores): one line per document
+    piece of each sample: row, sample, file:line, token range and text.
     """
     if (step is None) == (source_line is None):
         raise ConfigError("give --step S (with --epoch and --rank) or --source FILE:LINE, one of the two")
+    gpt = gpt_setup(split_flags(flags), {f"--{k.replace('_', '-')}": flags[k] for k in _PAIR_ONLY})
+    if gpt is not None:
+        if rank >= flags["world_size"]:  # type: ignore[operator]
+            raise ConfigError(f"--rank {rank} is outside --world-size {flags['world_size']}")
+        cache = False if flags["no_cache"] else (flags["cache_dir"] or True)
+        asked = GPTTrace(epoch, epochs, step, rank, source_line, text, as_json)
+        click.echo("\n".join(trace_gpt_lines(directory, flags["split"], *gpt, flags["world_size"], cache, asked)))  # type: ignore[arg-type]
+        return
     iterator = trace_iterator(directory, _settings(directory, flags))
     if rank >= iterator.world_size:
         raise ConfigError(f"--rank {rank} is outside --world-size {iterator.world_size}")

@@ -412,6 +412,10 @@ class BlendedDataset:
                  for d in self.datasets]
         return {"blend": self.settings, "datasets": parts}
 
+    def content(self) -> dict[str, str]:
+        """Each member's content identity by member fingerprint (:meth:`GPTDataset.content`)."""
+        return {k: v for d in self.datasets if hasattr(d, "content") for k, v in d.content().items()}
+
     def describe(self) -> str:
         """Short name for messages: the blended datasets."""
         names = [d.describe() if hasattr(d, "describe") else type(d).__name__ for d in self.datasets]

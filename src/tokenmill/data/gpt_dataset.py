@@ -34,6 +34,7 @@ from tokenmill.cache import CacheLike, array_cache, fingerprint_array
 from tokenmill.data.blending import SPLIT_NAMES, split_document_ranges
 from tokenmill.data.gpt_index import GPTIndex, GPTIndexConfig, build_gpt_index
 from tokenmill.errors import ConfigError
+from tokenmill.store.identity import content_id
 
 SLICE_COPY_MIN_PIECE = 256
 """Average piece length (tokens) from which a batch is read as one slice per piece rather than one gather:
@@ -129,6 +130,7 @@ class GPTDataset:
         selected, described = _select_documents(documents, len(sizes))
         self._described = described
         self._fingerprint: str | None = None
+        self._content: dict[str, str] | None = None
         index_config = config.index_config()
         store = array_cache(cache)
         settings = {**index_config.settings(), "sizes": fingerprint_array(sizes), "documents": described}
@@ -188,6 +190,15 @@ class GPTDataset:
             digest.update(json.dumps(identity, sort_keys=True).encode())
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
+
+    def content(self) -> dict[str, str]:
+        """What the samples hold, beside :meth:`fingerprint` (which knows the lengths only): this dataset's
+        fingerprint -> its store's content identity (:func:`~tokenmill.store.identity.content_id`). A loader
+        state records it, so a resume on another corpus with the same lengths is refused."""
+        if self._content is None:
+            prefix = getattr(self.dataset, "prefix", None)
+            self._content = {} if prefix is None else {self.fingerprint(): content_id(prefix)}
+        return self._content
 
     def describe(self) -> str:
         """Short name for messages: the store prefix."""

@@ -34,7 +34,7 @@ from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
 from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
-from tokenmill.loader import ledger
+from tokenmill.loader import data_identity, ledger
 from tokenmill.loader.state_shape import check_state_shape
 from tokenmill.loader.step_bases import StepBases
 
@@ -266,6 +266,7 @@ class BatchIterator:
             "data": self.dataset.fingerprint(),
             "config": self.settings(),
             "fingerprint": self.planner.fingerprint,
+            **data_identity.recorded(self.dataset),
             **extra,
         }
 
@@ -366,7 +367,7 @@ class BatchIterator:
         if changed_from is not None and isinstance(self.planner, MixInData):
             expected = self.planner.data_fingerprint(changed_from)
         if state.get("data") == expected:
-            return []
+            return data_identity.content_problems(state, self.dataset)
         return ["the data differ from the checkpoint's (sentence lengths or per-item options of "
                 f"{self.dataset.describe()} changed)"]
 

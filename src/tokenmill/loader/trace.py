@@ -19,6 +19,7 @@ import numpy as np
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.gpt_plan import GPTBatchConfig
 from tokenmill.batching.packed_pairs import PackConfig
+from tokenmill.batching.scheduled import ScheduledPlan
 from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.data.multi_langtok import LangTokConfig
@@ -81,9 +82,9 @@ def trace_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
 def _pairs_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
     contents = describe(directory)
     if contents.kind in ("monolingual", "megatron"):
-        raise ConfigError(f"{contents.what()}: tokenmill trace DIR follows translation pairs; trace packed "
-                          "language-model samples in Python with tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
-                          "config=tokenmill.GPTBatchConfig(...)) (or a tokenmill.BlendedDataset of them)")
+        raise ConfigError(f"{contents.what()}: its GPT samples are traced with --seq-length N --global-batch-size B "
+                          "(in Python: tokenmill.trace(tokenmill.GPTDataset(...), step=..., "
+                          "config=tokenmill.GPTBatchConfig(...)))")
     many = contents.kind == "multilingual"
     if settings.directions is not None or (many and settings.src_lang is None and settings.tgt_lang is None):
         dataset: PairDataset | MultiPairDataset = MultiPairDataset.from_dir(
@@ -102,7 +103,8 @@ def _pairs_iterator(directory: str, settings: TraceSettings) -> BatchIterator:
 def step_rows(iterator: BatchIterator, epoch: int, step: int, rank: int, *, text: bool = True) -> list[TracedRow]:
     """Every row rank ``rank`` gets at (``epoch``, ``step``): its input file and line (and text); for packed
     rows, every pair of every row with its position in the row."""
-    plan = _plan(iterator, epoch)
+    _parts(iterator, epoch)
+    plan = iterator.plan(epoch)
     if not 0 <= step < plan.num_steps:
         raise ConfigError(f"--step {step}: epoch {epoch} has {plan.num_steps} steps (0 to {plan.num_steps - 1})")
     maps = SourceMaps(iterator.dataset)  # type: ignore[arg-type]
@@ -139,25 +141,33 @@ def served_at(iterator: BatchIterator, file: str, line: int, epochs: list[int]) 
     samples = SourceMaps(iterator.dataset).samples_of(file, line)  # type: ignore[arg-type]
     found: list[Served] = []
     for epoch in epochs:
-        plan = _plan(iterator, epoch)
-        positions = np.flatnonzero(holding(plan.order, samples))
-        if not len(positions):
-            continue
-        units, within = plan_units(plan, positions)
-        starts, stops = np.asarray(plan.table.starts), np.asarray(plan.table.stops)
-        by_start = np.argsort(starts, kind="stable")
-        batch = by_start[np.searchsorted(starts[by_start], units, side="right") - 1]
-        inside = units < stops[batch]
-        where = np.full(len(starts), -1, dtype=np.int64)  # batch -> its place in the schedule (step * world + rank)
-        schedule = np.asarray(plan.schedule)
-        where[schedule.ravel()] = np.arange(schedule.size)
-        places = [None] * len(units) if within is None else within.tolist()
-        for k, (unit, b, ok) in enumerate(zip(units.tolist(), batch.tolist(), inside.tolist(), strict=True)):
-            if ok and where[b] >= 0:
-                step, rank = divmod(int(where[b]), plan.world_size)
-                found.append(Served(epoch, step, rank, unit - int(starts[b]), int(plan.order[positions[k]]),
-                                    places[k]))
+        for plan, first, steps in _parts(iterator, epoch):
+            found += [Served(epoch, first + s.step, s.rank, s.row, s.sample, s.position)
+                      for s in _served_in(plan, samples) if s.step < steps]
     return sorted(found, key=lambda s: (s.epoch, s.step, s.rank, s.row, s.position or 0))
+
+
+def _served_in(plan: Any, samples: np.ndarray) -> list[Served]:
+    """Where ``plan`` (one plan of pairs) serves any of ``samples``: (step, rank, row) by inverting its
+    schedule (``epoch`` 0: the caller's to set)."""
+    positions = np.flatnonzero(holding(plan.order, samples))
+    if not len(positions):
+        return []
+    units, within = plan_units(plan, positions)
+    starts, stops = np.asarray(plan.table.starts), np.asarray(plan.table.stops)
+    by_start = np.argsort(starts, kind="stable")
+    batch = by_start[np.searchsorted(starts[by_start], units, side="right") - 1]
+    inside = units < stops[batch]
+    where = np.full(len(starts), -1, dtype=np.int64)  # batch -> its place in the schedule (step * world + rank)
+    schedule = np.asarray(plan.schedule)
+    where[schedule.ravel()] = np.arange(schedule.size)
+    places = [None] * len(units) if within is None else within.tolist()
+    found = []
+    for k, (unit, b, ok) in enumerate(zip(units.tolist(), batch.tolist(), inside.tolist(), strict=True)):
+        if ok and where[b] >= 0:
+            step, rank = divmod(int(where[b]), plan.world_size)
+            found.append(Served(0, step, rank, unit - int(starts[b]), int(plan.order[positions[k]]), places[k]))
+    return found
 
 
 def holding(order: np.ndarray, samples: np.ndarray) -> np.ndarray:
@@ -171,12 +181,20 @@ def holding(order: np.ndarray, samples: np.ndarray) -> np.ndarray:
     return found
 
 
-def _plan(iterator: BatchIterator, epoch: int) -> Any:
+def _parts(iterator: BatchIterator, epoch: int) -> list[tuple[Any, int, int]]:
+    """(plan, first step, steps run) of each part of ``epoch``: the epoch's plan whole, or under a weights
+    schedule its mix segments (:class:`~tokenmill.batching.scheduled.ScheduledPlan`: each part runs the first
+    steps of the plan of what the parts before left), so a trace follows what the iterator serves."""
     plan = iterator.plan(epoch)
-    if not all(hasattr(plan, name) for name in ("order", "table", "schedule")):
-        raise ConfigError(f"trace follows plans of pairs (cut by a token budget or packed into rows), not "
-                          f"{type(plan).__name__}")
-    return plan
+    if isinstance(plan, ScheduledPlan):
+        parts = [(p, int(first), int(take)) for (p, take), first in zip(plan.parts, plan.starts[:-1], strict=True)]
+    else:
+        parts = [(plan, 0, plan.num_steps)]
+    for part, _, _ in parts:
+        if not all(hasattr(part, name) for name in ("order", "table", "schedule")):
+            raise ConfigError(f"trace follows plans of pairs (cut by a token budget or packed into rows), not "
+                              f"{type(part).__name__}")
+    return parts
 
 
 def parse_source(text: str) -> tuple[str, int]:

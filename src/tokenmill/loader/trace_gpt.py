@@ -11,7 +11,8 @@ row's. The GPT plan is closed-form (samples in order, ``micro * world`` a step),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset
 from tokenmill.errors import ConfigError, FormatError
 from tokenmill.loader.iterator import gpt_batches
-from tokenmill.loader.provenance import Served
+from tokenmill.loader.provenance import Served, StorePart, read_items
 from tokenmill.store.layout import provenance_path
 from tokenmill.store.provenance import Provenance
 
@@ -35,6 +36,12 @@ class Piece:
     stop: int
     file: str
     line: int
+    text: str | None = None
+    """The input line as the run read it (only when asked for)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields (``text`` only when it was read)."""
+        return {k: v for k, v in self.__dict__.items() if k != "text" or v is not None}
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class TracedSample:
     def to_dict(self) -> dict[str, Any]:
         """The fields, the pieces as dicts (``member`` and ``member_sample`` only through a blend)."""
         values = {"row": self.row, "sample": self.sample, "store": self.store,
-                  "pieces": [dict(p.__dict__) for p in self.pieces]}
+                  "pieces": [p.to_dict() for p in self.pieces]}
         if self.member is not None:
             values.update(member=self.member, member_sample=self.member_sample)
         return values
@@ -133,6 +140,22 @@ def gpt_step(source: GPTSource, config: GPTBatchConfig, epoch: int, step: int, r
             for row, (s, m, i) in enumerate(zip(samples.tolist(), which.tolist(), inner.tolist(), strict=True))]
 
 
+def with_text(rows: list[TracedSample]) -> list[TracedSample]:
+    """``rows`` with each piece's input line (``Piece.text``), each input file read once."""
+    wanted: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for row in rows:
+        for piece in row.pieces:
+            wanted[(str(row.store), piece.file)].add(piece.line)
+    texts: dict[tuple[str, str, int], str] = {}
+    for (store, file), lines in wanted.items():
+        table = Provenance(provenance_path(store)).table
+        part = StorePart(store, (0,), 0, None, None, None)
+        found = read_items(part, table, table.find(file)[0], sorted(lines))
+        texts.update({(store, file, line): source for line, (source, _) in found.items()})
+    return [replace(row, pieces=[replace(p, text=texts[(str(row.store), p.file, p.line)]) for p in row.pieces])
+            for row in rows]
+
+
 def samples_holding(dataset: GPTDataset, prov: Provenance, file: int, line: int) -> np.ndarray:
     """The sample ids of ``dataset`` with a piece of line ``line`` of input ``file`` (number ``file`` of the map's
     table); empty when cleaning, dedup or a filter dropped the line."""
@@ -195,4 +218,5 @@ def gpt_served(source: GPTSource, config: GPTBatchConfig, file: str, line: int, 
     return sorted(served, key=lambda s: (s.epoch, s.step, s.rank, s.row))
 
 
-__all__ = ["Piece", "TracedSample", "gpt_served", "gpt_step", "members", "sample_pieces", "samples_holding"]
+__all__ = ["Piece", "TracedSample", "gpt_served", "gpt_step", "members", "sample_pieces", "samples_holding",
+           "with_text"]
