@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.prepare.test_tasks import assert_same_output
+from tests.prepare.test_tasks import assert_same_output, run_cli, run_script_as_slurm, write_config
 from tests.text.near_dup_text import docstrings, near_copy
 from tokenmill.prepare import build_config, prepare
 from tokenmill.prepare.tasks import task_status
@@ -44,11 +44,14 @@ def corpus(tmp_path_factory) -> tuple[Path, dict[str, set[int]]]:
     return raw, planted
 
 
+def many_directions(raw: Path, destdir: Path, **extra) -> dict:
+    """The settings of a run over :data:`DIRECTIONS` with --near-dedup (``extra`` added or replaced)."""
+    return {"destdir": str(destdir), "directions": list(DIRECTIONS), "trainpref": str(raw / "train"),
+            "vocab_size": 300, "character_coverage": 1.0, "workers": 1, "near_dedup": True, "dedup": False, **extra}
+
+
 def run(raw: Path, destdir: Path, **extra):
-    settings = {"destdir": str(destdir), "directions": list(DIRECTIONS), "trainpref": str(raw / "train"),
-                "vocab_size": 300, "character_coverage": 1.0, "workers": 1, "near_dedup": True,
-                "dedup": False, **extra}
-    return prepare(build_config(settings), progress=False)
+    return prepare(build_config(many_directions(raw, destdir, **extra)), progress=False)
 
 
 def test_each_direction_drops_its_planted_near_duplicates(corpus, tmp_path):
@@ -81,3 +84,24 @@ def test_without_near_dedup_tasks_give_the_one_piece_bytes(corpus, tmp_path):
     run(raw, tmp_path / "one", near_dedup=False)
     run(raw, tmp_path / "many", near_dedup=False, tasks=3)
     assert_same_output(tmp_path / "one", tmp_path / "many")
+
+
+@pytest.mark.parametrize("near_dedup", [True, False])
+def test_slurm_script_jobs_give_the_one_process_bytes(corpus, tmp_path, near_dedup):
+    """--directions with --engine slurm: each array holds every direction's tasks (3 for each), run in any
+    order as separate processes; the phases plan, merge and encode every direction; the output is the
+    one-process run's."""
+    raw, _ = corpus
+    run(raw, tmp_path / "one", near_dedup=near_dedup, dedup=not near_dedup)
+    settings = many_directions(raw, tmp_path / "bin", tasks=3, near_dedup=near_dedup, dedup=not near_dedup)
+    status = run_script_as_slurm(settings, tmp_path, array=3 * len(DIRECTIONS))
+    assert [f"{name}.clean.train: 3 of 3 tasks done" for name in DIRECTIONS] == status
+    assert_same_output(tmp_path / "one", tmp_path / "bin")
+
+
+def test_a_task_past_the_arrays_end_is_refused(corpus, tmp_path):
+    raw, _ = corpus
+    config = write_config(tmp_path / "run.yaml", many_directions(raw, tmp_path / "bin", tasks=3, engine="slurm"))
+    past = run_cli("-c", str(config), "--phase", "clean", "--task", "6")
+    assert past.returncode == 2 and "Traceback" not in past.stderr
+    assert past.stderr.startswith("error: --task 6: this run has tasks 0..5 (3 for each of its 2 directions)")

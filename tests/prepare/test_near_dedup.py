@@ -161,15 +161,8 @@ def test_yaml_keys_and_a_changed_setting_reruns_clean(near_corpus, tmp_path):
     assert (settings["near_dedup_ngram"], settings["near_dedup_bands"]) == (3, 20)
 
 
-def test_inputs_cleaned_in_one_piece_are_refused(tmp_path):
+def test_one_side_of_monolingual_text_is_refused(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", pairs=50)
-    (corpus / "train.align").write_text("0-0\n" * 50)
-    done = run_cli("--source-lang", "en", "--target-lang", "zh", "--trainpref", str(corpus / "train"),
-                   "--tokenizer", "none", "--align-suffix", "align", "--near-dedup", "--destdir",
-                   str(tmp_path / "bin"))
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == (
-        "error: --near-dedup does not work with --align-suffix yet: leave one of them out")
     with pytest.raises(tokenmill.errors.ConfigError, match="--near-dedup-sides tgt needs a target side"):
         build_config({"source_lang": "en", "trainpref": str(corpus / "train"), "near_dedup": True,
                       "near_dedup_sides": "tgt", "tokenizer": "none"}).validate()

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from tests.prepare.test_multilingual_near_dedup import DIRECTIONS, corpus, many_directions, run  # noqa: F401
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 from tests.slurm_cluster import can_start_slurm, one_node_slurm
 
@@ -18,10 +19,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
 )]
 
 
-def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tasks_corpus, tasks_one_process, tmp_path):
-    corpus, plain = tasks_corpus, tasks_one_process  # shared with test_tasks.py (tests/prepare/conftest.py)
+def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tasks_corpus, tasks_one_process, corpus,  # noqa: F811
+                                                                 tmp_path):
+    """One cluster start, two runs: a single-direction one, and a --directions one with --near-dedup (each
+    array holds both directions' tasks)."""
+    plain = tasks_one_process  # shared with test_tasks.py (tests/prepare/conftest.py)
     destdir = tmp_path / "bin"
-    config = write_config(tmp_path / "run.yaml", settings_for(corpus, destdir, tasks=3, engine="slurm"))
+    config = write_config(tmp_path / "run.yaml", settings_for(tasks_corpus, destdir, tasks=3, engine="slurm"))
     made = run_cli("-c", str(config))
     assert made.returncode == 0, made.stderr
     script = destdir / ".work" / "slurm" / "submit.sh"
@@ -45,3 +49,16 @@ def test_the_script_on_a_real_slurm_gives_the_one_process_bytes(tasks_corpus, ta
         slurm.wait_idle(timeout=300)
         assert_same_output(plain, destdir)
         assert json.loads((destdir / "manifest.json").read_text())["files"] == manifest["files"]
+
+        raw, _ = corpus
+        run(raw, tmp_path / "many-one")
+        many = many_directions(raw, tmp_path / "many", tasks=2, engine="slurm")
+        made = run_cli("-c", str(write_config(tmp_path / "many.yaml", many)))
+        assert made.returncode == 0, made.stderr
+        slurm.run("bash", str(tmp_path / "many" / ".work" / "slurm" / "submit.sh"), cwd=logs)
+        slurm.wait_idle(timeout=600)
+        assert (tmp_path / "many" / "manifest.json").exists(), "\n".join(
+            p.read_text()[-800:] for p in logs.glob("slurm-*.out"))
+        assert_same_output(tmp_path / "many-one", tmp_path / "many")
+        tables = json.loads((tmp_path / "many" / "manifest.json").read_text())["run"]["tasks"]
+        assert [len(tables[f"{name}.encode.train.{name.split('-')[1]}"]) for name in DIRECTIONS] == [2, 2]

@@ -201,25 +201,26 @@ def submitted_jobs(log: Path) -> list[dict]:
     return jobs
 
 
-def test_slurm_script_jobs_run_in_any_order(corpus, one_process, tmp_path):
-    """The generated script, submitted to a recording sbatch; then every job as Slurm would start it: array
-    tasks as separate processes at once, in shuffled order."""
+def run_script_as_slurm(settings: dict, tmp_path: Path, array: int) -> list[str]:
+    """Write the run's Slurm script (``settings`` with --engine slurm), submit it to a recording sbatch, then
+    run every job as Slurm would start it: array tasks as separate processes at once, in shuffled order.
+    ``array``: the tasks each array must have. Returns ``--status``'s lines after the clean array."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir()
     (bin_dir / "sbatch").write_text(FAKE_SBATCH.format(python=sys.executable))
     (bin_dir / "sbatch").chmod(0o755)
-    config = write_config(tmp_path / "run.yaml", settings_for(corpus, tmp_path / "bin", tasks=3, engine="slurm"))
-    made = run_cli("-c", str(config))
+    made = run_cli("-c", str(write_config(tmp_path / "run.yaml", {**settings, "engine": "slurm"})))
     assert made.returncode == 0, made.stderr
-    script = tmp_path / "bin" / ".work" / "slurm" / "submit.sh"
+    script = Path(settings["destdir"]) / ".work" / "slurm" / "submit.sh"
     assert str(script) in made.stdout
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SBATCH_LOG": str(tmp_path / "sbatch.log")}
     submitted = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert submitted.returncode == 0, submitted.stderr
     jobs = submitted_jobs(tmp_path / "sbatch.log")
-    assert [job["array"] for job in jobs] == [None, 3, None, 3, None]
+    assert [job["array"] for job in jobs] == [None, array, None, array, None]
     assert [job["after"] for job in jobs] == [None, 1001, 1002, 1003, 1004]  # each waits for the one before
     shuffle = random.Random(5)
+    status: list[str] = []
     for job in jobs:
         if job["array"] is None:
             done = subprocess.run(["bash", "-c", job["command"]], capture_output=True, text=True)
@@ -231,8 +232,13 @@ def test_slurm_script_jobs_run_in_any_order(corpus, one_process, tmp_path):
                                     stderr=subprocess.PIPE, text=True) for i in order]
         assert [p.wait() for p in running] == [0] * len(order), [p.stderr.read() for p in running]
         if job["array"] and "--phase clean" in job["command"]:
-            status = run_cli("-c", str(script.parent / "config.yaml"), "--status")
-            assert "clean.train: 3 of 3 tasks done" in status.stdout
+            status = run_cli("-c", str(script.parent / "config.yaml"), "--status").stdout.splitlines()
+    return status
+
+
+def test_slurm_script_jobs_run_in_any_order(corpus, one_process, tmp_path):
+    status = run_script_as_slurm(settings_for(corpus, tmp_path / "bin", tasks=3), tmp_path, array=3)
+    assert "clean.train: 3 of 3 tasks done" in status
     assert_same_output(one_process, tmp_path / "bin")
 
 

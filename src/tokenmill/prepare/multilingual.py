@@ -36,9 +36,9 @@ from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.engines import TaskFunction
 from tokenmill.prepare.publish import prune_staging
 from tokenmill.prepare.run.context import RunContext, SharedVocab
-from tokenmill.prepare.run.runner import check_destination_folder, exclusive, warn_no_validation
+from tokenmill.prepare.run.runner import PhaseDone, check_destination_folder, exclusive, run_stages, warn_no_validation
 from tokenmill.prepare.run.summary import PrepareSummary
-from tokenmill.prepare.stages import Stage, clean_stages, encode_stages, provenance_stages
+from tokenmill.prepare.stages import PHASES, Stage, clean_stages, encode_stages, provenance_stages
 from tokenmill.prepare.stages.base import Outputs
 from tokenmill.prepare.stages.binarize import BinarizeStage
 from tokenmill.prepare.stages.cleaned import cleaned_chunks
@@ -103,10 +103,12 @@ class Directions:
         self.ctx = ctx
         self.spm_path = ctx.out / SPM_MODEL
         self.shared = SharedVocab(self.spm_path, np.empty(0, dtype=np.int64), "")
+        self.dictionary = Dictionary()
+        """The shared dictionary, once its stage is met."""
         self.contexts: dict[str, RunContext] = {}
         for name in sorted(ctx.config.directions.files):
             direction = RunContext(ctx.config.direction_config(name), force=ctx.stages.force, progress=ctx.progress,
-                                   execute=ctx.execute, direction=name, root=ctx.root)
+                                   phase=ctx.phase, execute=ctx.execute, direction=name, root=ctx.root)
             direction.shared = self.shared
             direction.produced = ctx.produced  # one run: the run publishes every direction's outputs
             direction.meanings = ctx.meanings
@@ -254,41 +256,65 @@ class SharedDictionaryStage(Stage):
 
 
 def run_multilingual(config: PrepareConfig, *, force: bool = False, progress: bool | None = None,
-                     execute: TaskFunction | None = None) -> MultilingualSummary:
-    """One prepare run over all directions of a config with ``directions``."""
-    ctx = RunContext(config, force=force, progress=progress, execute=execute)
+                     execute: TaskFunction | None = None, phase: str | None = None) -> MultilingualSummary:
+    """One prepare run over all directions of a config with ``directions`` (or one coordinator ``phase`` of
+    it: ``plan`` plans every direction's clean tasks, ``tokenizer`` merges them, trains the shared model and
+    dictionary and plans every direction's encode tasks, ``merge`` does the rest)."""
+    ctx = RunContext(config, force=force, progress=progress, execute=execute, phase=phase)
     summary = MultilingualSummary(ctx.root)
     summary.stage_seconds, summary.warnings = ctx.summary.stage_seconds, ctx.summary.warnings
     ctx.summary = summary
     check_destination_folder(ctx)
-    warn_no_validation(ctx, sorted(n for n, files in config.directions.files.items() if not files.get("validpref")))
-    with exclusive(ctx):
-        directions = Directions(ctx)
-        for name, direction in directions.contexts.items():
-            try:
-                for stage in clean_stages(direction.config):
-                    stage.execute(direction)
-            except TokenmillError as error:  # a missing file, a bad line: say which direction it is
-                raise type(error)(f"direction {name}: {error}") from None
-        SharedTokenizerStage(directions).execute(ctx)
-        dictionary_stage = SharedDictionaryStage(directions)
-        dictionary_stage.execute(ctx)
-        crash_point("multilingual:before-encode")
-        trained_on = set(directions.previous_info("tokenizer").get("trained_on") or directions.contexts)
-        for name, direction in directions.contexts.items():
-            encode_direction(directions, name, dictionary_stage.dictionary)
-            if name not in trained_on:
-                _warn_unknown(name, direction)
-        finish(directions, dictionary_stage.dictionary)
+    if phase in (None, "merge"):
+        warn_no_validation(ctx, sorted(n for n, files in config.directions.files.items()
+                                       if not files.get("validpref")))
+    try:
+        with exclusive(ctx):
+            directions = Directions(ctx)
+            if _run_directions(directions):
+                finish(directions, directions.dictionary)
+    except PhaseDone as done:
+        log.info("phase %s done: %s", phase, done)
     for direction in directions.contexts.values():
         summary.ran += direction.summary.ran
         summary.skipped += direction.summary.skipped
     return summary
 
 
-def encode_direction(directions: Directions, name: str, dictionary: Dictionary) -> None:
+def _run_directions(directions: Directions) -> bool:
+    """Every direction's clean stages, the shared tokenizer and dictionary, every direction's encode and
+    binarize stages; False when a ``--phase`` run ended at a phase boundary (each direction's tasks of the
+    next phase are planned)."""
+    ctx = directions.ctx
+    planned = False
+    for name, direction in directions.contexts.items():
+        try:
+            planned |= not run_stages(direction, clean_stages(direction.config))
+        except TokenmillError as error:  # a missing file, a bad line: say which direction it is
+            raise type(error)(f"direction {name}: {error}") from None
+    if planned:
+        return False
+    SharedTokenizerStage(directions).execute(ctx)
+    dictionary_stage = SharedDictionaryStage(directions)
+    dictionary_stage.execute(ctx)
+    directions.dictionary = dictionary_stage.dictionary
+    crash_point("multilingual:before-encode")
+    if ctx.phase not in (None, PHASES[-1]):  # the tokenizer phase ends with every direction's encode tasks planned
+        for name in directions.contexts:
+            encode_direction(directions, name, dictionary_stage.dictionary, plan=True)
+        return False
+    trained_on = set(directions.previous_info("tokenizer").get("trained_on") or directions.contexts)
+    for name, direction in directions.contexts.items():
+        encode_direction(directions, name, dictionary_stage.dictionary)
+        if name not in trained_on:
+            _warn_unknown(name, direction)
+    return True
+
+
+def encode_direction(directions: Directions, name: str, dictionary: Dictionary, *, plan: bool = False) -> None:
     """A direction's encode stages (with piece filters, ``pieces.{split}`` too) and binarize stages, train cut
-    into ``num_shards`` shards of equal pair count (counted after the piece filters)."""
+    into ``num_shards`` shards of equal pair count (counted after the piece filters). With ``plan``: only
+    the encode stages up to the ``--phase`` run's boundary (the train split's tasks planned)."""
     direction = directions.contexts[name]
     kept = directions.kept_train_pairs(name)
     if kept == 0:
@@ -298,6 +324,9 @@ def encode_direction(directions: Directions, name: str, dictionary: Dictionary) 
         )
     splits, langs = list(direction.config.split_prefixes()), direction.config.langs
     direction.dictionaries = dict.fromkeys(langs, dictionary)
+    if plan:
+        run_stages(direction, encode_stages(direction.config))
+        return
     for stage in encode_stages(direction.config):
         stage.execute(direction)
     kept = direction.summary.splits["train"].get("clean", {}).get("pieces", {}).get("kept", kept)
@@ -326,6 +355,9 @@ def finish(directions: Directions, dictionary: Dictionary) -> None:
     """The many-direction run's publish step: dictionary copies in every shard, log, manifest."""
     ctx, summary = directions.ctx, directions.ctx.summary
     assert isinstance(summary, MultilingualSummary)
+    for name, direction in directions.contexts.items():  # the manifest's task table: each direction's, by name
+        ctx.task_table.update({f"{name}.{stage}": rows for stage, rows in direction.task_table.items()})
+        ctx.merge_seconds.update({f"{name}.{stage}": s for stage, s in direction.merge_seconds.items()})
     prune_staging(ctx.out, ctx.produced)
     dict_files = [ctx.out / SHARED_DICT, *(ctx.out / dict_name(lang) for lang in directions.languages)]
     shards = copy_into_shards(ctx, dict_files)

@@ -46,19 +46,24 @@ JOBS = (
 )
 
 
-def write_script(config: PrepareConfig, tasks: int, work: Path) -> Path:
-    """Write ``work/slurm/config.yaml`` and ``work/slurm/submit.sh``; returns the script's path."""
+def write_script(config: PrepareConfig, tasks: int, work: Path, *, directions: int = 0) -> Path:
+    """Write ``work/slurm/config.yaml`` and ``work/slurm/submit.sh``; returns the script's path. A run of
+    ``directions`` directions has ``tasks`` tasks for each: its arrays hold ``tasks * directions``."""
     folder = work / SLURM_DIR
     settings = absolute_paths(config.to_dict())
     settings.update(engine="slurm", tasks=tasks)
-    settings.pop("directions", None)
+    if not directions:
+        settings.pop("directions", None)
+    size = tasks * max(directions, 1)
     config_path = folder / CONFIG
     with atomic_write(config_path) as handle:
         yaml.safe_dump(settings, handle, sort_keys=False, allow_unicode=True)
     run = f"{shlex.quote(sys.executable)} -m tokenmill prepare -c {shlex.quote(str(config_path))} -q"
     lines = [
         "#!/usr/bin/env bash",
-        f"# tokenmill prepare on Slurm: {tasks} tasks per array; submit with: bash {shlex.quote(str(folder / SCRIPT))}",
+        f"# tokenmill prepare on Slurm: {size} tasks per array"
+        + (f" ({tasks} for each of {directions} directions)" if directions else "")
+        + f"; submit with: bash {shlex.quote(str(folder / SCRIPT))}",
         '# more sbatch options for every job (partition, time, memory): TOKENMILL_SBATCH="--partition=cpu" bash ...',
         "set -euo pipefail",
         'SB="sbatch --parsable ${TOKENMILL_SBATCH:-}"',
@@ -67,7 +72,7 @@ def write_script(config: PrepareConfig, tasks: int, work: Path) -> Path:
     previous = None
     for job in JOBS:
         after = f" --dependency=afterok:${previous}" if previous else ""
-        array = f" --array=0-{tasks - 1}" if job.array else ""
+        array = f" --array=0-{size - 1}" if job.array else ""
         task = r" --task \$SLURM_ARRAY_TASK_ID" if job.array else ""
         lines.append(
             f'{job.name}=$($SB --job-name=tokenmill-{job.name}{after}{array} --wrap "$RUN --phase {job.phase}{task}")'

@@ -106,13 +106,8 @@ class CleaningSettings(Section):
         self._check_lm_filters(config)
 
     def checked(self, config: PrepareConfig) -> CleaningSettings:
-        """--near-dedup runs on the clean tasks' parts: inputs that are cleaned in one piece are refused."""
+        """--near-dedup-sides tgt needs a target side."""
         if self.near_dedup:
-            inputs = config.inputs
-            what = ("--align-suffix" if inputs.align_suffix else "--documents blank-line"
-                    if inputs.documents == "blank-line" else None)
-            if what:
-                raise ConfigError(f"--near-dedup does not work with {what} yet: leave one of them out")
             if config.monolingual and self.near_dedup_sides == "tgt":
                 raise ConfigError("--near-dedup-sides tgt needs a target side (--target-lang): use src or both")
         return self

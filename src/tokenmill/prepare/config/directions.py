@@ -55,8 +55,6 @@ class DirectionSettings(Section):
         given (the single-direction sections are checked per direction when each runs)."""
         if not self.files:
             return self
-        if config.engine.is_cluster:
-            raise ConfigError("--directions runs are cut into tasks on the local engine only: use --engine local")
         for name, files in self.files.items():
             _check_direction(name, files)
         wrong = [flag for flag, bad in _one_direction_settings(config) if bad]

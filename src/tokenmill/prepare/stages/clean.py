@@ -61,6 +61,7 @@ from tokenmill.prepare.stages.cleaned import (
     train_tasked,
 )
 from tokenmill.prepare.stages.near_merge import audit_path, near_clusters
+from tokenmill.prepare.stages.near_one_piece import near_in_one_piece
 from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tasks import PLAN, TaskSet
 from tokenmill.text import Cleaner, open_source
@@ -157,13 +158,21 @@ class CleanStage(TaskedStage):
                 bar.update(n_read)
                 crash_point(f"clean.{split}:midway")
         dropped = ctx.folder.dropped_path(split)
+        near = None
+        if split == "train" and near_settings(cfg) is not None and kept:  # alignments, blank-line documents
+            near = near_in_one_piece(ctx, outputs + ([align_out] if align_out else []), numbers_path, kept,
+                                     cleaner.dropped, audit_path(dropped), _sample_duplicates, _part_lines)
+            kept -= near["near_duplicates"]
         cleaner.dropped.write(dropped)
         read = Counter(source.stats.counts)
         if cfg.inputs.documents == "blank-line":
             read = sum((Counter(f.stats.counts) for f in per_file), Counter())
         stats = clean_stats(cfg, read, cleaner, kept, plan.tgt_files is not None)
+        if near is not None:  # before "kept", as the tasks' merge orders them
+            stats = {**{k: v for k, v in stats.items() if k != "kept"}, "near_dedup": near, "kept": stats["kept"]}
         info = {"stats": stats, "kept": kept, "input_counts": source.file_counts}
-        return outputs + ([align_out] if align_out else []) + [numbers_path, dropped], info
+        return outputs + ([align_out] if align_out else []) + [numbers_path, dropped] + (
+            [audit_path(dropped)] if near is not None else []), info
 
     def _blocks(
         self, ctx: RunContext, plan: CleanPlan, source: Source, cleaner: Cleaner, total: int, per_file: list[Source]
