@@ -67,7 +67,7 @@ def test_the_fast_encoder_declares_its_references_abilities(models, kind):
     assert {name: getattr(fast, name) for name in DECLARED} == {name: getattr(reference, name) for name in DECLARED}
     if kind.startswith("sentencepiece"):  # fairseq's ids with unknown surfaces: not the class defaults
         assert not fast.stores_own_ids and fast.has_unknown_surfaces and fast.may_stop_short
-    assert fast.overlaps_batches is False  # its own: the fast library spreads one batch over its threads
+    assert fast.overlaps_batches and fast.batch_per_thread  # its own: one batch per thread, several at once
 
 
 def test_special_token_text_is_encoded_as_the_reference_encodes_it(models):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -51,16 +52,20 @@ def batch_encoder(load: Callable[[], Any], fresh_after: int = FRESH_CACHE_CHARS)
     """``encode_batch`` of the gigatoken tokenizer ``load()`` returns, as ``(lines, num_threads) -> (flat,
     lengths)``; loaded again after every ``fresh_after`` characters (see :data:`FRESH_CACHE_CHARS`)."""
     state: dict[str, Any] = {"tokenizer": load(), "chars": 0}
+    swap = threading.Lock()  # calls may run on several threads at once (one batch each)
 
     def encode(lines: Sequence[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        if state["chars"] >= fresh_after:
-            state["tokenizer"] = None  # the old one's caches go before the new one is loaded
-            state["tokenizer"], state["chars"] = load(), 0
+        with swap:
+            if state["chars"] >= fresh_after:
+                state["tokenizer"] = None  # the old one's caches go before the new one is loaded
+                state["tokenizer"], state["chars"] = load(), 0
+            tokenizer = state["tokenizer"]
+            state["chars"] += sum(map(len, lines))
         parallel = num_threads > 1
         if parallel:
             os.environ.setdefault("RAYON_NUM_THREADS", str(num_threads))  # read once, when the pool starts
-        layout = awkward.to_layout(state["tokenizer"].encode_batch(list(lines), parallel=parallel))
-        state["chars"] += sum(map(len, lines))
+        layout = awkward.to_layout(tokenizer.encode_batch(lines if isinstance(lines, list) else list(lines),
+                                                          parallel=parallel))
         offsets = np.asarray(layout.offsets.data)
         flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]].astype(np.int64)
         return flat, np.diff(offsets)
