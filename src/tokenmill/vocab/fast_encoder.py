@@ -33,7 +33,8 @@ FAST_EXTRA = "fast"
 """The pip extra that installs the fast encoders: ``pip install 'tokenmill[fast]'``."""
 
 EncodeFn = Callable[[Sequence[str], int], tuple[np.ndarray, np.ndarray]]
-"""``(lines, num_threads) -> (flat int64 ids, int64 lengths)``, as :meth:`Tokenizer.encode_batch`."""
+"""``(lines, num_threads) -> (flat ids, int64 lengths)``, as :meth:`Tokenizer.encode_batch`; the flat ids may be
+int32 (the library's own buffer, handed on without a widening copy: the work-id stores are int32)."""
 
 
 class Unsupported(Exception):

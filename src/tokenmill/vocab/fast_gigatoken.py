@@ -67,8 +67,8 @@ def batch_encoder(load: Callable[[], Any], fresh_after: int = FRESH_CACHE_CHARS)
         layout = awkward.to_layout(tokenizer.encode_batch(lines if isinstance(lines, list) else list(lines),
                                                           parallel=parallel))
         offsets = np.asarray(layout.offsets.data)
-        flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]].astype(np.int64)
-        return flat, np.diff(offsets)
+        flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]]  # uint32 ids, all below 2^31:
+        return flat.view(np.int32), np.diff(offsets).astype(np.int64, copy=False)  # the work-id store's dtype, no copy
 
     return encode
 
