@@ -5,8 +5,10 @@ gigatoken (PyPI, Rust) encodes a batch on its own thread pool and returns the id
 buffer with offsets, which become the ``(flat ids, lengths)`` pair without a Python object per token. It
 refuses what it cannot reproduce (unigram and WordPiece models, BPE without byte fallback or a byte-level
 alphabet): those refusals are :class:`~tokenmill.vocab.fast_encoder.Unsupported`, and the reference
-library encodes. Its thread pool is sized like ``tokenizers``' (``RAYON_NUM_THREADS``, set from the first
-parallel call's ``num_threads`` when nobody set it).
+library encodes. prepare calls it with ``num_threads=1`` on ``--workers`` threads at once (each call encodes on
+its own thread with the GIL released; see ``FastEncoder.batch_per_thread``); a call with more threads runs on
+gigatoken's thread pool, sized like ``tokenizers``' (``RAYON_NUM_THREADS``, set from the first parallel call's
+``num_threads`` when nobody set it).
 """
 
 from __future__ import annotations
