@@ -46,7 +46,7 @@ def test_the_fast_encoder_gives_the_reference_ids_on_held_out_text(models, docum
     expected = per_document(*reference.encode_batch(documents, num_threads=1))
     for threads in (1, 2):
         flat, lengths = fast.encode_batch(documents, num_threads=threads)
-        assert flat.dtype == np.int64 and lengths.dtype == np.int64 and len(lengths) == len(documents)
+        assert flat.dtype == np.int32 and lengths.dtype == np.int64 and len(lengths) == len(documents)
         got = per_document(flat, lengths)
         differing = [i for i, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b]
         assert differing == [], f"{kind}: {len(differing)} documents differ, first {documents[differing[0]][:80]!r}"
@@ -67,7 +67,7 @@ def test_the_fast_encoder_declares_its_references_abilities(models, kind):
     assert {name: getattr(fast, name) for name in DECLARED} == {name: getattr(reference, name) for name in DECLARED}
     if kind.startswith("sentencepiece"):  # fairseq's ids with unknown surfaces: not the class defaults
         assert not fast.stores_own_ids and fast.has_unknown_surfaces and fast.may_stop_short
-    assert fast.overlaps_batches is False  # its own: the fast library spreads one batch over its threads
+    assert fast.overlaps_batches and fast.batch_per_thread  # its own: one batch per thread, several at once
 
 
 def test_special_token_text_is_encoded_as_the_reference_encodes_it(models):
@@ -170,6 +170,16 @@ def test_the_sample_is_a_function_of_the_documents_and_the_seed_not_of_the_chunk
     assert len(with_special) > 50 and set(with_special[:SPECIAL_DOCS]) <= set(positions)
     assert sum(not t.isascii() for _, t in a) >= 200 // 4
     assert 200 + 50 <= len(a) <= 200 + 50 + LONGEST + SPECIAL_DOCS
+
+
+@pytest.mark.parametrize("few", [0, 100])
+def test_the_special_text_documents_are_the_same_whichever_search_finds_them(documents, monkeypatch, few):
+    monkeypatch.setattr(encoder_check, "FEW_SPECIALS", few)  # 0: one regex; 100: `in` for each text
+    sample = CheckSample(200, 5, SPECIAL_TEXT)
+    list(sample.tap([documents[i : i + 37] for i in range(0, len(documents), 37)]))
+    holders = [i for i, t in enumerate(documents) if any(s in t for s in SPECIAL_TEXT)][:SPECIAL_DOCS]
+    assert len(holders) > 50 and [p for p, _ in sample.special] == holders
+    assert all(documents[p] == t for p, t in sample.special)
 
 
 def test_the_sample_keeps_to_its_budget_and_a_long_document_does_not_crowd_out_the_rest(documents, monkeypatch):

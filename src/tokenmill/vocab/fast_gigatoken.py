@@ -5,14 +5,17 @@ gigatoken (PyPI, Rust) encodes a batch on its own thread pool and returns the id
 buffer with offsets, which become the ``(flat ids, lengths)`` pair without a Python object per token. It
 refuses what it cannot reproduce (unigram and WordPiece models, BPE without byte fallback or a byte-level
 alphabet): those refusals are :class:`~tokenmill.vocab.fast_encoder.Unsupported`, and the reference
-library encodes. Its thread pool is sized like ``tokenizers``' (``RAYON_NUM_THREADS``, set from the first
-parallel call's ``num_threads`` when nobody set it).
+library encodes. prepare calls it with ``num_threads=1`` on ``--workers`` threads at once (each call encodes on
+its own thread with the GIL released; see ``FastEncoder.batch_per_thread``); a call with more threads runs on
+gigatoken's thread pool, sized like ``tokenizers``' (``RAYON_NUM_THREADS``, set from the first parallel call's
+``num_threads`` when nobody set it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -51,19 +54,23 @@ def batch_encoder(load: Callable[[], Any], fresh_after: int = FRESH_CACHE_CHARS)
     """``encode_batch`` of the gigatoken tokenizer ``load()`` returns, as ``(lines, num_threads) -> (flat,
     lengths)``; loaded again after every ``fresh_after`` characters (see :data:`FRESH_CACHE_CHARS`)."""
     state: dict[str, Any] = {"tokenizer": load(), "chars": 0}
+    swap = threading.Lock()  # calls may run on several threads at once (one batch each)
 
     def encode(lines: Sequence[str], num_threads: int) -> tuple[np.ndarray, np.ndarray]:
-        if state["chars"] >= fresh_after:
-            state["tokenizer"] = None  # the old one's caches go before the new one is loaded
-            state["tokenizer"], state["chars"] = load(), 0
+        with swap:
+            if state["chars"] >= fresh_after:
+                state["tokenizer"] = None  # the old one's caches go before the new one is loaded
+                state["tokenizer"], state["chars"] = load(), 0
+            tokenizer = state["tokenizer"]
+            state["chars"] += sum(map(len, lines))
         parallel = num_threads > 1
         if parallel:
             os.environ.setdefault("RAYON_NUM_THREADS", str(num_threads))  # read once, when the pool starts
-        layout = awkward.to_layout(state["tokenizer"].encode_batch(list(lines), parallel=parallel))
-        state["chars"] += sum(map(len, lines))
+        layout = awkward.to_layout(tokenizer.encode_batch(lines if isinstance(lines, list) else list(lines),
+                                                          parallel=parallel))
         offsets = np.asarray(layout.offsets.data)
-        flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]].astype(np.int64)
-        return flat, np.diff(offsets)
+        flat = np.asarray(layout.content.data)[offsets[0] : offsets[-1]]  # uint32 ids, all below 2^31:
+        return flat.view(np.int32), np.diff(offsets).astype(np.int64, copy=False)  # the work-id store's dtype, no copy
 
     return encode
 

@@ -310,17 +310,21 @@ def encode_lines(
     surfaces = UnknownSurfaces(tokenizer) if keeps_unknown_surfaces(ctx.config) else None
     step = sentence_step(ctx.config)
 
+    per_thread = threads > 1 and getattr(tokenizer, "batch_per_thread", False)  # one call per thread, `threads`
+    calls = 1 if per_thread else threads  # at once (the fast encoder), else each call spread over `threads`
+
     def encoded(batch: tuple[list[str], bool]) -> tuple[int, bool, np.ndarray, np.ndarray, Found | None, Any]:
         lines, chunk_ends = batch
         sentences = None
         if step is not None:
-            flat, lengths, *sentences = step.encode(tokenizer, lines, threads)
+            flat, lengths, *sentences = step.encode(tokenizer, lines, calls)
         else:
-            flat, lengths = tokenizer.encode_batch(lines, num_threads=threads)
+            flat, lengths = tokenizer.encode_batch(lines, num_threads=calls)
         found = None if surfaces is None else surfaces.find(lines, flat, lengths, threads)
         return len(lines), chunk_ends, flat, lengths, found, sentences
 
     overlap = OVERLAPPED_BATCHES if threads > 1 and getattr(tokenizer, "overlaps_batches", False) else 1
+    overlap = threads if per_thread else overlap
     if threads > 1 and overlap == 1:  # a library that spreads one call over its threads: the next chunk is read
         chunks = prefetched(chunks)  # (and parsed, sampled) on a thread while this one is encoded
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, \
