@@ -21,12 +21,9 @@ import numpy as np
 
 from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
-from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
+from tokenmill.batching.costs import Cut, Sizes, row_costs
 from tokenmill.batching.order import CellGroups, cell_keys, index_dtype
 from tokenmill.batching.pack import pack_lowpad
-
-LENGTH_BITS = 16
-"""Each side's length in one 64-bit word with the sample id (32 bits): one gather per slot."""
 
 
 def cut_spread(sizes: Sizes, config: BatchConfig, group_by: CellGroups) -> Cut | None:
@@ -34,16 +31,20 @@ def cut_spread(sizes: Sizes, config: BatchConfig, group_by: CellGroups) -> Cut |
     copies dealt over their class's batches; None where the plain cut must do it (ids or lengths too wide
     for the packed words, or a cut not grouped by class)."""
     samples = np.asarray(sizes.copies)
-    if sizes.keep is not None or not len(samples) or not _fits_words(samples, sizes):
+    if sizes.keep is not None or not len(samples) or not _fits_words(samples):
         return None
     dropped: dict[str, int] = {}
     keys, cell_src, cell_tgt = cell_keys(sizes.src, sizes.tgt, group_by)
     per_cell = np.bincount(keys, minlength=len(cell_src))
-    src = np.repeat(cell_src, per_cell)
-    tgt = None if cell_tgt is None else np.repeat(cell_tgt, per_cell)
-    costs = row_costs(src, tgt, config.pad_to_multiple)
-    costs, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, src, tgt)
-    classes = copies.length_classes(costs, src, tgt)
+    cell_costs = row_costs(cell_src, cell_tgt, config.pad_to_multiple)
+    fits = None if config.max_tokens is None or not len(cell_costs) else cell_costs <= config.max_tokens
+    if fits is not None and bool(fits[per_cell > 0].all()):
+        fits = None  # every item fits: none is dropped
+    if fits is not None:  # the cut drops the items of the cells whose rows exceed the budget
+        dropped["longer_than_max_tokens"] = int(per_cell[~fits].sum())
+    runs = per_cell if fits is None else per_cell * fits
+    src, tgt, costs = (None if x is None else np.repeat(x, runs) for x in (cell_src, cell_tgt, cell_costs))
+    classes = np.repeat(copies.length_classes(cell_costs, cell_src, cell_tgt), runs)
     if not len(classes) or bool(np.any(classes[1:] < classes[:-1])):
         return None
     ends = pack_lowpad(costs, src, tgt, config.max_tokens, config.max_sentences,
@@ -52,47 +53,33 @@ def cut_spread(sizes: Sizes, config: BatchConfig, group_by: CellGroups) -> Cut |
     if layout is None:
         return None
     slots, position_class, room = layout
-    fits = _cells_fit(cell_src, cell_tgt, config) if dropped else None
-    kept = None if fits is None else np.flatnonzero(fits[keys])  # the items of the cells that fit
-    last = np.cumsum(per_cell if fits is None else per_cell * fits) - 1  # each cell's last position in order
-    cell_class = position_class[np.clip(last, 0, len(position_class) - 1)]
+    kept = None if fits is None else np.flatnonzero(fits[keys])  # the draw positions of the items kept
+    cell_class = position_class[np.clip(np.cumsum(runs) - 1, 0, len(position_class) - 1)]  # at its last position
     items = samples if kept is None else samples[kept]
-    item_class = cell_class[keys if kept is None else keys[kept]]
-    dealt = copies.items_order(items, np.bincount(samples)[items], item_class, room)
+    dealt = copies.items_order(items, np.bincount(samples)[items], cell_class[keys if kept is None else keys[kept]],
+                               room)
     if dealt is None:
         return None
     perm = np.empty(len(items), dtype=np.int64)
     perm[slots] = dealt if kept is None else kept[dealt]
-    ids, src_out, tgt_out = _gather(perm, samples, sizes, cell_src.dtype, None if cell_tgt is None else cell_tgt.dtype)
-    order = perm.astype(index_dtype(len(sizes.src)), copy=False)
-    return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src_out, tgt_in_order=tgt_out,
+    ids, key = _gather(perm, samples, keys)
+    return Cut(order=perm.astype(index_dtype(len(samples)), copy=False), ends=ends, dropped=dropped,
+               src_in_order=cell_src[key], tgt_in_order=None if cell_tgt is None else cell_tgt[key],
                copies_in_order=ids)
 
 
-def _fits_words(samples: np.ndarray, sizes: Sizes) -> bool:
-    """Whether every sample id fits 32 bits and every length :data:`LENGTH_BITS` (one word per item)."""
-    if samples.dtype.kind not in "iu" or int(samples.min()) < 0 or int(samples.max()) >= 2**32:
-        return False
-    sides = [sizes.src] if sizes.tgt is None else [sizes.src, sizes.tgt]
-    return all(int(np.min(side)) >= 0 and int(np.max(side)) < 2**LENGTH_BITS for side in sides)
+def _fits_words(samples: np.ndarray) -> bool:
+    """Whether every sample id fits 32 bits (one word per item with its cell)."""
+    return samples.dtype.kind in "iu" and int(samples.min()) >= 0 and int(samples.max()) < 2**32
 
 
-def _cells_fit(cell_src: np.ndarray, cell_tgt: np.ndarray | None, config: BatchConfig) -> np.ndarray:
-    """Which cells' rows fit the token budget (the cut drops the items of the others)."""
-    return row_costs(cell_src, cell_tgt, config.pad_to_multiple) <= config.max_tokens  # type: ignore[operator]
-
-
-def _gather(perm: np.ndarray, samples: np.ndarray, sizes: Sizes, src_dtype: np.dtype, tgt_dtype: np.dtype | None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The sample id and lengths (as ``*_dtype``) of the items ``perm`` names (draw positions): one packed
-    word per item, gathered once in ``perm``'s order."""
-    words = samples.astype(np.uint64) << np.uint64(2 * LENGTH_BITS)
-    words |= np.asarray(sizes.src).astype(np.uint64) << np.uint64(LENGTH_BITS)
-    if sizes.tgt is not None:
-        words |= np.asarray(sizes.tgt).astype(np.uint64)
+def _gather(perm: np.ndarray, samples: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sample id (int64) and cell of the items ``perm`` names (draw positions): one packed word per
+    item, gathered once in ``perm``'s order."""
+    words = samples.astype(np.uint64)
+    words <<= np.uint64(32)
+    words |= keys.astype(np.uint64, copy=False)
     words = words[perm]
-    mask = np.uint64((1 << LENGTH_BITS) - 1)
-    src = (words >> np.uint64(LENGTH_BITS) & mask).astype(src_dtype)
-    tgt = None if sizes.tgt is None else (words & mask).astype(tgt_dtype)
-    words >>= np.uint64(2 * LENGTH_BITS)
-    return words.astype(np.int64), src, tgt
+    key = (words & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    words >>= np.uint64(32)
+    return words.view(np.int64), key
