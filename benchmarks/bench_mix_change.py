@@ -20,53 +20,24 @@ interleaved), first computed, then from the cache. Blends are made from their se
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-import numpy as np
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the checkout's tests: the in-memory mix the plan digests use
 
-from tokenmill.batching import BatchConfig
-from tokenmill.batching.copies import has_copies
-from tokenmill.batching.costs import Sizes
-from tokenmill.batching.gpt_mix import BlendPlanner
-from tokenmill.batching.gpt_plan import GPTBatchConfig
-from tokenmill.batching.plan import Planner
-from tokenmill.batching.select import EpochSample
-from tokenmill.cache import ArrayCache
-from tokenmill.data.blend_mix import BlendDraw
-from tokenmill.data.blending import normalize_weights
-from tokenmill.data.sampling import SamplingConfig, SamplingPlan
-
-SHARES = np.array([0.55, 0.25, 0.12, 0.05, 0.02, 0.01])
-NAMES = [f"d{i}" for i in range(len(SHARES))]
-
-
-class ArrayMix:
-    """A sampled mix of in-memory directions: the ``Selection`` a ``SampledMix`` is, without the files."""
-
-    varies_by_epoch = True
-
-    def __init__(self, src: np.ndarray, tgt: np.ndarray, sizes: np.ndarray, sampling: SamplingConfig) -> None:
-        self.src, self.tgt, self.sizes, self.sampling = src, tgt, sizes, sampling
-        self.plan = SamplingPlan.build(NAMES, sizes, sampling)
-        self._last: tuple[int, EpochSample] | None = None
-
-    def fingerprint(self) -> str:
-        return f"array-mix-{len(self.src)}-{sorted(self.sampling.to_dict().items(), key=str)}"
-
-    def settings(self) -> dict[str, Any]:
-        return {"sampling": self.sampling.to_dict()}
-
-    def with_settings(self, settings: dict[str, Any]) -> ArrayMix:
-        return ArrayMix(self.src, self.tgt, self.sizes, SamplingConfig.from_dict(settings["sampling"]))
-
-    def sample(self, epoch: int) -> EpochSample:
-        if self._last is None or self._last[0] != epoch:
-            ids = self.plan.sample(epoch)
-            copies = ids if has_copies(ids) else None
-            self._last = (epoch, EpochSample(ids, Sizes(self.src[ids], self.tgt[ids], copies=copies), {}))
-        return self._last[1]
+from tests.batching.array_mix import NAMES, SHARES, ArrayMix, lengths, new_mix  # noqa: E402
+from tokenmill.batching import BatchConfig  # noqa: E402
+from tokenmill.batching.gpt_mix import BlendPlanner  # noqa: E402
+from tokenmill.batching.gpt_plan import GPTBatchConfig  # noqa: E402
+from tokenmill.batching.plan import Planner  # noqa: E402
+from tokenmill.cache import ArrayCache  # noqa: E402
+from tokenmill.data.blend_mix import BlendDraw  # noqa: E402
+from tokenmill.data.blending import normalize_weights  # noqa: E402
+from tokenmill.data.sampling import SamplingConfig  # noqa: E402
 
 
 def timed(what: str, call: Any) -> Any:
@@ -113,21 +84,14 @@ def main() -> None:
 
 def sampled_change(pairs: int) -> None:
     """Time the re-plan of a sampled mix's epoch under another mix (module docstring, first part)."""
-    args = argparse.Namespace(pairs=pairs)
-    rng = np.random.default_rng(1)
-    src = np.clip(rng.lognormal(3.0, 0.6, args.pairs), 1, 250).astype(np.int32)
-    tgt = np.clip(src * rng.lognormal(0.0, 0.25, args.pairs), 1, 250).astype(np.int32)
-    sizes = np.floor(SHARES * args.pairs).astype(np.int64)
-    sizes[0] += args.pairs - int(sizes.sum())
+    src, tgt, sizes = lengths(pairs, seed=1)
     old = SamplingConfig(temperature=5.0, seed=1)
-    new = SamplingConfig(weights={"d0": 0.5 * SHARES[0], **{n: float(s) for n, s in zip(NAMES[1:], SHARES[1:],
-                                                                                       strict=True)}, "d5": 0.0},
-                         virtual_size=args.pairs, seed=2)
+    new = new_mix(pairs, seed=1)
     config = BatchConfig(max_tokens=4096, seed=1)
     with tempfile.TemporaryDirectory() as folder:
         cache = ArrayCache(folder)
         mix = ArrayMix(src, tgt, sizes, old)
-        print(f"{args.pairs:,} pairs in {len(NAMES)} directions, T=5: {mix.plan.virtual_size:,} items per epoch")
+        print(f"{pairs:,} pairs in {len(NAMES)} directions, T=5: {mix.plan.virtual_size:,} items per epoch")
         before = Planner(mix, config, world_size=8, cache=cache)
         plan = timed("epoch plan, world 8 (computed)", lambda: before.plan(1))
         steps = plan.num_steps // 3

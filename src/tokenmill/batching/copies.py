@@ -95,9 +95,28 @@ def _deal_grouped(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray, co
                   ) -> np.ndarray | None:
     """:func:`deal` of positions grouped by class (then batch): the same permutation as
     :func:`deal_by_batch`, the sort keys packed straight into one 64-bit word per item (None when they
-    do not fit). The slots: by (class, round, position), a round being the place inside its segment;
-    the items: by (class, fits its batches, most copies first, sample, position)."""
-    n = len(samples)
+    do not fit). The slots: :func:`class_slots`; the items: by (class, fits its batches, most copies
+    first, sample, position)."""
+    layout = class_slots(ends, classes)
+    if layout is None:
+        return None
+    slots, item_class, room = layout
+    if counts is None:
+        counts = np.bincount(samples)[samples]
+    items = items_order(samples, counts, item_class, room)
+    if items is None:
+        return None
+    perm = np.empty(len(samples), dtype=np.int64)
+    perm[slots] = items
+    return perm
+
+
+def class_slots(ends: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The slots of a cut grouped by class, in the order the deal fills them: positions by (class, round,
+    position), a round being the place inside its (class, batch) segment; one sort of packed words.
+    Returns (slots, class number of each position (dense 0..k-1), batches holding each class), or None
+    when the keys do not fit 63 bits."""
+    n = len(classes)
     segment_starts = np.union1d(ends[:-1][ends[:-1] < n], np.flatnonzero(classes[1:] != classes[:-1]) + 1)
     segment_starts = np.concatenate([[0], segment_starts[segment_starts > 0]]).astype(np.int64)
     lengths = np.diff(np.append(segment_starts, n))
@@ -114,23 +133,16 @@ def _deal_grouped(samples: np.ndarray, ends: np.ndarray, classes: np.ndarray, co
     words += np.arange(0, n * ((1 << position_bits) + 1), (1 << position_bits) + 1, dtype=np.int64)
     words.sort()
     words &= (1 << position_bits) - 1
-    slots = words
-    item_class = np.repeat(dense, lengths)
-    if counts is None:
-        counts = np.bincount(samples)[samples]
-    items = _items_order(samples, counts, item_class, room, position_bits)
-    if items is None:
-        return None
-    perm = np.empty(n, dtype=np.int64)
-    perm[slots] = items
-    return perm
+    return words, np.repeat(dense, lengths), room
 
 
-def _items_order(samples: np.ndarray, counts: np.ndarray, item_class: np.ndarray, room: np.ndarray,
-                 position_bits: int) -> np.ndarray | None:
+def items_order(samples: np.ndarray, counts: np.ndarray, item_class: np.ndarray, room: np.ndarray
+                ) -> np.ndarray | None:
     """Positions by (class, copies > the class's batches, most copies first, sample, position) (step 2's
-    order of the items), one sort of packed words; None when the keys do not fit 63 bits."""
+    order of the items), one sort of packed words; None when the keys do not fit 63 bits. ``samples``,
+    ``counts`` (copies of its sample) and ``item_class`` (dense 0..k-1) per item; ``room``: batches per class."""
     n = len(samples)
+    position_bits = max((n - 1).bit_length(), 1)
     most = int(counts.max())
     pair = item_class * (most + 1) + counts  # (class, copies): the rest of the key is a function of it
     present = np.zeros(len(room) * (most + 1), dtype=bool)
@@ -231,5 +243,5 @@ def repeats_per_batch(samples_in_order: np.ndarray, ends: np.ndarray) -> np.ndar
     return np.diff(np.concatenate([[0], ends])).astype(np.int64) - distinct
 
 
-__all__ = ["by_class", "deal", "deal_by_batch", "has_copies", "length_classes", "repeats_per_batch", "samples_in_order",
-           "take"]
+__all__ = ["by_class", "class_slots", "deal", "deal_by_batch", "has_copies", "items_order", "length_classes",
+           "repeats_per_batch", "samples_in_order", "take"]

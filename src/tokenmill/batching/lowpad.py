@@ -23,7 +23,8 @@ import numpy as np
 from tokenmill.batching import copies
 from tokenmill.batching.config import BatchConfig
 from tokenmill.batching.costs import Cut, Sizes, drop_over_budget, row_costs
-from tokenmill.batching.order import SAMPLE_SHUFFLE, curve_order, generator
+from tokenmill.batching.lowpad_copies import cut_spread
+from tokenmill.batching.order import SAMPLE_SHUFFLE, CellGroups, curve_order, generator
 from tokenmill.batching.pack import pack_lowpad
 
 
@@ -34,10 +35,18 @@ def cut(sizes: Sizes, config: BatchConfig, epoch: int) -> Cut:
 
 def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut:
     """Batches of ``sizes`` with ties ordered by ``rng`` (one block of a block-wise plan has its own)."""
+    if sizes.copies is not None and (spread := cut_spread(sizes, config, _classes_of(config))) is not None:
+        return spread  # the same batches and ids, without ordering every item along the curve first
+    return cut_along_curve(sizes, config, rng)
+
+
+def cut_along_curve(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut:
+    """:func:`cut_with` by its definition: the items sorted along the curve (ties by ``rng``), cut, and
+    with copies each class's items dealt again over its batches."""
     dropped: dict[str, int] = {}
     ids = None if sizes.keep is None else sizes.kept_ids()
     # copies of one sample: grouped by length class first (batching.copies), by renumbering the length cells
-    group_by = None if sizes.copies is None else partial(cell_classes, pad_to_multiple=config.pad_to_multiple)
+    group_by = None if sizes.copies is None else _classes_of(config)
     order, src, tgt = curve_order(ids, sizes.src, sizes.tgt, rng, group_by)
     costs = row_costs(src, tgt, config.pad_to_multiple)
     costs, order, src, tgt = drop_over_budget(costs, config.max_tokens, dropped, order, src, tgt)
@@ -51,6 +60,11 @@ def cut_with(sizes: Sizes, config: BatchConfig, rng: np.random.Generator) -> Cut
         return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt,
                    copies_in_order=np.asarray(samples, dtype=np.int64))
     return Cut(order=order, ends=ends, dropped=dropped, src_in_order=src, tgt_in_order=tgt)
+
+
+def _classes_of(config: BatchConfig) -> CellGroups:
+    """The cells' grouping of a cut with copies: their length class under ``config``'s padding."""
+    return partial(cell_classes, pad_to_multiple=config.pad_to_multiple)
 
 
 def cell_classes(src: np.ndarray, tgt: np.ndarray | None, pad_to_multiple: int) -> np.ndarray:

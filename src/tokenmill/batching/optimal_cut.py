@@ -46,8 +46,7 @@ def cut_groups(
     """
     groups = len(group_src)
     src, tgt = group_src, group_tgt  # their own dtype (no copy): units take int64 slices
-    wide = np.int64 if max_tokens >= 2**31 else np.int32  # 4 bytes a group: a plan holds ~48 an item
-    fit = np.minimum(max_tokens // (multiple * group_cost.astype(wide, copy=False)), min(cap_groups, max_tokens))
+    fit = groups_that_fit(group_cost, max_tokens, multiple, cap_groups)
     change = np.flatnonzero((src[1:] != src[:-1]) | (tgt[1:] != tgt[:-1]) | (fit[1:] != fit[:-1])) + 1
     starts = [0, *change.tolist()]
     stops = [*starts[1:], groups]
@@ -64,6 +63,15 @@ def cut_groups(
             periodic.append(_unit_by_lines(q, src, tgt, fit, (before, start, stop), f, multiple, price, tail))
         before = start
     return _path(q, src, tgt, fit, units, periodic, multiple, price)
+
+
+def groups_that_fit(group_cost: np.ndarray, max_tokens: int, multiple: int, cap_groups: int) -> np.ndarray:
+    """Groups of ``multiple`` rows that fit a batch with each group's row cost: read from a table per cost
+    (a division per group costs several times more on millions); 4 bytes a group (a plan holds ~48 an item)."""
+    wide = np.int64 if max_tokens >= 2**31 else np.int32
+    costs = np.arange(int(group_cost.max(initial=0)) + 1, dtype=np.int64)
+    table = np.minimum(max_tokens // (multiple * np.maximum(costs, 1)), min(cap_groups, max_tokens)).astype(wide)
+    return table[group_cost]
 
 
 def _unit_by_windows(q: np.ndarray, src: np.ndarray, tgt: np.ndarray, fits: np.ndarray, start: int, stop: int,

@@ -207,17 +207,24 @@ def curve_order(
     the plain order by each sample's group, done by renumbering the cells instead of sorting samples.
     """
     src = src_sizes if ids is None else src_sizes[ids]
-    if tgt_sizes is not None:
-        keys, cell_src, cell_tgt = curve_keys(src, tgt_sizes if ids is None else tgt_sizes[ids], group_by)
-    else:
-        lengths = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
-        keys, cell_src, cell_tgt = _grouped(src, lengths, None, group_by)
+    tgt = tgt_sizes if ids is None or tgt_sizes is None else tgt_sizes[ids]
+    keys, cell_src, cell_tgt = cell_keys(src, tgt, group_by)
     positions = _by_key_then_ties(keys, rng)
     counts = np.bincount(keys, minlength=len(cell_src))
     src_in_order = np.repeat(cell_src, counts)
     tgt_in_order = np.repeat(cell_tgt, counts) if cell_tgt is not None else None
     order = positions.astype(index_dtype(len(src_sizes)), copy=False) if ids is None else ids[positions]
     return order, src_in_order, tgt_in_order
+
+
+def cell_keys(src: np.ndarray, tgt: np.ndarray | None, group_by: CellGroups | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Each sample's place among the length cells of :func:`curve_order` (key per sample, source and target
+    length of each key): the curve's cells (:func:`curve_keys`), or with one side the lengths themselves."""
+    if tgt is not None:
+        return curve_keys(src, tgt, group_by)
+    lengths = np.arange(int(src.max()) + 1 if len(src) else 0, dtype=src.dtype)
+    return _grouped(src, lengths, None, group_by)
 
 
 def _by_key_then_ties(keys: np.ndarray, rng: np.random.Generator) -> np.ndarray:
