@@ -25,6 +25,7 @@ bash scripts/setup_peers.sh bicleaner opusfilter || echo "warning: the bicleaner
 # datatrove (~1 min): the oracle of the LM quality filters (tests/text/test_lm_filters_oracle.py); not fatal either
 bash scripts/setup_peers.sh datatrove || echo "warning: the datatrove oracle peer did not build; tests/text/test_lm_filters_oracle.py will skip" >&2
 python -m ruff check src tests benchmarks examples
-# on every core (at most 4 workers): each test module runs whole on one worker, so its module fixtures are
-# built once, and the Ray tests run one at a time (xdist_group marks; tests/conftest.py orders the units)
+# in one process, one test after another: on two loaded cores pytest-xdist's workers made Ray's start-up time
+# out and built the session fixtures once per worker (docs/how-to/tests.md: `-n auto` on a machine with cores
+# to spare); the slow tests share prepared data through module and session fixtures instead
 python -m pytest "$@"

@@ -1,8 +1,9 @@
 """Shared fixtures: every test keeps its caches in a temporary folder, never in the user's ``~/.cache``;
 one data_bin of many directions serves the tests of every layer that reads it.
 
-Under pytest-xdist's ``--dist loadgroup`` (``scripts/test.sh`` runs ``-n auto --dist loadgroup``) every test
-module is one unit of work, so its module fixtures are built once; tests marked ``xdist_group`` keep their
+Under pytest-xdist's ``--dist loadgroup`` (``pytest -n auto --dist loadgroup``, for a machine with cores to
+spare: ``docs/how-to/tests.md``; ``scripts/test.sh`` runs the suite in one process) every test module is one
+unit of work, so its module fixtures are built once; tests marked ``xdist_group`` keep their
 group (``ray``: the tests that start a Ray run one at a time). Units holding a ``slow`` test go first, so
 no long unit is left alone at the end while the other worker idles.
 """

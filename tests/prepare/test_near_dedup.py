@@ -49,10 +49,18 @@ def planted(tmp_path_factory) -> tuple[Path, list[str], dict[int, int], dict[int
     return write_docs(tmp_path_factory.mktemp("planted") / "docs.jsonl", docs), docs, planted, kinds
 
 
-def test_planted_near_duplicates_are_found(planted, tmp_path):
-    data, docs, copies, kinds = planted
-    summary = tokenmill.prepare(lm_settings(data, tmp_path / "bin", tasks=2), progress=False)
-    dropped = {line - 1 for line in dropped_lines(tmp_path / "bin")}
+@pytest.fixture(scope="module")
+def planted_run(planted, tmp_path_factory) -> tuple[Path, tokenmill.PrepareSummary]:
+    """The planted corpus prepared once in three tasks (a cluster's kept item may sit in another task), read
+    by the recall test and the audit test."""
+    destdir = tmp_path_factory.mktemp("planted-run") / "bin"
+    return destdir, tokenmill.prepare(lm_settings(planted[0], destdir, tasks=3), progress=False)
+
+
+def test_planted_near_duplicates_are_found(planted, planted_run):
+    _, docs, copies, kinds = planted
+    destdir, summary = planted_run
+    dropped = {line - 1 for line in dropped_lines(destdir)}
     found = dropped & set(copies)
     recall, precision = len(found) / len(copies), len(found) / max(1, len(dropped))
     print(f"\nnear-dedup on {len(docs)} held-out documents, {len(copies)} planted near-duplicates: "
@@ -71,11 +79,11 @@ def test_planted_near_duplicates_are_found(planted, tmp_path):
         len(dropped)]
 
 
-def test_the_audit_names_the_kept_item(planted, tmp_path):
-    data, docs, copies, _ = planted
-    tokenmill.prepare(lm_settings(data, tmp_path / "bin", tasks=3), progress=False)
-    sample = json.loads((tmp_path / "bin" / ".work" / "dropped" / "train.json").read_text())["near_dedup"]
-    audit = json.loads((tmp_path / "bin" / ".work" / "dropped" / "train.near.json").read_text())
+def test_the_audit_names_the_kept_item(planted, planted_run):
+    _, docs, copies, _ = planted
+    dropped = planted_run[0] / ".work" / "dropped"
+    sample = json.loads((dropped / "train.json").read_text())["near_dedup"]
+    audit = json.loads((dropped / "train.near.json").read_text())
     assert len(sample) == len(audit) == 20
     assert [row["line"] for row in audit] == [row["line"] for row in sample]
     for row in audit:
@@ -110,11 +118,17 @@ def near_corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def one_task(near_corpus, tmp_path_factory) -> Path:
+def one_task_run(near_corpus, tmp_path_factory) -> tuple[Path, tokenmill.PrepareSummary]:
+    """:func:`near_corpus` prepared in one task with the default sides (both), once per module."""
     destdir = tmp_path_factory.mktemp("one") / "bin"
     summary = tokenmill.prepare(settings_for(near_corpus, destdir, tasks=1, near_dedup=True), progress=False)
     assert summary.splits["train"]["clean"]["near_dedup"]["near_duplicates"] > 50
-    return destdir
+    return destdir, summary
+
+
+@pytest.fixture(scope="module")
+def one_task(one_task_run) -> Path:
+    return one_task_run[0]
 
 
 @pytest.mark.parametrize("tasks", [2, 3, 7])
@@ -130,10 +144,13 @@ def test_without_tasks_given_it_is_the_same(near_corpus, one_task, tmp_path):
     assert_same_output(one_task, tmp_path / "bin")
 
 
-def test_sides_decide_what_is_a_near_duplicate(near_corpus, tmp_path):
-    """A pair planted with only its source edited is a near-duplicate by its target alone, and so on."""
-    counts = {}
-    for sides in ("both", "src", "tgt"):
+def test_sides_decide_what_is_a_near_duplicate(near_corpus, one_task_run, tmp_path):
+    """A pair planted with only its source edited is a near-duplicate by its target alone, and so on (both
+    sides: the default, the module's one-task run; every task count gives its bytes)."""
+    config = build_config(settings_for(near_corpus, tmp_path / "unused", near_dedup=True))
+    assert config.cleaning.near_dedup_sides == "both"
+    counts = {"both": one_task_run[1].splits["train"]["clean"]["near_dedup"]["near_duplicates"]}
+    for sides in ("src", "tgt"):
         summary = tokenmill.prepare(settings_for(near_corpus, tmp_path / sides, tasks=2, near_dedup=True,
                                                  near_dedup_sides=sides), progress=False)
         counts[sides] = summary.splits["train"]["clean"]["near_dedup"]["near_duplicates"]

@@ -8,10 +8,13 @@ import os
 
 import pytest
 
+import tokenmill
+from tests.prepare.tasks_corpus import write_corpus
+from tests.prepare.test_tasks import settings_for
 from tokenmill.errors import FormatError, TokenmillError
 from tokenmill.prepare import task_process
 from tokenmill.prepare.engines import LocalEngine
-from tokenmill.prepare.task_process import TaskRunner, function_name
+from tokenmill.prepare.task_process import TaskRunner, function_name, one_helper_per_run
 from tokenmill.prepare.tasks import TaskKilled
 
 
@@ -122,3 +125,32 @@ def test_a_task_function_must_be_importable():
 
     with pytest.raises(ValueError, match="top level"):
         function_name(local)
+
+
+def test_the_stages_of_one_run_share_one_helper_and_it_stops_at_the_end():
+    """Inside ``one_helper_per_run`` (a prepare run) every engine run forks its tasks from the same helper
+    (the tasks' parent), started once; outside, each engine run has a helper of its own."""
+    with one_helper_per_run():
+        parents = LocalEngine().run(os.getppid, [(), ()]) + LocalEngine().run(os.getppid, [()])
+        helper = task_process._RUN.helper
+        assert len(set(parents)) == 1 and parents[0] != os.getpid() and not helper.stopped
+    assert helper.stopped and task_process._RUN.helper is None
+    apart = LocalEngine().run(os.getppid, [()]) + LocalEngine().run(os.getppid, [()])
+    assert len(set(apart)) == 2 and parents[0] not in apart
+
+
+def test_a_stage_that_fails_stops_the_runs_helper_and_the_next_stage_starts_another():
+    with one_helper_per_run():
+        first = LocalEngine().run(os.getppid, [()])
+        with pytest.raises(TaskKilled, match="SIGABRT"):
+            LocalEngine().run(os.abort, [()])
+        assert task_process._RUN.helper is None  # stopped as a helper of its own would be
+        assert LocalEngine().run(os.getppid, [()]) != first
+
+
+def test_a_tasked_prepare_starts_one_helper(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr(task_process, "TaskRunner", lambda: started.append(1) or TaskRunner())
+    corpus = write_corpus(tmp_path / "corpus", pairs=200)
+    summary = tokenmill.prepare(settings_for(corpus, tmp_path / "bin", tasks=2), progress=False)
+    assert len(summary.tasks) >= 3 and started == [1]  # clean, encode and binarize tasks: one helper

@@ -5,8 +5,10 @@ coordinator, what the allocators keep after it (pymalloc arenas still holding on
 not trimmed) stayed in the coordinator's resident memory and added up task after task: 40-50 MB more
 after the first task of ``clean.train`` and a few MB per task after that, measured at 1M and 4M pairs.
 
-:class:`TaskRunner` starts one helper per tasked stage, a fresh interpreter running :func:`serve`. For each
-task, the helper forks a child from its own state, waits for it and reports how it ended. The child
+:class:`TaskRunner` starts a helper, a fresh interpreter running :func:`serve`: one per run inside
+:func:`one_helper_per_run` (what ``prepare()`` does: the interpreter's start-up, about a second of
+importing, is paid once, not once per tasked stage), else one per tasked stage. For each task, the helper
+forks a child from its own state, waits for it and reports how it ended. The child
 runs the task, leaves its result in a JSON file and exits, so its memory goes back to the system. The
 result is the task's record, or the error it raised: a :class:`~tokenmill.errors.TokenmillError` (or a
 subclass in :data:`ERROR_TYPES`) is raised again in the coordinator with its message; any other
@@ -34,8 +36,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -147,6 +150,48 @@ def serve(reply_fd: int, log_level: int) -> None:
 _HELPER = "from tokenmill.prepare.task_process import serve; serve({fd}, {level})"
 
 
+_RUN = threading.local()
+"""This thread's run in progress: ``helper``, the :class:`TaskRunner` its tasked stages share (or None)."""
+
+
+@contextlib.contextmanager
+def one_helper_per_run() -> Iterator[None]:
+    """Inside the block (one prepare run), every tasked stage's tasks fork from one helper, started at the
+    first tasked stage and stopped when the block ends; a nested block joins the outer one's run."""
+    if getattr(_RUN, "active", False):
+        yield
+        return
+    _RUN.active, _RUN.helper = True, None
+    try:
+        yield
+    finally:
+        helper, _RUN.active, _RUN.helper = _RUN.helper, False, None
+        if helper is not None:
+            helper.close()
+
+
+@contextlib.contextmanager
+def task_runner() -> Iterator[TaskRunner]:
+    """The run's helper inside :func:`one_helper_per_run` (started at the first call, started again if it
+    died), else a helper of its own that stops when the block ends. A block left by an exception stops the
+    helper, as a helper of its own would be (the next tasked stage, if any, starts a fresh one)."""
+    if not getattr(_RUN, "active", False):
+        with TaskRunner() as runner:
+            yield runner
+        return
+    if _RUN.helper is not None and _RUN.helper.stopped:
+        _RUN.helper.close()
+        _RUN.helper = None
+    if _RUN.helper is None:
+        _RUN.helper = TaskRunner()
+    try:
+        yield _RUN.helper
+    except BaseException:
+        helper, _RUN.helper = _RUN.helper, None
+        helper.close()
+        raise
+
+
 class TaskRunner:
     """The coordinator's side: a helper process that runs tasks (each in a fresh fork) one at a time."""
 
@@ -198,6 +243,11 @@ class TaskRunner:
             _raise(outcome["error"], what)
         return outcome["result"]
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the helper has ended (a task of it killed it, or it was stopped)."""
+        return self._process.poll() is not None
+
     def close(self) -> None:
         """Stop the helper (after its current task, if one runs) and remove its folder."""
         if self._process.stdin is not None:
@@ -220,4 +270,4 @@ class TaskRunner:
         self.close()
 
 
-__all__ = ["ERROR_TYPES", "TaskRunner", "function_name", "serve"]
+__all__ = ["ERROR_TYPES", "TaskRunner", "function_name", "one_helper_per_run", "serve", "task_runner"]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tokenmill.prepare.engines.base import EnginePart, OnDone, TaskFunction, _nothing, register_engine
-from tokenmill.prepare.task_process import TaskRunner
+from tokenmill.prepare.task_process import task_runner
 
 
 class LocalEngine:
@@ -24,7 +24,7 @@ class LocalEngine:
         if not calls:
             return []
         results = []
-        with TaskRunner() as runner:
+        with task_runner() as runner:  # the run's helper (prepare() shares one between its stages)
             for call in calls:
                 results.append(runner.run(function, call))
                 on_done(results[-1])

@@ -21,6 +21,7 @@ from tokenmill.prepare.stages import task_stage
 from tokenmill.prepare.stages.cleaned import clean_plan, train_input_bytes
 from tokenmill.prepare.stages.encoded import encode_key
 from tokenmill.prepare.stages.tokenizer import model_path
+from tokenmill.prepare.task_process import one_helper_per_run
 from tokenmill.prepare.tasks import TASKS_DIR, format_status, task_status
 from tokenmill.prepare.tokenizing import splits_words
 from tokenmill.store.remote import is_url
@@ -38,6 +39,11 @@ def prepare(
     see :data:`tokenmill.prepare.stages.PHASES`); tasks run with :func:`run_task`."""
     if not isinstance(config, PrepareConfig):
         raise ConfigError("prepare() takes a PrepareConfig (see tokenmill.prepare.build_config)")
+    with one_helper_per_run():  # the local engine's tasked stages fork their tasks from one helper process
+        return _prepare(config, force=force, progress=progress, phase=phase)
+
+
+def _prepare(config: PrepareConfig, *, force: bool, progress: bool | None, phase: str | None) -> PrepareSummary:
     scheduled = engine_part(config.engine.name).scheduled
     if scheduled and phase is None:
         raise ConfigError(scheduled)
