@@ -12,7 +12,7 @@ import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import assert_same_output, settings_for
 from tokenmill.prepare import clean_parts, sample_tasks
-from tokenmill.prepare.clean_parts import CleanParts, kept_blocks, lines_at, save_gone
+from tokenmill.prepare.clean_parts import CleanParts, index_path, kept_blocks, lines_at, save_gone, text_path
 from tokenmill.prepare.line_sample import SmallestKeys
 from tokenmill.prepare.part_merge import LineIndexer
 from tokenmill.prepare.sample_tasks import merged_sample, part_candidates
@@ -47,6 +47,24 @@ def test_lines_at_seeks_through_the_index(tmp_path, every):
     index.add_block(path.read_bytes())
     positions = np.array([0, 1, 2, 63, 64, 65, 150, 299])
     assert lines_at(path, index.state(path), positions) == {int(p): lines[p] for p in positions}
+
+
+def test_parts_of_long_documents_are_read_in_chunks_of_bounded_bytes(tmp_path, monkeypatch):
+    """A part's chunks hold about CHUNK_BYTES of text, not ``chunk_lines`` documents (a corpus-sized part of
+    LM documents was one chunk: the encode stage held it all); the lines read are the part's all the same."""
+    monkeypatch.setattr(clean_parts, "CHUNK_BYTES", 100_000)
+    folder = tmp_path / "00000"
+    folder.mkdir()
+    lines = [f"doc {i} " + "x" * 200 for i in range(5000)]  # ~1 MB: about 480 lines in 100 kB
+    data = "".join(line + "\n" for line in lines).encode()
+    text_path(folder, "en").write_bytes(data)
+    index = LineIndexer(1 << 14)
+    index.add_block(data)
+    index_path(folder, "en").write_text(json.dumps(index.state(text_path(folder, "en"))))
+    save_gone(folder, np.array([3, 4999], dtype=np.int64))
+    chunks = list(CleanParts([folder], False, 65536).part_chunks(0, "en"))
+    assert [len(c) for c in chunks] == [1023, 1024, 1024, 1024, 903]  # at least 1,024 read a chunk, less the gone
+    assert list(chain.from_iterable(chunks)) == [line for i, line in enumerate(lines) if i not in (3, 4999)]
 
 
 def brute_force(lines: list[str], k: int, seed: int) -> list[str]:
