@@ -11,7 +11,6 @@ by the coordinator when it plans the tasks; the plan records it and every task r
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -44,7 +43,7 @@ from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sentence_split import SentenceLengths, sentence_files, sentence_step, splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
 from tokenmill.prepare.stages.clean import clean_parts
-from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, reads_input
+from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, input_bytes, reads_input
 from tokenmill.prepare.stages.encoded import encode_key
 from tokenmill.prepare.stages.tokenizer import model_path, tokenizer_for
 from tokenmill.prepare.tasks import TaskSet
@@ -281,8 +280,7 @@ def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]
     corpus size (65,536 documents of 20 kB would be 1.3 GB of text at once). Chunks change no output."""
     if not isinstance(source, Source):
         return {}
-    items = source.scan()
-    size = sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
+    items, size = source.scan(), input_bytes(source)
     if not items or not size:
         return {}
     return {"chunk_lines": byte_bounded_lines(ctx.config.run.chunk_lines, items, size, READ_CHUNK_BYTES)}
