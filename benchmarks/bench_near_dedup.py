@@ -11,6 +11,7 @@ defaults (5-grams, 14 x 8, the same as tokenmill's) in its own venv, ``workers=1
 ~50x slower than ours here, so it runs on the smaller ``--peer-megabytes`` corpus.
 
     python benchmarks/bench_near_dedup.py --megabytes 50,100,200 --peer-megabytes 5
+    python benchmarks/bench_near_dedup.py --megabytes 1000,2000 --without-upto 1000 --no-peer  # tens of minutes
 """
 
 from __future__ import annotations
@@ -76,20 +77,23 @@ def datatrove_run(files: list[Path], work: Path, tasks: int) -> dict:
             "rss": measured.process_peak_mb}
 
 
-def size_rows(sizes: list[float], scratch: Path) -> None:
+def size_rows(sizes: list[float], scratch: Path, without_upto: float) -> None:
+    """One row per corpus size; the run without near-dedup (for its CPU cost) only up to ``without_upto`` MB."""
     print("| corpus | documents dropped (clusters) | near-dedup CPU s | MB/s per core | clean.train s with / "
           "without | peak RSS per process with / without |\n|---|---|---|---|---|---|")
     for megabytes in sizes:
         files = jsonl_shards(megabytes)
         mb = sum(f.stat().st_size for f in files) / 1e6
         on = tokenmill_run(files, scratch / f"on{megabytes:g}", True, 1)
-        off = tokenmill_run(files, scratch / f"off{megabytes:g}", False, 1)
+        shutil.rmtree(scratch / f"on{megabytes:g}")
+        off = {"cpu": float("nan"), "clean_s": float("nan"), "rss": float("nan")}
+        if megabytes <= without_upto:
+            off = tokenmill_run(files, scratch / f"off{megabytes:g}", False, 1)
+            shutil.rmtree(scratch / f"off{megabytes:g}")
         cost = on["cpu"] - off["cpu"]
         print(f"| {mb:.0f} MB | {on['near']['near_duplicates']} ({on['near']['clusters']}) | {cost:.1f} | "
               f"{mb / cost:.1f} | {on['clean_s']:.1f} / {off['clean_s']:.1f} | {on['rss']:.0f} / {off['rss']:.0f} MB |",
               flush=True)
-        shutil.rmtree(scratch / f"on{megabytes:g}")
-        shutil.rmtree(scratch / f"off{megabytes:g}")
 
 
 def peer_rows(megabytes: float, tasks: list[int], scratch: Path) -> None:
@@ -153,14 +157,18 @@ def main() -> None:
     parser.add_argument("--peer-megabytes", type=float, default=5.0, help="corpus size of the datatrove comparison")
     parser.add_argument("--tasks", default="1,2", help="task counts whose outputs are compared")
     parser.add_argument("--phases-only", action="store_true", help="only the per-phase RSS rows")
+    parser.add_argument("--without-upto", type=float, default=float("inf"),
+                        help="the run without --near-dedup (its CPU cost) only at sizes up to this many MB")
+    parser.add_argument("--no-peer", action="store_true", help="no datatrove comparison")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="near-bench-") as scratch:
         if args.phases_only:
             phase_rss([float(x) for x in args.megabytes.split(",")], Path(scratch))
             return
         if args.megabytes:
-            size_rows([float(x) for x in args.megabytes.split(",")], Path(scratch))
-        peer_rows(args.peer_megabytes, [int(x) for x in args.tasks.split(",")], Path(scratch))
+            size_rows([float(x) for x in args.megabytes.split(",")], Path(scratch), args.without_upto)
+        if not args.no_peer:
+            peer_rows(args.peer_megabytes, [int(x) for x in args.tasks.split(",")], Path(scratch))
 
 
 if __name__ == "__main__":

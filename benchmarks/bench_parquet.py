@@ -167,6 +167,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-prepare", action="store_true", help="the read step only")
+    parser.add_argument("--sides", default="parquet,jsonl",
+                        help="prepare on these inputs (``parquet``: its peak RSS alone at large sizes)")
+    parser.add_argument("--no-read", action="store_true", help="prepare only (not the read step)")
     parser.add_argument("--datatrove", action="store_true", help="also datatrove's ParquetReader -> DocumentTokenizer")
     parser.add_argument("--quick", action="store_true", help="10 MB, one round")
     parser.add_argument("--json", help="write all figures here")
@@ -181,8 +184,9 @@ def main() -> None:
              "parquet_mb": sum(f.stat().st_size for f in parquet) / 1e6}
     print(f"corpus: {sizes['jsonl_mb']:.0f} MB JSONL in {len(jsonl)} files = {sizes['parquet_mb']:.0f} MB Parquet "
           "(zstd)")
-    results: dict = {"sizes": sizes, "read": {}, "prepare": {"parquet": [], "jsonl": []}}
-    for side, files in (("parquet", parquet), ("jsonl", jsonl), ("floor", parquet)):
+    sides = args.sides.split(",")
+    results: dict = {"sizes": sizes, "read": {}, "prepare": {side: [] for side in sides}}
+    for side, files in () if args.no_read else (("parquet", parquet), ("jsonl", jsonl), ("floor", parquet)):
         results["read"][side] = row = read_side(side, files)
         print(f"read {side:8s} {row['mb_per_cpu_s']:7.1f} MB/s per core ({row['text_mb']} MB of text, "
               f"{row['docs']:,} docs, cpu {row['cpu_s']} s, wall {row['wall_s']} s, peak RSS {row['peak_rss_mb']} MB)")
@@ -190,7 +194,7 @@ def main() -> None:
         tok = tokenizer_model(jsonl[0], args.vocab)
         work = DATA / "lm" / "runs-parquet"
         for round_ in range(args.rounds):
-            order = ["parquet", "jsonl"] if round_ % 2 == 0 else ["jsonl", "parquet"]
+            order = sides if round_ % 2 == 0 else sides[::-1]
             for side in order:
                 started = time.perf_counter()
                 files = parquet if side == "parquet" else jsonl
@@ -198,13 +202,19 @@ def main() -> None:
                 results["prepare"][side].append(row)
                 print(f"prepare {side:8s} {row['seconds']:7.1f} s (cpu {row['cpu_s']} s, largest process "
                       f"{row['process_rss_mb']} MB) [{time.perf_counter() - started:.0f} s]")
+            if len(sides) < 2:
+                continue
             same = all(same_bytes(work / "parquet" / f"corpus_text_document{ext}",
                                   work / "jsonl" / f"corpus_text_document{ext}") for ext in (".bin", ".idx"))
             results.setdefault("same_ids", []).append(same)
             print(f"round {round_ + 1}: same .bin/.idx from Parquet and JSONL: {same}")
         med = {side: statistics.median(r["seconds"] for r in rows) for side, rows in results["prepare"].items()}
-        print(f"prepare, median wall: Parquet {med['parquet']:.1f} s, JSONL {med['jsonl']:.1f} s "
-              f"(Parquet / JSONL = {med['parquet'] / med['jsonl']:.2f})")
+        cpu = {side: statistics.median(r["cpu_s"] for r in rows) for side, rows in results["prepare"].items()}
+        for side in sides:
+            print(f"prepare {side}, median wall {med[side]:.1f} s, CPU {cpu[side]:.1f} s")
+        if len(sides) == 2:
+            print(f"prepare Parquet / JSONL, medians: wall {med['parquet'] / med['jsonl']:.2f}, "
+                  f"CPU {cpu['parquet'] / cpu['jsonl']:.2f}")
         if args.datatrove:
             results["datatrove"] = datatrove_side(parquet, tok, work / "parquet" / "corpus_text_document", work)
     if args.json:

@@ -9,6 +9,8 @@ changed, or a boilerplate line added. Written as JSONL (``{"text": ...}``) for t
 from __future__ import annotations
 
 import json
+from collections import deque
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -47,35 +49,51 @@ def _fresh(gen: CorpusGenerator, rng: np.random.Generator, count: int) -> list[s
     return [" ".join(drawn[a:b]) + "." for a, b in pairwise(cuts.tolist())]
 
 
-def documents(megabytes: float, seed: int = 0) -> list[str]:
-    """About ``megabytes`` MB of documents, 10% of them near-duplicates of earlier ones."""
+WINDOW = 100_000
+"""A near-duplicate copies one of the last ``WINDOW`` documents (~230 MB): the generator holds no
+corpus-sized list, so corpora of several GB are written in bounded memory."""
+
+
+def iter_documents(megabytes: float, seed: int = 0) -> Iterator[str]:
+    """About ``megabytes`` MB of documents, 10% of them near-duplicates of an earlier one (among the last
+    :data:`WINDOW`), one at a time."""
     gen = CorpusGenerator(seed)
     rng = np.random.default_rng(seed)
-    docs: list[str] = []
+    recent: deque[str] = deque(maxlen=WINDOW)
     size = 0
     while size < megabytes * 1e6:
-        batch = _fresh(gen, rng, 2000)
-        for doc in batch:
-            if docs and rng.random() < 0.1:
-                doc = _edit(rng, docs[int(rng.integers(len(docs)))])
-            docs.append(doc)
+        for doc in _fresh(gen, rng, 2000):
+            if recent and rng.random() < 0.1:
+                doc = _edit(rng, recent[int(rng.integers(len(recent)))])
+            recent.append(doc)
+            yield doc
             size += len(doc.encode()) + 1
             if size >= megabytes * 1e6:
-                break
-    return docs
+                return
+
+
+def documents(megabytes: float, seed: int = 0) -> list[str]:
+    """The documents of :func:`iter_documents` as a list (small corpora)."""
+    return list(iter_documents(megabytes, seed))
 
 
 def jsonl_shards(megabytes: float, shards: int = 4, seed: int = 0) -> list[Path]:
-    """The documents of :func:`documents` as ``shards`` JSONL files (``{"text": ...}``), made once, then cached."""
+    """The documents of :func:`iter_documents` as ``shards`` JSONL files (``{"text": ...}``) of about
+    ``megabytes / shards`` MB each, written as they are made, once, then cached."""
     folder = DATA / f"near_dup_{megabytes:g}MB_{seed}"
     paths = [folder / f"part{i:02d}.jsonl" for i in range(shards)]
-    if not all(p.exists() for p in paths):
-        folder.mkdir(parents=True, exist_ok=True)
-        docs = documents(megabytes, seed)
-        cuts = np.linspace(0, len(docs), shards + 1).astype(int)
-        for path, a, b in zip(paths, cuts[:-1], cuts[1:], strict=True):
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text("".join(json.dumps({"text": d}, ensure_ascii=False) + "\n" for d in docs[a:b]),
-                           encoding="utf-8")
-            tmp.rename(path)
+    if all(p.exists() for p in paths):
+        return paths
+    folder.mkdir(parents=True, exist_ok=True)
+    budget, shard, written = megabytes * 1e6 / shards, 0, 0
+    handles = [open(p.with_suffix(".tmp"), "w", encoding="utf-8") for p in paths]
+    for doc in iter_documents(megabytes, seed):
+        line = json.dumps({"text": doc}, ensure_ascii=False) + "\n"
+        handles[shard].write(line)
+        written += len(line.encode())
+        if written >= budget and shard < shards - 1:
+            shard, written = shard + 1, 0
+    for handle, path in zip(handles, paths, strict=True):
+        handle.close()
+        path.with_suffix(".tmp").rename(path)
     return paths

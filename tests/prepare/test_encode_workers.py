@@ -20,6 +20,7 @@ import yaml
 from tests.prepare.conftest import SAMPLE, write_lines
 from tokenmill.prepare import build_config, encode_workers, prepare
 from tokenmill.prepare.stages import dictionary, encode
+from tokenmill.store import IndexedDataset
 
 RANGE = 40  # lines per worker range in these tests: every split spans several ranges
 RARE = {"en": ["© 2024 ’quoted’ — Ærø", "Ǆ ǅ ǆ dz"], "zh": ["ⅷ ⓐ ㈱ 〄", "𠀀𠀁 𪚥"]}  # outside the model
@@ -206,3 +207,19 @@ def test_a_counts_file_that_cannot_be_read_is_counted_again(sample_model, tmp_pa
         prepare(build_config({**settings, "workers": 2, "destdir": str(out)}), progress=False)
     assert "train.zh.counts.npy cannot be read" in caplog.text
     assert outputs(out)["dict.en.txt"] == two["dict.en.txt"]
+
+
+def test_whitespace_words_in_small_tokenizer_calls_give_the_same_store(tmp_path, monkeypatch):
+    """One process splits a chunk's words in calls of at most ENCODE_BATCH_CHARS characters (the words of a
+    chunk of long documents are many Python strings): the store and the order of first appearance are those of
+    one call per chunk."""
+    chunks = [[f"w{i % 7} new{i // 30} " + "x " * (i % 11) for i in range(j, j + 50)] for j in range(0, 200, 50)]
+    made = {}
+    for chars in (40, 1 << 22):
+        monkeypatch.setattr(encode, "ENCODE_BATCH_CHARS", chars)
+        words = encode.encode_words(iter(chunks), tmp_path / f"c{chars}", None, "encode")
+        store = IndexedDataset(tmp_path / f"c{chars}")
+        made[chars] = (words, [store[i].tolist() for i in range(len(store))],
+                       (tmp_path / f"c{chars}.bin").read_bytes(), (tmp_path / f"c{chars}.idx").read_bytes())
+    assert made[40] == made[1 << 22]
+    assert len(made[40][1]) == 200 and made[40][0][:3] == ["w0", "new0", "w1"]

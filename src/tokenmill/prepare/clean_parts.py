@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import compress
@@ -24,6 +25,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.fsutil import atomic_path
 from tokenmill.text import ReadOptions, open_source
+from tokenmill.text.chunks import CHUNK_BYTES, byte_bounded_lines
 from tokenmill.text.readers import Chunk, Source
 from tokenmill.text.stats import StepStats
 
@@ -72,12 +74,14 @@ class CleanParts:
     def source(self, index: int, lang: str) -> Source:
         """Part ``index`` of side ``lang`` as a source (its saved line index taken: no counting pass)."""
         path = str(text_path(self.folders[index], lang))
-        options = ReadOptions(chunk_lines=self.chunk_lines)
+        saved = json.loads(index_path(self.folders[index], lang).read_text(encoding="utf-8"))
+        chunk_lines = byte_bounded_lines(self.chunk_lines, int(saved["n_lines"]), os.path.getsize(path),
+                                         CHUNK_BYTES)
+        options = ReadOptions(chunk_lines=chunk_lines)  # long documents: fewer a chunk (see byte_bounded_lines)
         if self.quoted:
             source = open_source([path], "jsonl", src_key="t", tgt_key=None, options=options)
         else:
             source = open_source([path], options=options)
-        saved = json.loads(index_path(self.folders[index], lang).read_text(encoding="utf-8"))
         source.restore_index([{**saved, "path": path}])
         return source
 

@@ -46,6 +46,20 @@ class ReadOptions:
 
 
 
+CHUNK_BYTES = 16 << 20
+"""Input bytes a chunk holds (about) where items are long (LM documents): see :func:`byte_bounded_lines`."""
+
+
+def byte_bounded_lines(chunk_lines: int, items: int, size: int, chunk_bytes: int = CHUNK_BYTES) -> int:
+    """``chunk_lines``, or fewer items a chunk (at least 1,024) when ``items`` items fill ``size`` bytes so
+    that a chunk would hold more than ``chunk_bytes`` of input: 65,536 documents of 2.3 kB are 150 MB of
+    text (and ten times that as Python strings and words), a chunk of a corpus-sized part. Chunks change no
+    output; this keeps the text a reader holds bounded by a setting, not by the corpus."""
+    if items <= 0 or size <= 0:
+        return chunk_lines
+    return int(min(chunk_lines, max(1024, chunk_bytes * items // size)))
+
+
 @dataclass
 class Chunk:
     """Aligned items read from a source: ``src[i]`` pairs with ``tgt[i]`` (``tgt`` None if monolingual).

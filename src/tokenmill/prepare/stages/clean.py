@@ -184,7 +184,7 @@ class CleanStage(TaskedStage):
         documents file by file: the sources read go to ``per_file``)."""
         cfg = ctx.config
         workers = clean_workers(total, cfg.run.workers)
-        chunk_lines = clean_chunk_lines(cfg)
+        chunk_lines = clean_chunk_lines(cfg, source)
         quoted = quoted_clean(cfg)
         by_lines = cfg.inputs.documents == "line" and not align_files(ctx, self.split)
         if workers > 1 and by_lines and reads_in_workers(source):
@@ -339,7 +339,7 @@ def _clean_part(
         keys_out = files.enter_context(atomic_write(folder / KEYS_RAW, "wb"))
         numbers_out = files.enter_context(atomic_write(folder / NUMBERS_RAW, "wb"))
         near_out = files.enter_context(atomic_write(folder / f"{NEAR}{KEYS_RAW}", "wb")) if near else None
-        chunks = source.chunks(start, stop, chunk_lines=clean_chunk_lines(cfg))
+        chunks = source.chunks(start, stop, chunk_lines=clean_chunk_lines(cfg, source))
         for _, cleaned, keys in local_chunks(chunks, cleaner, clean_workers(stop - start, workers)):
             if not len(cleaned):
                 continue

@@ -11,7 +11,6 @@ by the coordinator when it plans the tasks; the plan records it and every task r
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -44,20 +43,21 @@ from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sentence_split import SentenceLengths, sentence_files, sentence_step, splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
 from tokenmill.prepare.stages.clean import clean_parts
-from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, reads_input
+from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, input_bytes, reads_input
 from tokenmill.prepare.stages.encoded import encode_key
 from tokenmill.prepare.stages.tokenizer import model_path, tokenizer_for
 from tokenmill.prepare.tasks import TaskSet
 from tokenmill.prepare.tokenizing import Found, UnknownSurfaces, backend_name, keeps_unknown_surfaces, splits_words
 from tokenmill.store import IndexedWriter
 from tokenmill.text import Cleaner
+from tokenmill.text.chunks import CHUNK_BYTES, byte_bounded_lines
 from tokenmill.text.readers import Source
 from tokenmill.vocab.encoder_choice import EncoderChoice, choose_encoder, run_checked
 from tokenmill.vocab.fast_encoder import Unsupported, fast_encoder
 from tokenmill.vocab.tokenizer import Tokenizer
 
 ENCODE_BATCH_CHARS = 4 << 20  # characters per tokenizer call: bounds the library's per-call objects (LM documents)
-READ_CHUNK_BYTES = 16 << 20  # input bytes per chunk the encode stage reads (about): bounds the documents held
+READ_CHUNK_BYTES = CHUNK_BYTES  # input bytes per chunk the encode stage reads (about): bounds the documents held
 # (two chunks at once when the next one is read while this one is encoded)
 OVERLAPPED_BATCHES = 2  # tokenizer calls at once (threads), for libraries that encode without the GIL
 
@@ -280,11 +280,10 @@ def read_chunks(ctx: RunContext, source: Source | PartsSource) -> dict[str, int]
     corpus size (65,536 documents of 20 kB would be 1.3 GB of text at once). Chunks change no output."""
     if not isinstance(source, Source):
         return {}
-    items = source.scan()
-    size = sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
+    items, size = source.scan(), input_bytes(source)
     if not items or not size:
         return {}
-    return {"chunk_lines": int(min(ctx.config.run.chunk_lines, max(1024, READ_CHUNK_BYTES * items // size)))}
+    return {"chunk_lines": byte_bounded_lines(ctx.config.run.chunk_lines, items, size, READ_CHUNK_BYTES)}
 
 
 def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
@@ -352,7 +351,8 @@ def encode_words(chunks: Iterable[list[str]], prefix: Path, bar: tqdm | None, cr
     table = FirstSeen()
     with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
         for lines in chunks:
-            writer.add_items(*word_ids(lines, table))
+            for batch in text_batches(lines, ENCODE_BATCH_CHARS):  # bounds the words held as Python strings
+                writer.add_items(*word_ids(batch, table))
             if bar is not None:
                 bar.update(len(lines))
             crash_point(f"{crash_name}:midway")

@@ -124,7 +124,7 @@ def numbering_pass(ctx: RunContext, split: str) -> np.ndarray:
     plan = clean_plan(ctx, split)
     source = open_inputs(ctx, plan.files, plan.tgt_files)
     cleaner = Cleaner(plan.config, leakage_filter(ctx, split), sample_size=0)
-    found = [cleaner(chunk).numbers for chunk in source.chunks(chunk_lines=clean_chunk_lines(ctx.config))]
+    found = [cleaner(chunk).numbers for chunk in source.chunks(chunk_lines=clean_chunk_lines(ctx.config, source))]
     numbers = [n for n in found if n is not None]
     return np.concatenate(numbers).astype(np.int64) - 1 if numbers else np.zeros(0, np.int64)
 
