@@ -28,6 +28,9 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
   fairseq dictionary lookup (single thread: no library does it on threads). Its token count is
   checked against the store's.
 
+Every side runs with compiled modules (``PYTHONDONTWRITEBYTECODE`` is dropped and tokenmill's modules are
+compiled first, as an installed package is): no side pays for compiling its sources on each start.
+
 With ``--baseline SRC`` (the ``src`` folder of another checkout, e.g. a ``git worktree`` of an earlier
 commit), every round also runs that tree's ``prepare`` on the same input (``PYTHONPATH=SRC``), right
 before or after this tree's (the order alternates between rounds), and checks that both wrote the same
@@ -41,6 +44,7 @@ stores and dictionaries (the manifests' checksums).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -132,27 +136,27 @@ def train_with_prepare(corpus: Path, out: Path, args: list[str]) -> Path:
     return out
 
 
-def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int) -> dict[str, Path]:
-    """The models given to prepare (cached): trained or built through prepare, not timed (the T2T
-    vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
+def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int, backends: list[str]) -> dict[str, Path]:
+    """The models of ``backends`` given to prepare (cached): trained or built through prepare, not timed (the
+    T2T vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
     root = DATA / "tokenizers" / f"models-{pairs}-{vocab}"
     root.mkdir(parents=True, exist_ok=True)
     found = {"sentencepiece": root / "spm.model", "hf": root / "tokenizer.json", "tiktoken": root / "bpe.tiktoken"}
     sample = str(min(pairs, 300_000))
-    if not found["sentencepiece"].exists():
+    if not found["sentencepiece"].exists() and "sentencepiece" in backends:
         print("training SentencePiece (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-spm", ["--vocab-size", str(vocab), "--input-sentence-size",
                                                               sample, "--joined-dictionary"])
         shutil.copyfile(out / "spm.model", found["sentencepiece"])
-    if not found["hf"].exists():
+    if not found["hf"].exists() and {"hf", "tiktoken"} & set(backends):
         print("training byte-level BPE (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-hf", ["--tokenizer", "hf", "--vocab-size", str(vocab),
                                                              "--input-sentence-size", sample])
         shutil.copyfile(out / "tokenizer.json", found["hf"])
-    if not found["tiktoken"].exists():
+    if not found["tiktoken"].exists() and "tiktoken" in backends:
         write_ranks(ranks_from_byte_level_bpe(found["hf"]), found["tiktoken"])
     found["t2t-subword"] = root / f"vocab-{t2t_vocab}.subwords"
-    if not found["t2t-subword"].exists():
+    if not found["t2t-subword"].exists() and "t2t-subword" in backends:
         print("building the T2T subword vocabulary (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-t2t", ["--tokenizer", "t2t-subword", "--approx-vocab-size",
                                                               str(t2t_vocab)])
@@ -294,8 +298,13 @@ def main() -> None:
     backends = args.backends.split(",")
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # every side starts from compiled modules, as installed
+    import tokenmill
+
+    for tree in (Path(tokenmill.__file__).parent, *([Path(args.baseline) / "tokenmill"] if args.baseline else [])):
+        compileall.compile_dir(tree, quiet=1)  # a checkout's modules, compiled once
     corpus = parallel_corpus(args.pairs)
-    found = models(corpus, args.pairs, args.vocab, args.t2t_vocab)
+    found = models(corpus, args.pairs, args.vocab, args.t2t_vocab, backends)
     work = DATA / "tokenizers" / "runs" / str(os.getpid())  # two benchmarks at once must not share folders
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     started = time.perf_counter()
