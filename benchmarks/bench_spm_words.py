@@ -9,16 +9,21 @@ library's, line for line.
 Given cleaned lines (one file per side, e.g. ``DESTDIR/.work/clean/train.en`` of a ``prepare`` run) and the
 ``.model``, per side and in chunks of 65,536 lines:
 
-* the floor: ``encode(chunk, num_threads=2)``, timed around the call, then flattened to numpy (timed apart);
+* the floor: ``encode(chunk, num_threads=2)`` and its lists flattened to numpy (what prepare needs);
 * the word method: ``str.split(" ")`` of the chunk, a dict numbering the distinct words, the new ones encoded
   in one call (2 threads), the lines' ids gathered with numpy; timed as a whole;
 * the lines whose ids differ, counted (and the first few printed).
 
+Both are timed in wall and CPU seconds of this process (all its threads): on shared cores the CPU seconds are
+the fairer figure (the floor runs two threads, the word method mostly one).
+
 ``--near-ties N`` then shows why the method is not exact by construction: SentencePiece's Viterbi
-(``EncodeOptimized``) adds piece scores in float32 along the whole line, so the score already reached before
-a word (``P``) is rounded into every comparison inside it. Of the first ``N`` distinct words, the one whose two
-best segmentations (``nbest_encode``) score closest is put after prefixes of growing length, and the script
-reports the first prefix at which the library's ids for the word change.
+(``EncodeOptimized``) adds piece scores in float32 along the whole line and keeps a candidate only when it
+scores strictly higher, so the score already reached before a word is rounded into every comparison inside
+it: two segmentations of a word with equal scores (the same pieces in another order) are decided by what came
+before. Of the first ``N`` distinct words, those whose two best segmentations (``nbest_encode``) score within
+1e-3 are put after each of the first 200 lines, and the script counts the lines after which the word's ids
+are not its ids alone.
 
     python benchmarks/bench_spm_words.py --model M.model --lines DEST/.work/clean/train.en DEST/.work/clean/train.zh
 """
@@ -36,13 +41,13 @@ import sentencepiece
 CHUNK = 65_536
 
 
-def floor_ids(sp: sentencepiece.SentencePieceProcessor, lines: list[str]) -> tuple[float, np.ndarray, np.ndarray]:
-    """(seconds in the encode call, flat ids, lengths) of ``lines`` through the library's batch encode."""
-    start = time.perf_counter()
+def floor_ids(sp: sentencepiece.SentencePieceProcessor, lines: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wall s, CPU s) in the encode call, then flat ids and lengths of ``lines`` (the library's batch encode)."""
+    start, cpu = time.perf_counter(), time.process_time()
     encoded = sp.encode(lines, num_threads=2)
-    seconds = time.perf_counter() - start
+    spent = np.array([time.perf_counter() - start, time.process_time() - cpu])
     lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    return seconds, np.fromiter(chain.from_iterable(encoded), dtype=np.int32, count=int(lengths.sum())), lengths
+    return spent, np.fromiter(chain.from_iterable(encoded), dtype=np.int32, count=int(lengths.sum())), lengths
 
 
 class WordTable:
@@ -87,17 +92,18 @@ def compare(path: str, sp: sentencepiece.SentencePieceProcessor) -> None:
     lines = open(path, encoding="utf-8").read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    table, floor_s, flatten_s, words_s, differ, shown, total_words = WordTable(), 0.0, 0.0, 0.0, 0, 0, 0
+    table, differ, shown, total_words = WordTable(), 0, 0, 0
+    floor_s, flatten_s, words_s = np.zeros(2), np.zeros(2), np.zeros(2)  # (wall, CPU) seconds each
     for i in range(0, len(lines), CHUNK):
         chunk = lines[i:i + CHUNK]
-        start = time.perf_counter()
+        start = np.array([time.perf_counter(), time.process_time()])
         call_s, ref_flat, ref_lengths = floor_ids(sp, chunk)
         floor_s += call_s
-        flatten_s += time.perf_counter() - start - call_s
+        flatten_s += np.array([time.perf_counter(), time.process_time()]) - start - call_s
         total_words += sum(line.count(" ") + 1 for line in chunk)
-        start = time.perf_counter()
+        start = np.array([time.perf_counter(), time.process_time()])
         flat, lengths = table.encode(sp, chunk)
-        words_s += time.perf_counter() - start
+        words_s += np.array([time.perf_counter(), time.process_time()]) - start
         if np.array_equal(flat, ref_flat) and np.array_equal(lengths, ref_lengths):
             continue
         ref_ends, ends = np.cumsum(ref_lengths), np.cumsum(lengths)
@@ -109,42 +115,42 @@ def compare(path: str, sp: sentencepiece.SentencePieceProcessor) -> None:
                 if shown < 3:
                     shown += 1
                     print(f"  differs: line {i + j + 1}: {line[:80]!r}")
+    floor, words = floor_s + flatten_s, words_s
     print(f"| {os.path.basename(path)} | {len(lines):,} | {total_words:,} | {len(table.number):,} | "
-          f"{floor_s:.2f} (+{flatten_s:.2f} to numpy) | {words_s:.2f} | {words_s / (floor_s + flatten_s):.2f}x "
-          f"| {differ:,} |")
+          f"{floor[0]:.2f} / {floor[1]:.2f} | {words[0]:.2f} / {words[1]:.2f} | {words[0] / floor[0]:.2f}x / "
+          f"{words[1] / floor[1]:.2f}x | {differ:,} |")
 
 
 def near_tie(sp: sentencepiece.SentencePieceProcessor, path: str, limit: int) -> None:
-    """The word of the first ``limit`` distinct words whose two best segmentations score closest, after
-    prefixes of growing length: where the library's ids for it change with what came before."""
+    """Words of the first ``limit`` distinct words whose two best segmentations (``nbest_encode``) score within
+    1e-3 of each other, each put after the file's first 200 lines: whether the library's ids for the word then
+    differ from its ids alone (the word method's assumption)."""
     scores = np.array([sp.get_score(i) for i in range(sp.get_piece_size())], dtype=np.float64)
     seen: dict[str, None] = {}
+    heads: list[str] = []
     with open(path, encoding="utf-8") as handle:
         for line in handle:
+            if len(heads) < 200:
+                heads.append(line.rstrip("\n"))
             for word in line.split():
                 seen.setdefault(word, None)
             if len(seen) >= limit:
                 break
-    best = (np.inf, "", [], [])
+    ties = []
     for word in seen:
         nbest = sp.nbest_encode(word, nbest_size=2)
         if len(nbest) == 2 and nbest[0] != nbest[1]:
             margin = float(scores[nbest[0]].sum() - scores[nbest[1]].sum())
-            if 0 <= margin < best[0]:
-                best = (margin, word, nbest[0], nbest[1])
-    margin, word, first, second = best
-    print(f"\nclosest pair among {len(seen):,} distinct words: {word!r} {first} vs {second}, margin {margin:.3g}")
-    filler = "the"
-    alone = sp.encode(word)
-    for repeat in (0, 10, 100, 1000, 3000, 10000, 20000):
-        ids = sp.encode((filler + " ") * repeat + word)
-        tail = ids[len(ids) - len(alone):] if len(ids) >= len(alone) else ids
-        prefix_score = float(scores[ids[:len(ids) - len(alone)]].sum())
-        same = tail == alone
-        print(f"  after {repeat:>6} words (prefix score {prefix_score:,.0f}): {'same ids' if same else 'DIFFERENT'}"
-              f" {ids[-len(alone) - 1:]}")
-        if not same:
-            break
+            if margin < 1e-3:
+                ties.append((margin, word))
+    ties.sort()
+    print(f"\n{len(seen):,} distinct words: {len(ties)} with two best segmentations within 1e-3 "
+          f"({sum(m == 0 for m, _ in ties)} exact ties: the same pieces in another order)")
+    for margin, word in ties:
+        alone = sp.encode(word)
+        flips = [line for line in heads if sp.encode(f"{line} {word}")[-len(alone):] != alone]
+        print(f"  {word!r} alone {alone} (margin {margin:.2g}): other ids after {len(flips)} of {len(heads)} lines"
+              + (f", e.g. after {flips[0][:50]!r}: {sp.encode(f'{flips[0]} {word}')[-len(alone):]}" if flips else ""))
 
 
 def main() -> None:
@@ -155,7 +161,8 @@ def main() -> None:
     args = parser.parse_args()
     sp = sentencepiece.SentencePieceProcessor(model_file=args.model)
     print(f"load {os.getloadavg()}\n")
-    print("| side | lines | words | distinct words | floor s | word method s | word / floor | lines that differ |")
+    print("| side | lines | words | distinct words | floor wall / CPU s (encode + lists to numpy) | word method "
+          "wall / CPU s | word / floor, wall / CPU | lines that differ |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for path in args.lines:
         compare(path, sp)
