@@ -20,8 +20,8 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
 * the same command with ``--no-report`` (no ``report.html``, which neither the floor nor
   fairseq-preprocess makes), into another folder, right after the floor.
 * the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
-  {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed around the
-  encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
+  {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed (wall and
+  CPU seconds) around the encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
   ``tokenizers`` ``encode_batch_fast`` (and ``encode_batch``, with offsets, for reference), tiktoken
   ``encode_ordinary_batch(num_threads=2)``, the T2T subword encoder's ``encode_batch`` (tokenmill's
   implementation of T2T's encoder: T2T has no batch encode), and for whitespace input ``str.split`` +
@@ -106,6 +106,7 @@ else:
     name = "T2T encoder encode_batch" if backend == "t2t-subword" else "split + dictionary lookup"
     encoders = {name: lambda b: tok.encode_batch(b, num_threads=threads)}
 seconds = {name: 0.0 for name in encoders}
+cpu = {name: 0.0 for name in encoders}  # CPU seconds of this process (every thread) in each call
 tokens = {name: 0 for name in encoders}
 order = list(encoders)
 for side in sides:
@@ -113,12 +114,13 @@ for side in sides:
         batch = side[i:i + CHUNK]
         order.reverse()  # alternate which call goes first
         for name in order:
-            start = time.perf_counter()
+            start, started_cpu = time.perf_counter(), time.process_time()
             out = encoders[name](batch)
             seconds[name] += time.perf_counter() - start
+            cpu[name] += time.process_time() - started_cpu
             tokens[name] += int(out[1].sum()) if isinstance(out, tuple) else sum(map(len, out))
             del out
-print(json.dumps({"seconds": seconds, "tokens": tokens, "lines": sum(map(len, sides))}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens, "lines": sum(map(len, sides))}))
 """
 
 
@@ -250,6 +252,7 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         "prepare_cpu_s": measured.cpu_s,
         "floor_s": floor["seconds"][fastest],
         "floor_call": fastest,
+        "floor_cpu_s": floor["cpu"][fastest],
         "calls_s": floor["seconds"],
         "lines": floor["lines"],
         "pairs_kept": items // 2,
@@ -265,13 +268,16 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
 
 def median_row(rows: list[dict]) -> dict:
     out = dict(rows[-1])
-    for key in ("prepare_s", "prepare_no_report_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb"):
+    for key in ("prepare_s", "prepare_no_report_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb", "prepare_cpu_s",
+                "prepare_no_report_cpu_s", "floor_cpu_s"):
         values = [r[key] for r in rows if r.get(key) is not None]
         out[key] = statistics.median(values) if values else None
     out["calls_s"] = {c: statistics.median(r["calls_s"][c] for r in rows) for c in rows[0]["calls_s"]}
     out["floor_call"] = min(out["calls_s"], key=out["calls_s"].get)
     out["ratio"] = statistics.median(r["prepare_s"] / r["floor_s"] for r in rows)
     out["ratio_no_report"] = statistics.median(r["prepare_no_report_s"] / r["floor_s"] for r in rows)
+    cpu_rows = [r for r in rows if r.get("prepare_cpu_s") and r.get("floor_cpu_s")]
+    out["cpu_ratio"] = statistics.median(r["prepare_cpu_s"] / r["floor_cpu_s"] for r in cpu_rows) if cpu_rows else None
     groups = {g for r in rows for g in r["stages"]}
     out["stages"] = {g: statistics.median(r["stages"].get(g, 0.0) for r in rows) for g in sorted(groups)}
     out["other"] = statistics.median(r["prepare_s"] - sum(r["stages"].values()) for r in rows)
@@ -334,6 +340,13 @@ def main() -> None:
         print(f"| {r['backend']} | {r['pairs_kept']:,} | {r['tokens']:,} | {r['prepare_s']:.2f} | "
               f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['prepare_no_report_s']:.2f} | "
               f"{r['ratio_no_report']:.2f}x | {r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
+    print("\nCPU seconds (median; on shared cores the fairer figure: wall follows CPU when no core is idle):\n")
+    print("| backend | prepare CPU s | --no-report CPU s | floor CPU s (its encode calls) | prepare / floor CPU |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r.get("cpu_ratio") is not None:
+            print(f"| {r['backend']} | {r['prepare_cpu_s']:.2f} | {r['prepare_no_report_cpu_s']:.2f} | "
+                  f"{r['floor_cpu_s']:.2f} | {r['cpu_ratio']:.2f}x |")
     print("\nEvery library call timed on the same cleaned lines (median seconds):\n")
     print("| backend | call | seconds | prepare / call |")
     print("|---|---|---:|---:|")
