@@ -20,13 +20,16 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
 * the same command with ``--no-report`` (no ``report.html``, which neither the floor nor
   fairseq-preprocess makes), into another folder, right after the floor.
 * the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
-  {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed around the
-  encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
+  {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed (wall and
+  CPU seconds) around the encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
   ``tokenizers`` ``encode_batch_fast`` (and ``encode_batch``, with offsets, for reference), tiktoken
   ``encode_ordinary_batch(num_threads=2)``, the T2T subword encoder's ``encode_batch`` (tokenmill's
   implementation of T2T's encoder: T2T has no batch encode), and for whitespace input ``str.split`` +
   fairseq dictionary lookup (single thread: no library does it on threads). Its token count is
   checked against the store's.
+
+Every side runs with compiled modules (``PYTHONDONTWRITEBYTECODE`` is dropped and tokenmill's modules are
+compiled first, as an installed package is): no side pays for compiling its sources on each start.
 
 With ``--baseline SRC`` (the ``src`` folder of another checkout, e.g. a ``git worktree`` of an earlier
 commit), every round also runs that tree's ``prepare`` on the same input (``PYTHONPATH=SRC``), right
@@ -41,6 +44,7 @@ stores and dictionaries (the manifests' checksums).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -102,6 +106,7 @@ else:
     name = "T2T encoder encode_batch" if backend == "t2t-subword" else "split + dictionary lookup"
     encoders = {name: lambda b: tok.encode_batch(b, num_threads=threads)}
 seconds = {name: 0.0 for name in encoders}
+cpu = {name: 0.0 for name in encoders}  # CPU seconds of this process (every thread) in each call
 tokens = {name: 0 for name in encoders}
 order = list(encoders)
 for side in sides:
@@ -109,12 +114,13 @@ for side in sides:
         batch = side[i:i + CHUNK]
         order.reverse()  # alternate which call goes first
         for name in order:
-            start = time.perf_counter()
+            start, started_cpu = time.perf_counter(), time.process_time()
             out = encoders[name](batch)
             seconds[name] += time.perf_counter() - start
+            cpu[name] += time.process_time() - started_cpu
             tokens[name] += int(out[1].sum()) if isinstance(out, tuple) else sum(map(len, out))
             del out
-print(json.dumps({"seconds": seconds, "tokens": tokens, "lines": sum(map(len, sides))}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "tokens": tokens, "lines": sum(map(len, sides))}))
 """
 
 
@@ -132,27 +138,27 @@ def train_with_prepare(corpus: Path, out: Path, args: list[str]) -> Path:
     return out
 
 
-def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int) -> dict[str, Path]:
-    """The models given to prepare (cached): trained or built through prepare, not timed (the T2T
-    vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
+def models(corpus: Path, pairs: int, vocab: int, t2t_vocab: int, backends: list[str]) -> dict[str, Path]:
+    """The models of ``backends`` given to prepare (cached): trained or built through prepare, not timed (the
+    T2T vocabulary too: its build is timed by ``bench_t2t_subword.py`` against T2T's own builder)."""
     root = DATA / "tokenizers" / f"models-{pairs}-{vocab}"
     root.mkdir(parents=True, exist_ok=True)
     found = {"sentencepiece": root / "spm.model", "hf": root / "tokenizer.json", "tiktoken": root / "bpe.tiktoken"}
     sample = str(min(pairs, 300_000))
-    if not found["sentencepiece"].exists():
+    if not found["sentencepiece"].exists() and "sentencepiece" in backends:
         print("training SentencePiece (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-spm", ["--vocab-size", str(vocab), "--input-sentence-size",
                                                               sample, "--joined-dictionary"])
         shutil.copyfile(out / "spm.model", found["sentencepiece"])
-    if not found["hf"].exists():
+    if not found["hf"].exists() and {"hf", "tiktoken"} & set(backends):
         print("training byte-level BPE (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-hf", ["--tokenizer", "hf", "--vocab-size", str(vocab),
                                                              "--input-sentence-size", sample])
         shutil.copyfile(out / "tokenizer.json", found["hf"])
-    if not found["tiktoken"].exists():
+    if not found["tiktoken"].exists() and "tiktoken" in backends:
         write_ranks(ranks_from_byte_level_bpe(found["hf"]), found["tiktoken"])
     found["t2t-subword"] = root / f"vocab-{t2t_vocab}.subwords"
-    if not found["t2t-subword"].exists():
+    if not found["t2t-subword"].exists() and "t2t-subword" in backends:
         print("building the T2T subword vocabulary (not timed) ...", file=sys.stderr)
         out = train_with_prepare(corpus, root / "train-t2t", ["--tokenizer", "t2t-subword", "--approx-vocab-size",
                                                               str(t2t_vocab)])
@@ -246,6 +252,7 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         "prepare_cpu_s": measured.cpu_s,
         "floor_s": floor["seconds"][fastest],
         "floor_call": fastest,
+        "floor_cpu_s": floor["cpu"][fastest],
         "calls_s": floor["seconds"],
         "lines": floor["lines"],
         "pairs_kept": items // 2,
@@ -261,13 +268,16 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
 
 def median_row(rows: list[dict]) -> dict:
     out = dict(rows[-1])
-    for key in ("prepare_s", "prepare_no_report_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb"):
+    for key in ("prepare_s", "prepare_no_report_s", "floor_s", "prepare_rss_mb", "prepare_tree_rss_mb", "prepare_cpu_s",
+                "prepare_no_report_cpu_s", "floor_cpu_s"):
         values = [r[key] for r in rows if r.get(key) is not None]
         out[key] = statistics.median(values) if values else None
     out["calls_s"] = {c: statistics.median(r["calls_s"][c] for r in rows) for c in rows[0]["calls_s"]}
     out["floor_call"] = min(out["calls_s"], key=out["calls_s"].get)
     out["ratio"] = statistics.median(r["prepare_s"] / r["floor_s"] for r in rows)
     out["ratio_no_report"] = statistics.median(r["prepare_no_report_s"] / r["floor_s"] for r in rows)
+    cpu_rows = [r for r in rows if r.get("prepare_cpu_s") and r.get("floor_cpu_s")]
+    out["cpu_ratio"] = statistics.median(r["prepare_cpu_s"] / r["floor_cpu_s"] for r in cpu_rows) if cpu_rows else None
     groups = {g for r in rows for g in r["stages"]}
     out["stages"] = {g: statistics.median(r["stages"].get(g, 0.0) for r in rows) for g in sorted(groups)}
     out["other"] = statistics.median(r["prepare_s"] - sum(r["stages"].values()) for r in rows)
@@ -294,8 +304,13 @@ def main() -> None:
     backends = args.backends.split(",")
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     print(f"machine: {os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, load {os.getloadavg()}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # every side starts from compiled modules, as installed
+    import tokenmill
+
+    for tree in (Path(tokenmill.__file__).parent, *([Path(args.baseline) / "tokenmill"] if args.baseline else [])):
+        compileall.compile_dir(tree, quiet=1)  # a checkout's modules, compiled once
     corpus = parallel_corpus(args.pairs)
-    found = models(corpus, args.pairs, args.vocab, args.t2t_vocab)
+    found = models(corpus, args.pairs, args.vocab, args.t2t_vocab, backends)
     work = DATA / "tokenizers" / "runs" / str(os.getpid())  # two benchmarks at once must not share folders
     runs: dict[str, list[dict]] = {b: [] for b in backends}
     started = time.perf_counter()
@@ -325,6 +340,13 @@ def main() -> None:
         print(f"| {r['backend']} | {r['pairs_kept']:,} | {r['tokens']:,} | {r['prepare_s']:.2f} | "
               f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['prepare_no_report_s']:.2f} | "
               f"{r['ratio_no_report']:.2f}x | {r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
+    print("\nCPU seconds (median; on shared cores the fairer figure: wall follows CPU when no core is idle):\n")
+    print("| backend | prepare CPU s | --no-report CPU s | floor CPU s (its encode calls) | prepare / floor CPU |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r.get("cpu_ratio") is not None:
+            print(f"| {r['backend']} | {r['prepare_cpu_s']:.2f} | {r['prepare_no_report_cpu_s']:.2f} | "
+                  f"{r['floor_cpu_s']:.2f} | {r['cpu_ratio']:.2f}x |")
     print("\nEvery library call timed on the same cleaned lines (median seconds):\n")
     print("| backend | call | seconds | prepare / call |")
     print("|---|---|---:|---:|")

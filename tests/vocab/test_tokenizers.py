@@ -243,6 +243,21 @@ def test_sentencepiece_backend_equals_the_encoder(tmp_path):
     assert load_tokenizer("sentencepiece", written[0]).fingerprint() == tok.fingerprint()
 
 
+def test_a_sentencepiece_model_is_loaded_once_per_content(tmp_path):
+    """prepare's stages ask for the given model, its working copy and its published copy: one load serves
+    them all (each caller sees the path it named); other bytes under a known path load anew."""
+    first = train_tokenizer("sentencepiece", LINES, {"vocab_size": 450}, tmp_path / "a" / "spm.model")
+    copy = tmp_path / "b" / "spm.model"
+    copy.parent.mkdir()
+    copy.write_bytes(first.path.read_bytes())
+    one, two = load_tokenizer("sentencepiece", first.path), load_tokenizer("sentencepiece", copy)
+    assert one.processor is two.processor and (one.path, two.path) == (first.path, copy)
+    assert per_line(*two.encode_batch(LINES)) == per_line(*first.encode_batch(LINES))
+    train_tokenizer("sentencepiece", LINES, {"vocab_size": 500}, copy)  # the same path, another model
+    other = load_tokenizer("sentencepiece", copy)
+    assert other.processor is not one.processor and other.vocab_size == 500
+
+
 # ----------------------------------------------------------------------------- T2T subword
 def test_t2t_backend_equals_subword_text_encoder(tmp_path):
     paths = [SAMPLE / "train.en", SAMPLE / "train.zh"]

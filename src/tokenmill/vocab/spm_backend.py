@@ -23,6 +23,7 @@ class SentencePieceTokenizer(TokenizerBase):
     stores_own_ids = False  # fairseq's ids: pieces are words of its dict.txt
     may_stop_short = True
     has_unknown_surfaces = True
+    shares_loads = True  # nothing changes after loading: prepare's stages load the same model once, not 3 times
     TrainSettings = SentencePieceOptions
 
     def __init__(self, path: str | os.PathLike[str], settings: Any = None) -> None:
