@@ -10,6 +10,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from tokenmill.errors import TokenmillError  # noqa: E402
 from tokenmill.text import ReadOptions  # noqa: E402
+from tokenmill.text.chunks import byte_bounded_lines  # noqa: E402
 from tokenmill.text.sources import parquet, table  # noqa: E402
 
 ROWS = [f"document {i} " + "word " * (i % 13) for i in range(1000)]
@@ -49,3 +50,19 @@ def test_a_read_that_keeps_failing_is_one_error_naming_the_row_group(tmp_path, m
     source, _ = _source(tmp_path, monkeypatch, failures=10)
     with pytest.raises(TokenmillError, match=r"docs\.parquet: row group 1: cannot read it as parquet after 3 tries"):
         list(source.chunks())
+
+
+
+def test_chunks_are_sized_by_the_text_a_compressed_file_holds(tmp_path):
+    """Chunks are cut by bytes of text (long documents: fewer rows a chunk); a zstd Parquet file holds
+    many times its size in text, so its decoded size, not its size on disk, sizes them."""
+    docs = [("the same words again " * 19) + str(i) for i in range(20000)]  # ~400 B each, compress well
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"text": docs}), path, row_group_size=5000, compression="zstd")
+    source = parquet.ParquetSource([str(path)], ["text"], lambda p: parquet.ParquetTable(p, lambda q: open(q, "rb")))
+    text = sum(len(d.encode()) for d in docs)
+    assert path.stat().st_size * 5 < text <= source.text_bytes() < text * 1.2  # offsets on top of the text
+    by_text = byte_bounded_lines(65536, source.scan(), source.text_bytes(), chunk_bytes=2 << 20)
+    by_file = byte_bounded_lines(65536, source.scan(), path.stat().st_size, chunk_bytes=2 << 20)
+    assert 4000 <= by_text <= 5300 and by_file > 5 * by_text  # ~2 MB of text a chunk, not ~10 MB
+    assert [d for chunk in source.chunks(chunk_lines=by_text) for d in chunk.src] == docs

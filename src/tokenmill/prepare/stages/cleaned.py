@@ -8,7 +8,6 @@ cleaning keeps every line as read: :func:`reads_input`). Every stage after ``cle
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -222,5 +221,6 @@ def clean_chunk_lines(config: PrepareConfig, source: Source | None = None) -> in
 
 
 def input_bytes(source: Source) -> int:
-    """Bytes of ``source``'s local files as stored (a compressed file counts its compressed size)."""
-    return sum(os.path.getsize(f) for f in source.files if os.path.isfile(f))
+    """About how many bytes of text ``source``'s items hold (:meth:`~tokenmill.text.sources.base.Source.text_bytes`:
+    its local files' sizes; Parquet's decoded size; chunks sized by it, never output)."""
+    return source.text_bytes()

@@ -55,6 +55,9 @@ class ArrowTable:
             return [self._file.get_batch(g).num_rows for g in range(self._file.num_record_batches)]
         return [batch.num_rows for batch in self._batches()]
 
+    def data_bytes(self) -> int:
+        return int(self._map.size())  # Arrow IPC keeps its buffers as they are read (uncompressed here)
+
     def read_group(self, group: int, columns: list[str]) -> Any:
         if self._file is not None:
             batch = self._file.get_batch(group)

@@ -13,6 +13,7 @@ that carry the counting pass to another process (:meth:`index_state`, :meth:`res
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -80,6 +81,12 @@ class Source:
         """Whether reading a short item range costs about its own size (worker processes may then read
         many small ranges each); False where a range is read from the start of a file or a whole block."""
         return False
+
+    def text_bytes(self) -> int:
+        """About how many bytes of text the items hold, for sizing chunks by bytes (never for output): here
+        the local files' sizes as stored (0 for a file not on local disk); a format whose files are compressed
+        in a way it can see through (Parquet's column chunks) says more truly."""
+        return sum(os.path.getsize(f) for f in self.files if os.path.isfile(f))
 
     @property
     def file_counts(self) -> list[int]:

@@ -42,6 +42,10 @@ class ParquetTable:
         meta = self._file.metadata
         return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
 
+    def data_bytes(self) -> int:
+        meta = self._file.metadata
+        return sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups))
+
     def read_group(self, group: int, columns: list[str]) -> Any:
         return self._file.read_row_group(group, columns=columns, use_threads=False)
 
