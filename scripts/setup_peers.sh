@@ -20,6 +20,21 @@ probe() {
   esac
 }
 
+# a venv's scripts (pip, fairseq-train ...) name the interpreter by the path the venv was built at: a peer
+# built through another checkout's .peers link names that checkout's path, gone for this one. Point such
+# first lines at the venv's own python by its real path (valid from every checkout); nothing is rebuilt.
+relink_scripts() {
+  local bin f first interp
+  bin=$(cd "$PEERS_DIR/$1/bin" && pwd -P)
+  for f in "$bin"/*; do
+    [ -f "$f" ] && [ ! -L "$f" ] || continue
+    first=$(head -n 1 "$f" | tr -d '\0')
+    case "$first" in "#!"*/bin/python*) ;; *) continue ;; esac
+    interp=${first#\#!}; interp=${interp%% *}
+    [ -x "$interp" ] || sed -i "1s|^#!.*\$|#!$bin/python|" "$f"
+  done
+}
+
 for name in "${@:-megatron}"; do
   if [ -z "$(probe "$name")" ]; then echo "unknown peer $name (known: megatron fairseq t2t bicleaner opusfilter datatrove)" >&2; exit 2; fi
 done
@@ -44,14 +59,15 @@ for name in "${@:-megatron}"; do
   # (torch, TensorFlow: half a minute of CPU); the mark holds the probe, so a changed probe runs again
   mark="$PEERS_DIR/$name/.tokenmill-ready"
   if [ -x "$py" ] && [ -f "$mark" ] && [ "$(cat "$mark")" = "$(probe "$name")" ]; then
-    echo "peer $name: ready ($py)"; continue
+    relink_scripts "$name"; echo "peer $name: ready ($py)"; continue
   fi
   if [ -x "$py" ] && "$py" -c "$(probe "$name")" 2>/dev/null; then
     probe "$name" > "$mark"
-    echo "peer $name: ready ($py)"; continue
+    relink_scripts "$name"; echo "peer $name: ready ($py)"; continue
   fi
   echo "peer $name: installing into $PEERS_DIR/$name"
-  python3 -m venv --clear "$PEERS_DIR/$name"   # --clear: a venv left by a killed or older build
+  # built at its real path (the cache's, not through the .peers link): its scripts work from every checkout
+  python3 -m venv --clear "$(cd "$PEERS_DIR" && pwd -P)/$name"   # --clear: a venv left by a killed build
   pip="$PEERS_DIR/$name/bin/pip"
   # torch==2.13.0 first: a bare torch requirement would pull a multi-GB CUDA build.
   case "$name" in
