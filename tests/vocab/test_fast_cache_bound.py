@@ -18,16 +18,27 @@ gigatoken = pytest.importorskip("gigatoken")
 from tokenmill.vocab.fast_gigatoken import batch_encoder  # noqa: E402  (needs gigatoken)
 
 
-def test_a_fresh_load_every_few_characters_gives_the_same_ids(tmp_path):
-    model = train_tokenizer("hf", sample_lines(), {"kind": "byte-level-bpe", "vocab_size": 1200},
-                            tmp_path / "tokenizer.json")
-    spec = model.path.read_bytes()
-    loads = []
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory) -> bytes:
+    """A small byte-level BPE ``tokenizer.json`` trained on the sample lines."""
+    path = tmp_path_factory.mktemp("bpe") / "tokenizer.json"
+    return train_tokenizer("hf", sample_lines(), {"kind": "byte-level-bpe", "vocab_size": 1200}, path).path.read_bytes()
+
+
+def counting_loader(spec: bytes, seconds: float = 0.0) -> tuple[list[int], object]:
+    """A loader of ``spec`` that records each load (and takes ``seconds`` doing it), and its record."""
+    loads: list[int] = []
 
     def load():
         loads.append(1)
+        time.sleep(seconds)
         return gigatoken.Tokenizer.from_json(spec)
 
+    return loads, load
+
+
+def test_a_fresh_load_every_few_characters_gives_the_same_ids(spec):
+    loads, load = counting_loader(spec)
     documents = held_out_documents(3000)
     batches = [documents[i : i + 250] for i in range(0, len(documents), 250)]
     fresh = batch_encoder(load, fresh_after=20_000)
@@ -40,20 +51,11 @@ def test_a_fresh_load_every_few_characters_gives_the_same_ids(tmp_path):
     assert len(loads) <= len(batches)
 
 
-def test_batches_on_several_threads_give_the_same_ids_across_fresh_loads(tmp_path):
+def test_batches_on_several_threads_give_the_same_ids_across_fresh_loads(spec):
     """prepare runs one batch per thread, ``--workers`` at once: batches encoded on three threads while the
     encoder is loaded afresh again and again (each load slow, so other threads' batches arrive meanwhile) get
     the ids of one long-lived encoder, in order, and each swap loads once."""
-    model = train_tokenizer("hf", sample_lines(), {"kind": "byte-level-bpe", "vocab_size": 1200},
-                            tmp_path / "tokenizer.json")
-    spec = model.path.read_bytes()
-    loads = []
-
-    def load():
-        loads.append(1)
-        time.sleep(0.02)
-        return gigatoken.Tokenizer.from_json(spec)
-
+    loads, load = counting_loader(spec, seconds=0.02)
     documents = held_out_documents(3000)
     batches = [documents[i : i + 100] for i in range(0, len(documents), 100)]
     fresh = batch_encoder(load, fresh_after=20_000)
