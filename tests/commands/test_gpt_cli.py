@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import tokenmill
 from tests.loader.trace_corpus import real_pairs
 from tokenmill.cli import cli
+from tokenmill.data.blend_members import member_key
 from tokenmill.store import IndexedDataset
 from tokenmill.vocab.tokenizer import load_tokenizer, train_tokenizer
 
@@ -100,13 +101,13 @@ def test_batches_state_prints_a_blend_ledger_and_one_across_a_blend_change(lm, t
     assert [m["samples"] for m in same["members"]] == np.bincount(old.dataset_index, minlength=2).tolist()
     rows = list(same["ledger"]["sources"].values())
     assert [r["epoch_samples"] for r in rows] == served.tolist() and [r["member"] for r in rows] == [
-        members["a"].fingerprint(), members["b"].fingerprint()]
+        member_key(members["a"]), member_key(members["b"])]
     new = ["--blend", "1", b, "--blend-samples", "32"]  # a retired
     assert "--allow-mix-change" in refused("batches", str(lm["folder"]), *GPT, *new, "--state", str(state))
     changed = json.loads(run("batches", str(lm["folder"]), *GPT, *new, "--state", str(state), "--allow-mix-change",
                              "--json"))
     by_member = {r["member"]: r["total_samples"] for r in changed["ledger"]["sources"].values()}
-    assert by_member == {members["a"].fingerprint(): served[0], members["b"].fingerprint(): served[1]}
+    assert by_member == {member_key(members["a"]): served[0], member_key(members["b"]): served[1]}
 
 
 def test_gpt_flags_that_do_not_fit_are_one_error_line(lm, tmp_path):

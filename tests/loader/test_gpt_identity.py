@@ -63,22 +63,24 @@ def test_a_state_saved_before_contents_were_recorded_still_resumes(tmp_path):
         assert resumed.step == 3
 
 
-def test_a_blend_checks_the_members_it_shares_with_the_state_also_across_a_mix_change(tmp_path):
+def test_a_blend_member_over_other_tokens_is_refused_by_name_or_retired_with_the_flag(tmp_path):
     web, code = gpt(write_store(tmp_path / "a" / "web", 0)), gpt(write_store(tmp_path / "a" / "code", 50, 130))
     books = gpt(write_store(tmp_path / "a" / "books", 90, 140))
     swapped = gpt(write_store(tmp_path / "b" / "code", 60, 130))  # code's lengths, other tokens
     state = saved_state(tokenmill.BlendedDataset([web, code], [0.5, 0.5], size=64, cache=False))
     assert len(state["contents"]) == 2
-    with pytest.raises(tokenmill.TokenmillError, match="same lengths but other tokens"):
+    with pytest.raises(tokenmill.TokenmillError, match=r"blend member 2 \(GPT samples of .*b/code\) has the same "
+                       r"lengths but other tokens.*allow_mix_change=True"):
         tokenmill.batches(tokenmill.BlendedDataset([web, swapped], [0.5, 0.5], size=64, cache=False), CONFIG,
                           world_size=2).load_state_dict(state)
-    with pytest.raises(tokenmill.TokenmillError, match="same lengths but other tokens"):
-        tokenmill.batches(tokenmill.BlendedDataset([swapped, books], [0.5, 0.5], size=64, cache=False), CONFIG,
-                          world_size=2).load_state_dict(state, allow_mix_change=True)
-    retired = tokenmill.batches(tokenmill.BlendedDataset([code, books], [0.5, 0.5], size=64, cache=False), CONFIG,
-                                world_size=2)
-    retired.load_state_dict(state, allow_mix_change=True)  # web retired, books new: code is the state's code
-    assert retired.segments
+    # with the flag, another corpus is another member: code retired (its counts kept), swapped new
+    changed = tokenmill.batches(tokenmill.BlendedDataset([swapped, books], [0.5, 0.5], size=64, cache=False),
+                                CONFIG, world_size=2)
+    changed.load_state_dict(state, allow_mix_change=True)
+    rows = {row["member"]: row["total_samples"] for row in changed.ledger()["sources"].values()}
+    old = dict(zip(state["config"]["selection"]["datasets"], ["web", "code"], strict=True))
+    assert set(rows) == {*old, *changed.dataset.mix["datasets"]}
+    assert all(rows[k] > 0 for k in old) and all(rows[k] == 0 for k in changed.dataset.mix["datasets"])
 
 
 def test_the_identity_is_the_manifests_checksums_or_the_same_computed(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ import pytest
 
 import tokenmill
 from tokenmill.batching.gpt_plan import GPTBatchConfig
+from tokenmill.data.blend_members import member_key
 from tokenmill.data.blending import BlendedDataset
 from tokenmill.data.gpt_dataset import GPTDataset, GPTDatasetConfig
 from tokenmill.loader.ledger import describe
@@ -95,7 +96,7 @@ def test_the_ledger_follows_a_blend_change_and_an_elastic_resume(members):
     served.take(changed, 8)
     table = changed[0].ledger()
     check(table, served, served)
-    fingerprints = {name: d.fingerprint() for name, d in members.items()}
+    fingerprints = {name: member_key(d) for name, d in members.items()}
     assert {row["member"] for row in table["sources"].values()} == set(fingerprints.values())
     retired = next(name for name, row in table["sources"].items() if row["member"] == fingerprints["a"])
     assert "not in this blend" in retired and served.samples[fingerprints["c"]] > 0

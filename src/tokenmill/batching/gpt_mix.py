@@ -1,10 +1,10 @@
 """Mix changes at resume for Megatron blends: the GPT planner of a blend whose weights or members change.
 
 A blend's mix is its identity (:attr:`~tokenmill.data.blending.BlendedDataset.mix`: settings and
-member fingerprints). A pass may run in parts (resume segments ``(world_size, steps[, mix])``, see
-:mod:`tokenmill.batching.mixes`). Between two parts of one mix the pass goes on where it was, in
-Megatron's consumed-samples order (an elastic resume). Where the mix changes, the rest of the pass is
-what the new blend draws less what the parts before served, member by member
+member keys, :mod:`~tokenmill.data.blend_members`). A pass may run in parts (resume segments
+``(world_size, steps[, mix])``, see :mod:`tokenmill.batching.mixes`). Between two parts of one mix the
+pass goes on where it was, in Megatron's consumed-samples order (an elastic resume). Where the mix
+changes, the rest of the pass is what the new blend draws less what the parts before served, member by member
 (:func:`~tokenmill.data.blend_mix.rest_positions`): no sample is served twice, a retired member
 stops, a new member starts, and the rest is cut into whole global batches dealt in Megatron's chunks
 (every rank runs the same micro batches). Plans stay closed-form apart from the rest's order, which
@@ -35,7 +35,7 @@ class BlendPlanner(GPTPlanner):
 
     @property
     def mix(self) -> dict[str, Any]:
-        """The blend's identity: settings and member fingerprints."""
+        """The blend's identity: settings and member keys."""
         return dict(self.source.mix)  # type: ignore[attr-defined]
 
     @property

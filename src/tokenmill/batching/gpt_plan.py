@@ -123,6 +123,11 @@ class GPTPlan:
         return [self.indices(t, rank) for t in range(self.num_steps)]
 
 
+def plan_fingerprint(data: str, config: GPTBatchConfig, world_size: int) -> str:
+    """The fingerprint of the GPT plans of data of fingerprint ``data`` under ``config`` on ``world_size`` ranks."""
+    return fingerprint({"data": data, "config": config.to_dict(), "world": world_size, "v": GPT_PLAN_VERSION})
+
+
 class GPTPlanner:
     """The ``planner=`` of a :class:`~tokenmill.loader.BatchIterator` over a GPT dataset or blend.
 
@@ -146,8 +151,7 @@ class GPTPlanner:
     @property
     def fingerprint(self) -> str:
         """Data, settings and world size (a saved state must match this, or elastically its world's)."""
-        return fingerprint({"data": self._data, "config": self.config.to_dict(), "world": self.world_size,
-                            "v": GPT_PLAN_VERSION})
+        return plan_fingerprint(self._data, self.config, self.world_size)
 
     def for_world(self, world_size: int) -> GPTPlanner:
         """The same planner for another number of ranks (the global batch must divide, see ``check_world``)."""
@@ -217,4 +221,4 @@ def collate_gpt(source: GPTSource, ids: np.ndarray) -> dict[str, Any]:
     return source.get_batch(ids)
 
 
-__all__ = ["GPTBatchConfig", "GPTPlan", "GPTPlanner", "GPTSource", "collate_gpt"]
+__all__ = ["GPTBatchConfig", "GPTPlan", "GPTPlanner", "GPTSource", "collate_gpt", "plan_fingerprint"]

@@ -1,7 +1,7 @@
 """A Megatron blend known by its identity alone, and what is left of a new blend after a mix change.
 
 A blend's identity (:attr:`~tokenmill.data.blending.BlendedDataset.mix`) is its settings (normalized
-weights and size, or exhaustive counts) and each member's fingerprint. That is enough to make its
+weights and size, or exhaustive counts) and each member's key. That is enough to make its
 index arrays again (:class:`BlendDraw`), so a resume can work out what an earlier blend served
 without the earlier blend's member datasets (a member may have been retired since).
 
@@ -12,8 +12,8 @@ samples ``s .. c - 1`` (none if ``c <= s``): nothing served is served again, a m
 lacks stops, a new member starts at its first sample. :func:`rest_positions` interleaves what is
 left of every member in proportion (megatron-core's exhaustive greedy over the counts left), as
 positions of the new blend, so the new blend's own ``get_batch`` serves them. Members are matched by
-fingerprint: keep a member's dataset the same (settings, ``num_samples``) across a change, or its
-samples are another member's.
+key (:mod:`~tokenmill.data.blend_members`): keep a member's dataset the same (store, settings,
+``num_samples``) across a change, or its samples are another member's.
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ class BlendDraw:
 
     def __init__(self, mix: Mapping[str, Any], cache: CacheLike = True) -> None:
         if not isinstance(mix, Mapping) or not {"blend", "datasets"} <= set(mix):
-            raise ConfigError(f"a blend mix is {{'blend': settings, 'datasets': fingerprints}}, got {mix!r}")
+            raise ConfigError(f"a blend mix is {{'blend': settings, 'datasets': member keys}}, got {mix!r}")
         self.mix = {"blend": dict(mix["blend"]), "datasets": [str(x) for x in mix["datasets"]]}
         self.cache = cache
         self.dataset_index, self.dataset_sample_index = blend_arrays(self.mix["blend"], cache)
 
     @property
     def members(self) -> list[str]:
-        """Each member's fingerprint, in member order."""
+        """Each member's key, in member order."""
         return list(self.mix["datasets"])
 
     def __len__(self) -> int:
@@ -60,7 +60,7 @@ class BlendDraw:
 
 
 def served_counts(draw: BlendDraw | Any, positions: np.ndarray) -> dict[str, int]:
-    """Samples of each member (by fingerprint) the blend positions ``positions`` hold."""
+    """Samples of each member (by key) the blend positions ``positions`` hold."""
     members = draw.mix["datasets"]
     counts = np.bincount(np.asarray(draw.dataset_index)[np.asarray(positions, dtype=np.int64)],
                          minlength=len(members))
@@ -77,7 +77,7 @@ def add_counts(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
 
 def rest_positions(draw: BlendDraw | Any, served: Mapping[str, int], cache: CacheLike = True) -> np.ndarray:
     """Positions of ``draw``'s blend that serve what is left of it after ``served`` (samples per member
-    fingerprint), each member's left samples in order, interleaved in proportion (module docstring)."""
+    key), each member's left samples in order, interleaved in proportion (module docstring)."""
     members = list(draw.mix["datasets"])
     index = np.asarray(draw.dataset_index)
     drawn = np.bincount(index, minlength=len(members)).astype(np.int64)

@@ -31,6 +31,7 @@ import numpy as np
 import xxhash
 
 from tokenmill.cache import CacheLike, array_cache
+from tokenmill.data.blend_members import knows_content, member_keys
 from tokenmill.errors import ConfigError
 
 # Blending sizes up to this run the plain scalar loop (no numpy overhead per step).
@@ -377,6 +378,7 @@ class BlendedDataset:
         self.datasets = list(datasets)
         self.cache = cache
         self._fingerprint: str | None = None
+        self._members: list[str] | None = None
         if size is None:
             counts = [int(w) for w in weights]
             if [float(c) for c in counts] != [float(w) for w in weights]:
@@ -406,15 +408,22 @@ class BlendedDataset:
 
     @property
     def mix(self) -> dict[str, object]:
-        """The blend's identity: its settings and each member's fingerprint, in member order (what a
-        mix change at resume compares and a resume segment records)."""
-        parts = [d.fingerprint() if hasattr(d, "fingerprint") else f"{type(d).__name__}:{len(d)}"
-                 for d in self.datasets]
-        return {"blend": self.settings, "datasets": parts}
+        """The blend's identity: its settings and each member's key (its fingerprint and content,
+        :mod:`~tokenmill.data.blend_members`), in member order (what a mix change at resume compares, a
+        resume segment records and the consumption ledger counts by)."""
+        if self._members is None:
+            self._members = member_keys(self.datasets)
+        return {"blend": self.settings, "datasets": list(self._members)}
 
     def content(self) -> dict[str, str]:
-        """Each member's content identity by member fingerprint (:meth:`GPTDataset.content`)."""
-        return {k: v for d in self.datasets if hasattr(d, "content") for k, v in d.content().items()}
+        """Each member's content identity (:meth:`GPTDataset.content`) by member key."""
+        return {key: d.content()[d.fingerprint()] for key, d in zip(self.mix["datasets"], self.datasets, strict=True)
+                if knows_content(key)}
+
+    def content_stores(self) -> dict[str, str]:
+        """The store each :meth:`content` name (member key) stands for (for messages)."""
+        return {key: str(getattr(d.dataset, "prefix", key)) for key, d in zip(self.mix["datasets"], self.datasets,
+                                                                              strict=True) if knows_content(key)}
 
     def describe(self) -> str:
         """Short name for messages: the blended datasets."""

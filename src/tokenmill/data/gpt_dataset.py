@@ -200,6 +200,10 @@ class GPTDataset:
             self._content = {} if prefix is None else {self.fingerprint(): content_id(prefix)}
         return self._content
 
+    def content_stores(self) -> dict[str, str]:
+        """The store each :meth:`content` name stands for (for messages)."""
+        return {k: str(self.dataset.prefix) for k in self.content()}
+
     def describe(self) -> str:
         """Short name for messages: the store prefix."""
         return f"GPT samples of {getattr(self.dataset, 'prefix', '?')}"

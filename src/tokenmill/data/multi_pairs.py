@@ -255,6 +255,16 @@ class MultiPairDataset:
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
+    def content(self) -> dict[str, str]:
+        """Each store's content identity (:meth:`PairDataset.content`) as ``direction/shard/side``."""
+        return {f"{name}/{i}/{side}": value for name, shards in zip(self.directions, self.shards, strict=True)
+                for i, part in enumerate(shards) for side, value in part.content().items()}
+
+    def content_stores(self) -> dict[str, str]:
+        """The store each :meth:`content` name stands for (for messages)."""
+        return {f"{name}/{i}/{side}": path for name, shards in zip(self.directions, self.shards, strict=True)
+                for i, part in enumerate(shards) for side, path in part.content_stores().items()}
+
     def rows(self, indices: Any, which: str) -> SideRows | None:
         """Rows of global ids on one side, with each direction's options applied, in the given order."""
         ids = np.asarray(indices, dtype=np.int64)

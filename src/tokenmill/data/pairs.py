@@ -39,6 +39,7 @@ import xxhash
 from tokenmill._core.ragged import pad_rows
 from tokenmill.data.concat_store import ConcatStore, Store
 from tokenmill.data.pair_files import SplitFiles
+from tokenmill.data.pair_identity import pair_content, pair_stores
 from tokenmill.data.pair_options import FilterReport, PairOptions, SideRows, length_filter, side_lengths
 from tokenmill.data.pair_rows import option_rows
 from tokenmill.data.pair_windows import Windows
@@ -102,6 +103,7 @@ class PairDataset:
         )
         self.keep, self.filter_report = length_filter(self.src_sizes, self.tgt_sizes, o, len(self), self.describe())
         self._fingerprint: str | None = None
+        self._content: dict[str, str] | None = None
         self._symbols: dict[str, np.ndarray] = {}
         self._windows: dict[str, Windows | None] = {}
 
@@ -178,6 +180,18 @@ class PairDataset:
                     h.update(np.ascontiguousarray(side.sizes).data)
             self._fingerprint = h.hexdigest()
         return self._fingerprint
+
+    def content(self) -> dict[str, str]:
+        """Each side's store content identity by side name, beside :meth:`fingerprint` (which knows the lengths
+        only): a loader state records it, so a resume onto other tokens is refused
+        (:mod:`~tokenmill.data.pair_identity`)."""
+        if self._content is None:
+            self._content = pair_content(self)
+        return self._content
+
+    def content_stores(self) -> dict[str, str]:
+        """The store each :meth:`content` name stands for (for messages)."""
+        return pair_stores(self)
 
     # ---------------------------------------------------------------- items
     def _side(self, which: str) -> Store | None:

@@ -4,8 +4,10 @@ A GPT pass serves Megatron's consumed-samples order, so what a position served i
 plans alone: for one :class:`~tokenmill.data.gpt_dataset.GPTDataset`, the samples consumed so far; for a
 :class:`~tokenmill.data.blending.BlendedDataset`, the blend positions each part of the pass served
 (:meth:`~tokenmill.batching.gpt_mix.BlendPlanner.chain`: the parts before a blend change ran under the
-blends their segments record), counted per member. Members are known by their fingerprint, which stays
-the same across a blend change, so a retired member keeps its counts and a new one starts at 0.
+blends their segments record), counted per member. Members are known by their key (fingerprint and
+content, :mod:`~tokenmill.data.blend_members`), which stays the same across a blend change, so a retired
+member keeps its counts and a new one starts at 0; two members over other tokens with the same lengths
+are counted apart.
 Tokens are Megatron's consumed tokens: ``seq_length`` per sample (what the model is fed; all members of
 a blend share ``seq_length``).
 """
@@ -18,18 +20,19 @@ from typing import Any
 from tokenmill.batching.gpt_mix import BlendPlanner
 from tokenmill.batching.gpt_plan import GPTPlanner
 from tokenmill.batching.mixes import segment
+from tokenmill.data.blend_members import short
 from tokenmill.data.blend_mix import add_counts, served_counts
 from tokenmill.errors import TokenmillError
 
 
 def members(planner: GPTPlanner) -> list[str]:
-    """The fingerprints of the planner's members (one for a plain GPT dataset), in member order."""
+    """The keys of the planner's members (a plain GPT dataset's fingerprint), in member order."""
     mix = getattr(planner.source, "mix", None)
     return [str(x) for x in mix["datasets"]] if isinstance(mix, Mapping) else [planner.source.fingerprint()]
 
 
 def served(planner: GPTPlanner, epoch: int, segments: Sequence[Sequence[Any]], step: int | None) -> dict[str, int]:
-    """Samples per member fingerprint served in pass ``epoch`` after ``segments`` and ``step`` micro batches of
+    """Samples per member key served in pass ``epoch`` after ``segments`` and ``step`` micro batches of
     the running part (None: all of it, the pass finished)."""
     if not isinstance(planner, BlendPlanner):
         plan = planner.plan_after(epoch, [tuple(x[:2]) for x in segments])
@@ -59,20 +62,22 @@ def seq_length(planner: GPTPlanner) -> int:
 
 
 def counts(planner: GPTPlanner, samples: Mapping[str, int]) -> dict[str, tuple[int, int]]:
-    """(samples, tokens) per member fingerprint of ``samples`` (per member fingerprint)."""
+    """(samples, tokens) per member key of ``samples`` (per member key)."""
     length = seq_length(planner)
     return {fp: (int(n), int(n) * length) for fp, n in samples.items()}
 
 
-def labels(planner: GPTPlanner, fingerprints: Sequence[str]) -> dict[str, str]:
-    """A name for each member: its dataset's description (with the fingerprint's start where two are alike),
-    or, for a member of an earlier blend this one lacks, its fingerprint."""
+def labels(planner: GPTPlanner, keys: Sequence[str]) -> dict[str, str]:
+    """A name for each member: its dataset's description (with its place in the blend where two are alike:
+    one store listed twice, or under other settings), or, for a member of an earlier blend this one lacks,
+    its key shortened."""
     source = planner.source
     datasets = dict(zip(members(planner), getattr(source, "datasets", [source]), strict=True))
-    names = {fp: datasets[fp].describe() if fp in datasets else f"member {fp[:12]} (not in this blend)"
-             for fp in fingerprints}
-    alike = [fp for fp in names if list(names.values()).count(names[fp]) > 1]
-    return {fp: f"{name} #{fp[:8]}" if fp in alike else name for fp, name in names.items()}
+    places = {key: place for place, key in enumerate(members(planner), 1)}
+    names = {key: datasets[key].describe() if key in datasets else f"member {short(key)} (not in this blend)"
+             for key in keys}
+    alike = [key for key in names if key in datasets and list(names.values()).count(names[key]) > 1]
+    return {key: f"{name} (member {places[key]})" if key in alike else name for key, name in names.items()}
 
 
 __all__ = ["counts", "labels", "members", "seq_length", "served"]

@@ -34,7 +34,7 @@ from tokenmill.batching.select import plan_sizes as plan_sizes  # re-exported
 from tokenmill.cache import CacheLike, array_cache
 from tokenmill.data.pairs import PairDataset
 from tokenmill.errors import ConfigError, TokenmillError
-from tokenmill.loader import data_identity, ledger
+from tokenmill.loader import blend_state, data_identity, ledger
 from tokenmill.loader.state_shape import check_state_shape
 from tokenmill.loader.step_bases import StepBases
 
@@ -288,6 +288,7 @@ class BatchIterator:
         blend's weights or members) resumes too: the rest of its epoch is this mix's draw less what
         was served (:mod:`tokenmill.batching.mixes`), and the change is recorded as a segment."""
         _check_format(state)
+        state = blend_state.upgrade(state, self.planner)
         saved_world = int(state.get("world_size") or 0)
         saved_mix, changed_mix = self._check(state, saved_world, allow_mix_change)
         epoch, step = int(state["epoch"]), int(state["step"])
@@ -320,6 +321,8 @@ class BatchIterator:
 
     def _check(self, state: dict[str, Any], saved_world: int, allow_mix_change: bool) -> tuple[Any, bool]:
         """Refuse a state this iterator cannot resume, naming why; returns (the saved mix, whether it changed)."""
+        if not allow_mix_change:
+            data_identity.refuse_swapped_members(state, self.dataset)
         saved_config = self._saved_config(state)
         saved_flat, now = _flat(saved_config), _flat(self.settings())
         changed = [k for k in sorted(set(now) | set(saved_flat)) if saved_flat.get(k) != now.get(k)]

@@ -8,7 +8,7 @@ Tokens are both sides of a pair. A mix that follows a weights schedule
 (:class:`~tokenmill.batching.scheduled.ScheduledPlanner`) counts by its base planner's sources; its
 epoch's plan says what each of its parts served. Megatron GPT samples and blends count by member
 (:mod:`tokenmill.loader.gpt_ledger`): a blend change at resume retires and adds members, so their
-totals are kept by member fingerprint and a row is shown for every member of this blend and every
+totals are kept by member key and a row is shown for every member of this blend and every
 earlier one that served something.
 """
 
@@ -63,11 +63,11 @@ class Totals:
 
 ServedIds = Callable[[int, "int | None"], Any]
 """(epoch, step) -> what that epoch served before that step (None: the whole epoch): dataset ids, or for GPT
-samples and blends the samples per member fingerprint."""
+samples and blends the samples per member key."""
 
 
 def sources(planner: Any) -> list[str]:
-    """The names the ledger counts by (a GPT planner's: its members' fingerprints)."""
+    """The names the ledger counts by (a GPT planner's: its members' keys)."""
     if isinstance(planner, GPTPlanner):
         return gpt_ledger.members(planner)
     return list(getattr(_planner(planner).selection, "sources", ["all"]))
@@ -155,7 +155,7 @@ def advance(planner: Any, totals: Totals, upto: int, served_ids: ServedIds) -> T
 
 def table(planner: Any, totals: Totals, epoch: int, step: int, served_ids: ServedIds) -> dict[str, Any]:
     """The ledger at (epoch, step): per source this epoch's and all epochs' samples and tokens (a GPT
-    planner's rows are named by member, each with its ``member`` fingerprint)."""
+    planner's rows are named by member, each with its ``member`` key)."""
     now = _counts(planner, served_ids(epoch, step), epoch)
     before = totals.counts(sources(planner))
     names = _order(planner, now, before)
