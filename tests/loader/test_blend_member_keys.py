@@ -4,15 +4,11 @@ content listed twice is two members; states written before (by the previous rele
 by fingerprint alone, or by this wave before keys held the content) still resume, upgraded on load.
 
 The earlier states are written by the earlier code itself (``git archive`` of :data:`PREVIOUS` and
-:data:`WAVE`, run in a separate process); those tests are skipped where the checkout lacks the commits."""
+:data:`WAVE`, :mod:`tests.loader.earlier_code`); those tests are skipped where the checkout lacks the commits."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -20,14 +16,10 @@ import numpy as np
 import pytest
 
 import tokenmill
+from tests.loader.earlier_code import PREVIOUS, WAVE, EarlierCode
 from tests.loader.test_gpt_identity import CONFIG, gpt, write_store
 from tokenmill.data.blend_members import lengths_part
 
-ROOT = Path(__file__).resolve().parents[2]
-PREVIOUS = "f4373dc"
-"""The last commit before loader states recorded contents: the state format of the previous release."""
-WAVE = "cdb9d27"
-"""A commit whose blend states record contents by member fingerprint (before members were keyed by content)."""
 SAVE = """
 import json, sys
 import tokenmill
@@ -132,30 +124,12 @@ def test_the_same_content_listed_twice_is_two_members(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def earlier(tmp_path_factory):
-    """Runs :data:`SAVE` with the code of a commit (``git archive`` of its ``src``): returns its state."""
-    trees: dict[str, Path] = {}
+def earlier(tmp_path_factory) -> EarlierCode:
+    return EarlierCode(tmp_path_factory.mktemp("earlier"))
 
-    def save(commit: str, prefixes: list[Path], weights: list[float], step: int) -> dict:
-        if commit not in trees:
-            found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"],
-                                   capture_output=True, check=False)
-            if found.returncode != 0:
-                pytest.skip(f"this checkout does not hold commit {commit} (a shallow clone): nothing to compare with")
-            folder = tmp_path_factory.mktemp(f"src-{commit}")
-            with (folder / "src.tar").open("wb") as handle:
-                subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src"], stdout=handle, check=True)
-            with tarfile.open(folder / "src.tar") as tar:
-                tar.extractall(folder, filter="data")
-            trees[commit] = folder / "src"
-        env = {**os.environ, "PYTHONPATH": str(trees[commit])}
-        args = json.dumps({"prefixes": [str(p) for p in prefixes], "weights": weights, "step": step})
-        done = subprocess.run([sys.executable, "-c", SAVE, args], env=env, capture_output=True, text=True,
-                              check=False, cwd=trees[commit].parent)
-        assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout)
 
-    return save
+def saved_by(earlier: EarlierCode, commit: str, prefixes: list[Path], weights: list[float], step: int) -> dict:
+    return earlier.state(commit, SAVE, {"prefixes": [str(p) for p in prefixes], "weights": weights, "step": step})
 
 
 @pytest.fixture
@@ -174,7 +148,7 @@ def resumed_at(members, state, world=2, **kwargs):
 
 
 def test_a_previous_release_state_of_equal_length_members_resumes_and_counts_them_apart(earlier, stores):
-    old = earlier(PREVIOUS, [stores["web"], stores["other"]], [0.5, 0.5], 4)
+    old = saved_by(earlier, PREVIOUS, [stores["web"], stores["other"]], [0.5, 0.5], 4)
     assert "contents" not in old and len(set(old["config"]["selection"]["datasets"])) == 1, "one name for both"
     web, other = gpt(stores["web"]), gpt(stores["other"])
     now = resumed_at([web, other], old)
@@ -190,7 +164,7 @@ def test_a_previous_release_state_of_equal_length_members_resumes_and_counts_the
 
 
 def test_a_previous_release_state_resumes_on_the_lengths_also_with_a_mix_change(earlier, stores):
-    old = earlier(PREVIOUS, [stores["web"], stores["code"]], [0.5, 0.5], 4)
+    old = saved_by(earlier, PREVIOUS, [stores["web"], stores["code"]], [0.5, 0.5], 4)
     web, code, books = gpt(stores["web"]), gpt(stores["code"]), gpt(stores["books"])
     swapped = gpt(stores["swapped"])
     assert resumed_at([web, swapped], old)[0].step == 4, "no contents recorded: checked on the lengths, as before"
@@ -204,7 +178,7 @@ def test_a_previous_release_state_resumes_on_the_lengths_also_with_a_mix_change(
 
 
 def test_a_state_with_contents_by_fingerprint_refuses_a_member_over_other_tokens(earlier, stores, tmp_path):
-    old = earlier(WAVE, [stores["web"], stores["code"]], [0.5, 0.5], 4)
+    old = saved_by(earlier, WAVE, [stores["web"], stores["code"]], [0.5, 0.5], 4)
     assert set(old["contents"]) == set(old["config"]["selection"]["datasets"]), "contents by member fingerprint"
     web, code, swapped = gpt(stores["web"]), gpt(stores["code"]), gpt(stores["swapped"])
     with pytest.raises(tokenmill.TokenmillError, match=r"blend member 2 .*b/code\) has the same lengths but other"):

@@ -49,11 +49,11 @@ def content_problems(state: dict[str, Any], dataset: Any) -> list[str]:
     if not changed:
         return []
     stores = _stores(dataset)
-    named = "; ".join(f"{stores.get(k, k)} (content checksum {str(saved[k])[:16]}... -> {str(now[k])[:16]}...)"
+    named = ", ".join(f"{stores.get(k, k)} (content checksum {str(saved[k])[:16]}... -> {str(now[k])[:16]}...)"
                       for k in changed[:SHOWN])
-    more = f"; and {len(changed) - SHOWN} more store(s)" if len(changed) > SHOWN else ""
-    return [f"the data differ from the checkpoint's: {dataset.describe()} has the same lengths but other tokens "
-            f"in {named}{more}; put back the store(s) the checkpoint was saved on"]
+    more = f" and {len(changed) - SHOWN} more store(s)" if len(changed) > SHOWN else ""
+    where = f"{dataset.describe()}: " if not stores else ""
+    return [f"the data differ from the checkpoint's: {where}the same lengths but other tokens in {named}{more}"]
 
 
 def swapped_members(state: dict[str, Any], dataset: Any) -> list[str]:

@@ -343,7 +343,7 @@ class BatchIterator:
             problems.append("the plan fingerprint differs (a different tokenmill plan version?)")
         if problems:
             raise TokenmillError(
-                "cannot resume: " + "; ".join(problems) + ". Resuming would silently change the batch order; "
+                "cannot resume: " + "; ".join(problems) + ". Resuming would silently change the batches; "
                 "restore the original data/settings, or start the data iterator afresh (without its saved state)"
             )
         return saved_mix, changed_mix
