@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import tokenmill
+from tests.loader.test_gpt_identity import write_store
 from tests.loader.trace_corpus import real_pairs
 from tokenmill.cli import cli
 from tokenmill.data.blend_members import member_key
@@ -108,6 +109,21 @@ def test_batches_state_prints_a_blend_ledger_and_one_across_a_blend_change(lm, t
                              "--json"))
     by_member = {r["member"]: r["total_samples"] for r in changed["ledger"]["sources"].values()}
     assert by_member == {member_key(members["a"]): served[0], member_key(members["b"]): served[1]}
+
+
+def test_batches_state_counts_two_blend_members_with_equal_lengths_apart(tmp_path):
+    """Two stores whose documents have the same lengths but other tokens: two members, two ledger rows."""
+    web, other = (write_store(tmp_path / side / "web", offset) for side, offset in (("a", 0), ("b", 7)))
+    config = tokenmill.GPTDatasetConfig(seq_length=32, seed=SEED)
+    members = [tokenmill.GPTDataset(tokenmill.open(str(p)), config, cache=False) for p in (web, other)]
+    blend = tokenmill.BlendedDataset(members, [0.5, 0.5], size=64, cache=False)
+    state = saved([tokenmill.batches(blend, CONFIG, rank=r, world_size=2) for r in range(2)], 1, 5,
+                  tmp_path / "s.json")
+    shown = json.loads(run("batches", str(tmp_path), *GPT, "--blend", "0.5", str(web), "--blend", "0.5", str(other),
+                           "--blend-samples", "64", "--state", str(state), "--json"))
+    rows = {r["member"]: r["epoch_samples"] for r in shown["ledger"]["sources"].values()}
+    served = np.bincount(np.asarray(blend.dataset_index[:20]), minlength=2)  # 5 micro batches x 2 ranks x 2
+    assert rows == dict(zip(blend.mix["datasets"], served.tolist(), strict=True)) and len(rows) == 2
 
 
 def test_gpt_flags_that_do_not_fit_are_one_error_line(lm, tmp_path):
