@@ -18,7 +18,7 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
   dictionaries for sentencepiece and none), wall seconds of the whole command and the largest
   process's peak RSS (``/usr/bin/time``); the per-stage seconds come from ``manifest.json``.
 * the same command with ``--no-report`` (no ``report.html``, which neither the floor nor
-  fairseq-preprocess makes), into another folder, right after the floor.
+  fairseq-preprocess makes), into another folder, right after the floor (not with ``--skip-no-report``).
 * the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
   {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed (wall and
   CPU seconds) around the encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
