@@ -18,7 +18,7 @@ Timed, each a fresh process, backends in turn, ``--reps`` rounds (medians report
   dictionaries for sentencepiece and none), wall seconds of the whole command and the largest
   process's peak RSS (``/usr/bin/time``); the per-stage seconds come from ``manifest.json``.
 * the same command with ``--no-report`` (no ``report.html``, which neither the floor nor
-  fairseq-preprocess makes), into another folder, right after the floor.
+  fairseq-preprocess makes), into another folder, right after the floor (not with ``--skip-no-report``).
 * the floor, right after it: the backend library's own batch encode of ``DESTDIR/.work/clean/train.
   {en,zh}`` (the lines prepare kept), in prepare's chunks of 65,536 lines, all cores, timed (wall and
   CPU seconds) around the encode calls only (lines already in memory): SentencePiece ``encode(list, num_threads=2)``,
@@ -229,7 +229,8 @@ def no_report_run(backend: str, corpus: Path, model: Path | None, work: Path, wo
     return measured.seconds, measured.cpu_s
 
 
-def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int) -> dict:
+def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers: int,
+            no_report: bool = True) -> dict:
     dest = work / backend
     shutil.rmtree(dest, ignore_errors=True)
     args = prepare_args(backend, corpus, model, dest, workers)
@@ -262,7 +263,10 @@ def one_run(backend: str, corpus: Path, model: Path | None, work: Path, workers:
         "checksums": output_checksums(dest),
     }
     shutil.rmtree(dest, ignore_errors=True)
-    row["prepare_no_report_s"], row["prepare_no_report_cpu_s"] = no_report_run(backend, corpus, model, work, workers)
+    row["prepare_no_report_s"] = row["prepare_no_report_cpu_s"] = None
+    if no_report:
+        bare = no_report_run(backend, corpus, model, work, workers)
+        row["prepare_no_report_s"], row["prepare_no_report_cpu_s"] = bare
     return row
 
 
@@ -275,7 +279,8 @@ def median_row(rows: list[dict]) -> dict:
     out["calls_s"] = {c: statistics.median(r["calls_s"][c] for r in rows) for c in rows[0]["calls_s"]}
     out["floor_call"] = min(out["calls_s"], key=out["calls_s"].get)
     out["ratio"] = statistics.median(r["prepare_s"] / r["floor_s"] for r in rows)
-    out["ratio_no_report"] = statistics.median(r["prepare_no_report_s"] / r["floor_s"] for r in rows)
+    bare = [r["prepare_no_report_s"] / r["floor_s"] for r in rows if r.get("prepare_no_report_s") is not None]
+    out["ratio_no_report"] = statistics.median(bare) if bare else None
     cpu_rows = [r for r in rows if r.get("prepare_cpu_s") and r.get("floor_cpu_s")]
     out["cpu_ratio"] = statistics.median(r["prepare_cpu_s"] / r["floor_cpu_s"] for r in cpu_rows) if cpu_rows else None
     groups = {g for r in rows for g in r["stages"]}
@@ -295,6 +300,8 @@ def main() -> None:
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument("--quick", action="store_true", help="20k pairs, 4k vocabularies, one round")
     parser.add_argument("--json", help="write every run's figures here")
+    parser.add_argument("--skip-no-report", action="store_true", help="do not time the --no-report command "
+                        "(a shorter run at large sizes)")
     parser.add_argument("--baseline", help="the src folder of another checkout: its prepare is timed in every "
                         "round too, on the same input, and its outputs compared")
     args = parser.parse_args()
@@ -320,7 +327,7 @@ def main() -> None:
             run_args = (backend, corpus, found.get(backend), work, args.workers)
             if args.baseline and rep % 2 == 0:
                 baselines[backend].append(baseline_run(*run_args, args.baseline))
-            row = one_run(*run_args)
+            row = one_run(*run_args, no_report=not args.skip_no_report)
             if args.baseline and rep % 2 == 1:
                 baselines[backend].append(baseline_run(*run_args, args.baseline))
             if args.baseline:
@@ -337,15 +344,18 @@ def main() -> None:
           "| --no-report s | --no-report / floor | peak RSS (largest process) | token counts match |")
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
     for r in rows:
+        bare = ("- | -" if r["ratio_no_report"] is None
+                else f"{r['prepare_no_report_s']:.2f} | {r['ratio_no_report']:.2f}x")
         print(f"| {r['backend']} | {r['pairs_kept']:,} | {r['tokens']:,} | {r['prepare_s']:.2f} | "
-              f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {r['prepare_no_report_s']:.2f} | "
-              f"{r['ratio_no_report']:.2f}x | {r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
+              f"{r['floor_s']:.2f} ({r['floor_call']}) | {r['ratio']:.2f}x | {bare} | "
+              f"{r['prepare_rss_mb']:.0f} MB | {'yes' if r['tokens_match'] else 'NO'} |")
     print("\nCPU seconds (median; on shared cores the fairer figure: wall follows CPU when no core is idle):\n")
     print("| backend | prepare CPU s | --no-report CPU s | floor CPU s (its encode calls) | prepare / floor CPU |")
     print("|---|---:|---:|---:|---:|")
     for r in rows:
         if r.get("cpu_ratio") is not None:
-            print(f"| {r['backend']} | {r['prepare_cpu_s']:.2f} | {r['prepare_no_report_cpu_s']:.2f} | "
+            bare_cpu = "-" if r["prepare_no_report_cpu_s"] is None else f"{r['prepare_no_report_cpu_s']:.2f}"
+            print(f"| {r['backend']} | {r['prepare_cpu_s']:.2f} | {bare_cpu} | "
                   f"{r['floor_cpu_s']:.2f} | {r['cpu_ratio']:.2f}x |")
     print("\nEvery library call timed on the same cleaned lines (median seconds):\n")
     print("| backend | call | seconds | prepare / call |")

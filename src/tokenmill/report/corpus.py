@@ -100,11 +100,31 @@ def token_counts(
             wanted = max(1, min(len(store), round(share * len(store) / store.num_tokens)))
             items = np.sort(rng.choice(len(store), size=wanted, replace=False))
             tokens = read_items(store, items)
-        seen, found = np.unique(tokens, return_counts=True)
+        seen, found = count_ids(tokens)
         ids, where = np.unique(np.concatenate([ids, seen.astype(np.int64)]), return_inverse=True)
         counts = np.bincount(where, weights=np.concatenate([counts, found]), minlength=len(ids)).astype(np.int64)
         counted += len(tokens)
     return ids, counts, counted, exact
+
+
+DENSE_COUNT_IDS = 1 << 16
+"""Ids below this (every id of a 16-bit store) are counted by one ``bincount``, not a sort (see :func:`count_ids`)."""
+
+
+def count_ids(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the ids in ``tokens``, ascending; how often each occurs), as ``np.unique(tokens, return_counts=True)``.
+    A dense ``bincount`` where no id is negative and the largest is below :data:`DENSE_COUNT_IDS` or four times
+    the number of tokens (its array is then no larger than the sample's, whatever id a damaged store holds);
+    else the sort. The count of 2M sampled tokens of a 16-bit store: ~5 ms instead of ~0.1 s."""
+    if not len(tokens):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0 or high >= max(DENSE_COUNT_IDS, 4 * len(tokens)):
+        seen, found = np.unique(tokens, return_counts=True)
+        return seen.astype(np.int64), found.astype(np.int64)
+    dense = np.bincount(tokens.astype(np.intp, copy=False))
+    seen = np.flatnonzero(dense)
+    return seen.astype(np.int64), dense[seen].astype(np.int64)
 
 
 READ_GAP_BYTES = 64 << 10  # sampled items closer than this are read in one call, the bytes between them dropped
@@ -323,6 +343,7 @@ def _recorded_checks(lang: str, numbers: dict[str, Any], info: dict[str, Any]) -
 __all__ = [
     "PERCENTILES",
     "Vocabularies",
+    "count_ids",
     "display_symbol",
     "joint_histogram",
     "length_histogram",
