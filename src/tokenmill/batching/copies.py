@@ -154,12 +154,16 @@ def _slots_per_class(segment_starts: np.ndarray, lengths: np.ndarray, dense: np.
     # computed modulo 2**32, exact because every word fits 32 bits
     per_segment = (-(segment_starts << place_bits) - low[dense]) & 0xFFFFFFFF
     words = np.repeat(per_segment.astype(np.uint32), lengths)
-    words += np.arange(n, dtype=np.uint32) * np.uint32((1 << place_bits) + 1)
+    step = np.arange(n, dtype=np.uint32)
+    step *= np.uint32((1 << place_bits) + 1)
+    words += step
+    slots = np.empty(n, dtype=np.int64)
+    mask = np.uint32((1 << place_bits) - 1)
     for start, stop in zip(low.tolist(), (low + size).tolist(), strict=True):
-        words[start:stop].sort()
-    words &= np.uint32((1 << place_bits) - 1)
-    slots = words.astype(np.int64)
-    slots += np.repeat(low, size)
+        run = words[start:stop]
+        run.sort()
+        run &= mask
+        np.add(run, np.int64(start), out=slots[start:stop])  # the place in the class, plus the class's first position
     return slots
 
 
@@ -197,7 +201,9 @@ def _item_words(samples: np.ndarray, counts: np.ndarray, item_class: np.ndarray,
     n = len(samples)
     position_bits = max((n - 1).bit_length(), 1)
     most = int(counts.max())
-    pair = item_class * (most + 1) + counts  # (class, copies): the rest of the key is a function of it
+    # (class, copies): the rest of the key is a function of it (in place: one array of the items, not two)
+    pair = np.multiply(item_class, most + 1, dtype=np.int64)
+    pair += counts
     present = np.zeros(len(room) * (most + 1), dtype=bool)
     present[pair] = True
     copies = np.arange(most + 1)
@@ -213,8 +219,9 @@ def _item_words(samples: np.ndarray, counts: np.ndarray, item_class: np.ndarray,
     if key_bits + sample_bits + position_bits > 63 or int(samples.min()) < 0:
         return None
     words = ranked[pair]
-    words <<= sample_bits + position_bits
-    words |= np.left_shift(samples, position_bits, dtype=np.int64, casting="unsafe")
+    words <<= sample_bits
+    np.bitwise_or(words, samples, out=words, casting="unsafe")  # in place: no shifted copy of the samples
+    words <<= position_bits
     words |= np.arange(n, dtype=np.int64)
     words.sort()
     return words, position_bits, sample_bits
