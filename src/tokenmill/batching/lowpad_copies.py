@@ -6,10 +6,10 @@ along the curve with random ties, then deals every length class's items again ov
 copies, sample), whatever the item's place in the curve order was. Only the lengths in curve order
 (each cell's lengths repeated by its count) decide the batches and the slots; the random ties only
 decide *which copy* of a sample lands in a slot, and copies are the same sample. So this cut takes
-the lengths in order from the cells' counts, deals the items straight from the draw's order, and
-gathers what each slot holds once: the same sample ids, lengths and batches as the plain cut (plans
-byte-identical), without the sort of every item along the curve, the gather of the samples in that
-order, and the four gathers of the deal.
+the lengths in order from the cells' counts, deals the items straight from the draw's order (the
+sample ids come out of the deal's sorted words) and gathers each slot's length cell once: the same
+sample ids, lengths and batches as the plain cut (plans byte-identical), without the sort of every
+item along the curve, the gather of the samples in that order, and the four gathers of the deal.
 
 ``Cut.order`` holds the positions of the items dealt; of a sample's copies it may name another one
 than the plain cut (the same sample id: a plan maps positions to ids).
@@ -56,30 +56,27 @@ def cut_spread(sizes: Sizes, config: BatchConfig, group_by: CellGroups) -> Cut |
     kept = None if fits is None else np.flatnonzero(fits[keys])  # the draw positions of the items kept
     cell_class = position_class[np.clip(np.cumsum(runs) - 1, 0, len(position_class) - 1)]  # at its last position
     items = samples if kept is None else samples[kept]
-    dealt = copies.items_order(items, np.bincount(samples)[items], cell_class[keys if kept is None else keys[kept]],
+    dealt = copies.items_dealt(items, np.bincount(samples)[items], cell_class[keys if kept is None else keys[kept]],
                                room)
     if dealt is None:
         return None
-    perm = np.empty(len(items), dtype=np.int64)
-    perm[slots] = dealt if kept is None else kept[dealt]
-    ids, key = _gather(perm, samples, keys)
+    positions, ids = _in_slots(slots, *dealt)
+    perm = positions if kept is None else kept[positions]
+    key = keys[perm]
     return Cut(order=perm.astype(index_dtype(len(samples)), copy=False), ends=ends, dropped=dropped,
                src_in_order=cell_src[key], tgt_in_order=None if cell_tgt is None else cell_tgt[key],
                copies_in_order=ids)
 
 
+def _in_slots(slots: np.ndarray, positions: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The items dealt (positions among the items, and their sample ids, in deal order) laid into their
+    slots: the ids come with the deal's sorted words, so no gather of the ids in slot order is needed."""
+    in_slots = np.empty(len(slots), dtype=np.int64), np.empty(len(slots), dtype=np.int64)
+    in_slots[0][slots] = positions
+    in_slots[1][slots] = ids
+    return in_slots
+
+
 def _fits_words(samples: np.ndarray) -> bool:
-    """Whether every sample id fits 32 bits (one word per item with its cell)."""
+    """Whether every sample id is non-negative and fits 32 bits (the deal packs it into one word per item)."""
     return samples.dtype.kind in "iu" and int(samples.min()) >= 0 and int(samples.max()) < 2**32
-
-
-def _gather(perm: np.ndarray, samples: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sample id (int64) and cell of the items ``perm`` names (draw positions): one packed word per
-    item, gathered once in ``perm``'s order."""
-    words = samples.astype(np.uint64)
-    words <<= np.uint64(32)
-    words |= keys.astype(np.uint64, copy=False)
-    words = words[perm]
-    key = (words & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    words >>= np.uint64(32)
-    return words.view(np.int64), key

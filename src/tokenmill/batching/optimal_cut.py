@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 INF = 1 << 62
-SCALAR_WORK = 256
+SCALAR_WORK = 768
 """A unit whose groups x fit is at most this is solved by the plain loop (cheaper than ~40 numpy calls)."""
 SCALAR_WINDOWS = 64
 """The walk back tries the windows ending at a boundary in a plain loop up to this many, else vectorized."""
