@@ -235,6 +235,8 @@ def main() -> None:
                         help="any of ours, ours-fast (--encoder fast), ours-chunk (ours with --chunk-lines CHUNK), "
                              "megatron, datatrove, floor, gigatoken (the fast encoder alone)")
     parser.add_argument("--chunk", type=int, default=4096, help="--chunk-lines of the ours-chunk side")
+    parser.add_argument("--base", help="a checkout of another commit (git worktree add --detach DIR COMMIT): adds the "
+                                       "side base-fast, ours-fast's command run with DIR/src's tokenmill")
     parser.add_argument("--quick", action="store_true", help="20 MB, one round")
     parser.add_argument("--keep", action="store_true", help="keep the outputs in benchmarks/.data/lm/runs")
     parser.add_argument("--json", help="write all figures here")
@@ -247,6 +249,8 @@ def main() -> None:
     corpus_bytes = sum(f.stat().st_size for f in files)
     tok = tokenizer_model(files[0], args.vocab)
     sides = args.sides.split(",")
+    if args.base and "base-fast" not in sides:
+        sides.insert(sides.index("ours-fast") + 1 if "ours-fast" in sides else 0, "base-fast")
     megatron_python = peer_python("megatron") if "megatron" in sides else None
     datatrove_python = peer_python("datatrove") if "datatrove" in sides else None
     for name, python in (("megatron", megatron_python), ("datatrove", datatrove_python)):
@@ -257,6 +261,10 @@ def main() -> None:
     import tokenmill
 
     compileall.compile_dir(Path(tokenmill.__file__).parent, quiet=1)  # a checkout's modules, compiled once
+    base_env = None
+    if args.base:
+        compileall.compile_dir(Path(args.base) / "src" / "tokenmill", quiet=1)
+        base_env = dict(os.environ, PYTHONPATH=str(Path(args.base).resolve() / "src"))
     meg_env = megatron_env(megatron_python) if megatron_python else None
     work = DATA / "lm" / "runs"
     commands = {
@@ -266,6 +274,7 @@ def main() -> None:
                              str(tok), "--append-eod", "--workers", str(args.workers), "--encoder", "reference"],
         "ours-chunk": lambda out: [*commands["ours"](out), "--chunk-lines", str(args.chunk)],
         "ours-fast": lambda out: [*commands["ours"](out)[:-2], "--encoder", "fast"],
+        "base-fast": lambda out: commands["ours-fast"](out),
         "megatron": lambda out: [megatron_python, str(HERE / "lm_megatron_style.py"), "--input", *map(str, files),
                                  "--output-prefix", str(out / "corpus"), "--tokenizer-model", str(tok), "--append-eod",
                                  "--workers", str(args.workers)],
@@ -286,9 +295,9 @@ def main() -> None:
         for side in order:
             out = work / side
             out.mkdir(parents=True, exist_ok=True)
-            if side.startswith("ours"):
+            if side.startswith(("ours", "base")):
                 shutil.rmtree(out)  # prepare refuses a folder holding files it did not write
-            env = meg_env if side == "megatron" else None
+            env = meg_env if side == "megatron" else base_env if side == "base-fast" else None
             load = os.getloadavg()[0]
             m = run_measured(commands[side](out), env=env)
             row = {"seconds": m.seconds, "cpu_s": m.cpu_s, "tree_rss_mb": m.tree_peak_mb,
@@ -300,7 +309,7 @@ def main() -> None:
             if side == "gigatoken":
                 info = json.loads(m.stdout.strip().splitlines()[-1])
                 row.update(encode_s=info["seconds"], encode_cpu_s=info["cpu"], giga_tokens=info["tokens"])
-            if side.startswith("ours"):
+            if side.startswith(("ours", "base")):
                 manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
                 row["stages"] = {k: v["seconds"] for k, v in manifest["run"]["stages"].items()}
                 check = (manifest["run"].get("encoders", {}).get("encode.train.text") or {}).get("check") or {}
@@ -308,6 +317,19 @@ def main() -> None:
             results[side].append(row)
             print(json.dumps({"round": round_, "side": side, **row}), file=sys.stderr)
         ours = work / "ours" / "corpus_text_document"
+        if "base-fast" in sides and "ours-fast" in sides:
+            same = all(same_bytes(work / "base-fast" / f"corpus_text_document{x}",
+                                  work / "ours-fast" / f"corpus_text_document{x}") for x in (".bin", ".idx"))
+            checks["base-fast"] = "yes: .bin and .idx byte-identical to ours-fast" if same else "NO: differs"
+        if "ours" not in sides and "ours-fast" in sides:
+            from tokenmill.store import IndexedDataset
+
+            fast = IndexedDataset(work / "ours-fast" / "corpus_text_document")
+            total_tokens, documents = fast.num_tokens, len(fast)
+            if "gigatoken" in sides:
+                n = results["gigatoken"][-1]["giga_tokens"] + documents
+                checks["gigatoken"] = "yes: same token count (+ one EOD per document)" if n == total_tokens else \
+                    f"NO: {n} vs ours-fast {total_tokens}"
         if "ours" in sides:
             from tokenmill.store import IndexedDataset
 
@@ -356,6 +378,7 @@ def main() -> None:
     giga_s = statistics.median(r["encode_s"] for r in results["gigatoken"]) if "gigatoken" in sides else None
     names = {"ours": "tokenmill prepare (Megatron flags, --encoder reference)",
              "ours-fast": "tokenmill prepare (Megatron flags, --encoder fast)",
+             "base-fast": f"the same, tokenmill of {args.base}",
              "ours-chunk": f"tokenmill prepare --chunk-lines {args.chunk}",
              "megatron": "Megatron-style (Pool(2) + IndexedDatasetBuilder)",
              "datatrove": "datatrove JsonlReader -> DocumentTokenizer"}
@@ -372,7 +395,7 @@ def main() -> None:
     def ratios(value: float, base: dict) -> str:
         return " / ".join(f"{value / base[c]:.2f}x" for c in calls) if base else "-"
 
-    for side in [s for s in ("ours", "ours-fast", "ours-chunk", "megatron", "datatrove") if s in sides]:
+    for side in [s for s in ("ours", "ours-fast", "base-fast", "ours-chunk", "megatron", "datatrove") if s in sides]:
         s, cpu = med(side, "seconds"), med(side, "cpu_s")
         same = checks.get(side, "-")
         print(f"| {names[side]} | {s:.1f} | {total_tokens / s / 1e6:.2f} M | {mb / s:.2f} | {s / mb * 1000:.0f} | "
@@ -394,13 +417,21 @@ def main() -> None:
               f"{ratios(floor_cpu[call], floor_cpu)} | {med('floor', 'tree_rss_mb'):,.0f} MB (whole script) | "
               f"{med('floor', 'process_rss_mb'):,.0f} MB | {med('floor', 'load_before'):.1f} / "
               f"{med('floor', 'load_after'):.1f} (both calls) | {checks.get('floor', '-')} |")
-    for side in [s for s in ("ours", "ours-fast", "ours-chunk") if s in sides]:
+    for side in [s for s in ("ours", "ours-fast", "base-fast", "ours-chunk") if s in sides]:
         stages = {k: statistics.median(r["stages"].get(k, 0.0) for r in results[side])
                   for k in results[side][0]["stages"]}
         other = med(side, "seconds") - sum(stages.values())
         print(f"\n{names[side]}, stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items())
               + f" (of which the encoder's sample check {med(side, 'check_s'):.1f})"
               + f", other (start-up, publishing, manifest, report) {other:.1f}")
+    if giga_s:
+        giga_cpu = statistics.median(r["encode_cpu_s"] for r in results["gigatoken"])
+        for side in [s for s in ("ours-fast", "base-fast") if s in sides]:
+            rounds = ", ".join(f"{r['cpu_s']:.1f}" for r in results[side])
+            print(f"{names[side]}: CPU {med(side, 'cpu_s'):.1f} s (rounds {rounds}) = "
+                  f"{med(side, 'cpu_s') / giga_cpu:.2f}x gigatoken's encode CPU {giga_cpu:.1f} s (rounds "
+                  + ", ".join(f"{r['encode_cpu_s']:.1f}" for r in results["gigatoken"]) + f"); wall "
+                  f"{med(side, 'seconds') / giga_s:.2f}x; largest process {med(side, 'process_rss_mb'):,.0f} MB")
     print(f"checks: {json.dumps(checks)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"mb": mb, "tokens": total_tokens, "documents": documents,

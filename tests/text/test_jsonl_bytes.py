@@ -75,3 +75,57 @@ def test_without_orjson_the_careful_path_reads(tmp_path, monkeypatch):
     monkeypatch.setattr(jsonl_module, "FAST_REFUSES_SURROGATES", False)
     monkeypatch.setattr(jsonl_module, "fast_loads", json.loads)
     assert _documents(path, ReadOptions(block_bytes=4096)) == expected
+
+
+def test_one_call_for_a_block_gives_the_line_by_line_values(tmp_path, monkeypatch):
+    """msgspec's decode_lines takes whole blocks (the lines' own ends checked first): the same documents as
+    orjson line by line and as the careful path, and it does take the blocks of a plain file."""
+    pytest.importorskip("msgspec")
+    path = tmp_path / "docs.jsonl"
+    lines = _lines()
+    lines[50] = lines[50].rstrip(b"\r")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    options = ReadOptions(block_bytes=4096)
+    taken = []
+    one_call = jsonl_module._one_object_a_line
+    monkeypatch.setattr(jsonl_module, "_one_object_a_line", lambda block: taken.append(one_call(block)) or taken[-1])
+    fast = _documents(path, options)
+    assert len(taken) > 10 and all(objs is not None for objs in taken)
+    monkeypatch.setattr(jsonl_module, "_one_object_a_line", lambda block: None)
+    assert fast == _documents(path, options)
+    _careful(monkeypatch)
+    assert fast == _documents(path, options)
+
+
+@pytest.mark.parametrize("text, line", [
+    (b'{"text": "a"}\n\n{"text": "b"}\n', 2),  # a blank line
+    (b'{"text": "a"}{"text": "b"}\n{"text": "c"}\n', 1),  # two objects on one line
+    (b'{"text": "a"} {"text": "b"}\n\n', 1),  # two objects and a blank line: as many values as lines
+    (b'{"text": "a"}{"text": "b"}\n{"text": "c", "o":\n{"k": 1}}\n', 1),  # and a value across two lines
+])
+def test_a_blank_line_or_two_objects_on_a_line_is_an_error_naming_the_line(tmp_path, text, line):
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(text)
+    with pytest.raises(TokenmillError, match=rf"docs\.jsonl:{line}: invalid JSON"):
+        _documents(path, ReadOptions())
+
+
+def _outcome(path) -> object:
+    try:
+        return _documents(path, ReadOptions())
+    except TokenmillError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("field", [b'"\xff"', b'"\\ud800"', b"NaN", b"1e999"])
+def test_another_keys_value_is_read_as_the_line_by_line_parsers_read_it(tmp_path, monkeypatch, field):
+    """Another key's value that one parser takes and another refuses (invalid UTF-8, a lone surrogate escape,
+    NaN, a number too large for a float): whichever parser takes the block, the outcome is the careful path's
+    (invalid UTF-8 is an error naming the line)."""
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(b'{"text": "a"}\n{"text": "b", "x": ' + field + b"}\n")
+    outcome = _outcome(path)
+    _careful(monkeypatch)
+    assert outcome == _outcome(path)
+    if field == b'"\xff"':
+        assert "docs.jsonl:2: invalid UTF-8" in outcome

@@ -183,7 +183,7 @@ def test_the_special_text_documents_are_the_same_whichever_search_finds_them(doc
 
 
 def test_the_sample_keeps_to_its_budget_and_a_long_document_does_not_crowd_out_the_rest(documents, monkeypatch):
-    monkeypatch.setattr(encoder_check, "BUDGET_MIN_CHARS", 20_000)
+    monkeypatch.setattr(encoder_check, "BUDGET_CHARS", 20_000)
     sample = CheckSample(1000, 5, SPECIAL_TEXT)
     list(sample.tap([documents[i : i + 500] for i in range(0, len(documents), 500)]))
     chosen = dict(sample.documents())

@@ -10,8 +10,11 @@ and is a pure function of the documents and the seed, whatever the chunking:
   together, but always the longest one);
 * the first :data:`SPECIAL_DOCS` documents holding the text of a special or added token;
 
-the random part within a budget of characters (:data:`BUDGET_SHARE`), the special-text part within a quarter
-of it, the longest part within :data:`LONGEST_CHARS` (always the first document of each part).
+the random part within a fixed budget of characters (:data:`BUDGET_CHARS`), the special-text part within a
+quarter of it, the longest part within :data:`LONGEST_CHARS` (always the first document of each part). The
+budgets do not grow with the corpus: the sample is chosen for what it holds (the longest documents, other
+scripts, special-token text, a spread of random ones), and the reference library's pass over it costs about
+the same (~1 CPU second) on 1 MB or 1 TB of input.
 
 The check itself (:func:`check_sample`) encodes the sample with both and says whether every id list is
 equal, and where the first difference is.
@@ -33,17 +36,15 @@ from tokenmill.vocab.tokenizer import Tokenizer
 
 LONGEST = 16
 """At most this many of the longest documents join the sample..."""
-LONGEST_CHARS = 1 << 20
+LONGEST_CHARS = 1 << 19
 """...and at most this many characters of them (the longest one always)."""
 SPECIAL_DOCS = 64
 """Documents holding special-token text that join the sample (the first ones met)."""
 FEW_SPECIALS = 4
 """Up to this many special texts, documents are searched for each with ``in``; more, with one regex."""
-BUDGET_MIN_CHARS = 1 << 19
-BUDGET_SHARE = 400
-"""The random part of the sample holds at most ``max(BUDGET_MIN_CHARS, characters seen / BUDGET_SHARE)``
-characters (0.25% of a large stage), so that the reference library's pass over it stays a small share of the
-run."""
+BUDGET_CHARS = 1 << 19
+"""The random part of the sample holds at most this many characters (the special-text part a quarter of it),
+whatever the stage's size: the reference library's pass over the sample is a fixed cost of the run."""
 CHECK_CALL_CHARS = 1 << 18
 """Characters per encode call of the check (each encoder's whole sample in one call would hold the reference
 library's per-token objects for all of it at once)."""
@@ -120,7 +121,6 @@ class CheckSample:
         self.special: list[tuple[int, str]] = []
         self.longest: list[tuple[int, int, str]] = []  # (-length, position, text)
         self.seen = 0
-        self.chars = 0
 
     def tap(self, chunks: Iterable[Sequence[str]]) -> Iterator[Sequence[str]]:
         """``chunks`` unchanged, each observed on its way (call in input order)."""
@@ -143,7 +143,6 @@ class CheckSample:
 
     def _observe_longest(self, chunk: Sequence[str], base: int) -> None:
         lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
-        self.chars += int(lengths.sum())
         top = np.argsort(-lengths, kind="stable")[:LONGEST].tolist()
         merged = sorted(self.longest + [(-int(lengths[i]), base + i, chunk[i]) for i in top])
         kept, chars = [], 0
@@ -166,8 +165,8 @@ class CheckSample:
             self.special.append((base + i, chunk[i]))
 
     def budget(self) -> int:
-        """The most characters the sample holds (see :data:`BUDGET_SHARE`)."""
-        return max(BUDGET_MIN_CHARS, self.chars // BUDGET_SHARE)
+        """The most characters the random part holds (see :data:`BUDGET_CHARS`)."""
+        return BUDGET_CHARS
 
     def documents(self) -> list[tuple[int, str]]:
         """(input position, text) of every sampled document, once each, in input order: the longest ones (within

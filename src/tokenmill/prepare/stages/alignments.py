@@ -13,7 +13,7 @@ import numpy as np
 from tokenmill.errors import FormatError
 from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.stages.base import Outputs, Stage
-from tokenmill.prepare.stages.binarize import write_split
+from tokenmill.prepare.stages.split_store import write_split
 from tokenmill.prepare.state import fingerprint
 from tokenmill.store.layout import align_name
 from tokenmill.text import open_source

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -18,11 +18,9 @@ import numpy as np
 
 from tokenmill._core.ordered import prefetched
 from tokenmill.errors import TokenmillError
-from tokenmill.prepare.crash import crash_point
 from tokenmill.prepare.encoded_parts import (
     IDS,
     binarize_part,
-    ended,
     mask_slice,
     part_lengths,
     part_table,
@@ -33,13 +31,14 @@ from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sentence_binarize import binarize_sentence_part, merge_sentence_parts, write_sentence_store
 from tokenmill.prepare.sentence_split import splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
+from tokenmill.prepare.stages.cleaned import train_tasked
 from tokenmill.prepare.stages.dictionary import end_token
 from tokenmill.prepare.stages.encoded import encoded_blocks, keep_file, split_words, unknown_surfaces
+from tokenmill.prepare.stages.split_store import Block, SplitWriter, write_split
 from tokenmill.prepare.stages.tokenizer import model_path, tokenizer_for
 from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tasks import TaskSet
-from tokenmill.prepare.tokenizing import backend_name, piece_lookup, splits_words, stores_tokenizer_ids
-from tokenmill.store import IndexedWriter
+from tokenmill.prepare.tokenizing import backend_name, piece_filter, piece_lookup, splits_words, stores_tokenizer_ids
 from tokenmill.store.format import Layout, token_dtype
 from tokenmill.store.index_file import item_blocks
 from tokenmill.store.layout import megatron_name, store_name
@@ -49,8 +48,7 @@ from tokenmill.vocab.dictionary import Dictionary
 
 PART = "part"
 COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
-Block = tuple[np.ndarray, np.ndarray]
-"""(tokens, item sizes) of consecutive items."""
+__all__ = ["BinarizeStage", "Block", "SplitWriter", "binarized_in_encode", "output_prefix", "write_split"]
 
 
 def empty_documents(ctx: RunContext) -> bool:
@@ -70,6 +68,46 @@ def output_prefix(ctx: RunContext, split: str, lang: str, shard: int | None = No
     return ctx.folder.staged(name, shard)
 
 
+def binarized_in_encode(ctx: RunContext, split: str) -> bool:
+    """Whether the encode stage writes the split's stores itself as it encodes (one pass: no work-id store
+    written and read back), and this stage only takes them over: the tokenizer's own ids are stored (no
+    dictionary to count first), every encoded item is kept (no piece filters), no sentences, one process (not
+    the encode tasks' parts), not a direction of a many-direction run (whose vocabulary is the run's)."""
+    cfg = ctx.config
+    return (stores_tokenizer_ids(cfg) and not splits_words(cfg) and not splits_sentences(cfg)
+            and piece_filter(cfg) is None and ctx.shared is None and not (split == "train" and train_tasked(ctx)))
+
+
+def store_settings(ctx: RunContext, split: str, lang: str) -> list[Any]:
+    """What the stores depend on besides the work ids (the stage's key; the encode stage's too when it
+    writes the stores, see :func:`binarized_in_encode`)."""
+    cfg = ctx.config
+    own_ids = stores_tokenizer_ids(cfg)
+    vocab_path = model_path(ctx, lang) if own_ids else ctx.folder.dict_path(None if cfg.monolingual else lang)
+    vocab = ctx.shared.fingerprint if ctx.shared is not None else file_checksum(vocab_path)
+    return [vocab, cfg.output.layout, cfg.output.shard_size, cfg.tokenizer.name, cfg.inputs.source_lang,
+            cfg.inputs.target_lang, own_ids, end_token(ctx, ctx.dictionaries.get(lang), lang),
+            cfg.megatron.output_prefix,
+            # a folder binarized before empty documents were written as Megatron does
+            *(["empty documents as preprocess_data"] if empty_documents(ctx) else [])]
+
+
+def store_writer(ctx: RunContext, split: str, lang: str) -> SplitWriter:
+    """The writer of one side's stores of the tokenizer's own ids (what the encode stage writes into when
+    :func:`binarized_in_encode`)."""
+    dtype, unk = dtype_and_unk(ctx, lang, None)
+    return SplitWriter(ctx, split, lambda shard: output_prefix(ctx, split, lang, shard), dtype,
+                       eos=end_token(ctx, None, lang), unk=unk, empty_documents=empty_documents(ctx))
+
+
+def dtype_and_unk(ctx: RunContext, lang: str, dictionary: Dictionary | None) -> tuple[np.dtype, int]:
+    """The stores' id dtype and the unknown id (-1: none) of one side."""
+    if dictionary is None:  # the tokenizer's own ids (T2T: <EOS>=1 appended as T2T does)
+        tokenizer = tokenizer_for(ctx, lang)
+        return token_dtype(tokenizer.vocab_size), tokenizer.special_ids.get("unk", -1)
+    return token_dtype(len(dictionary)), dictionary.unk_index
+
+
 def lookup_of(ctx: RunContext, lang: str, dictionary: Dictionary) -> np.ndarray:
     """Tokenizer id -> dictionary id (one array; a direction of a many-direction run shares the run's)."""
     return ctx.shared.lookup if ctx.shared is not None else piece_lookup(tokenizer_for(ctx, lang), dictionary)
@@ -83,17 +121,9 @@ class BinarizeStage(TaskedStage):
         self.name = f"binarize.{split}.{lang}"
 
     def key(self, ctx: RunContext) -> str:
-        cfg, split, lang = ctx.config, self.split, self.lang
-        own_ids = stores_tokenizer_ids(cfg)
-        vocab_path = model_path(ctx, lang) if own_ids else ctx.folder.dict_path(None if cfg.monolingual else lang)
-        vocab = ctx.shared.fingerprint if ctx.shared is not None else file_checksum(vocab_path)
+        split, lang = self.split, self.lang
         upstream = [ctx.keys.get(f"encode.{split}.{lang}", ctx.keys[f"clean.{split}"]), ctx.keys.get(f"pieces.{split}")]
-        return fingerprint("binarize", upstream, vocab, cfg.output.layout, cfg.output.shard_size, cfg.tokenizer.name,
-                           cfg.inputs.source_lang, cfg.inputs.target_lang, own_ids,
-                           end_token(ctx, ctx.dictionaries.get(lang), lang),
-                           cfg.megatron.output_prefix,
-                           # a folder binarized before empty documents were written as Megatron does
-                           *(["empty documents as preprocess_data"] if empty_documents(ctx) else []))
+        return fingerprint("binarize", upstream, *store_settings(ctx, split, lang))
 
     def tasked(self, ctx: RunContext) -> bool:
         return self.split == "train" and self.lang in ctx.id_parts
@@ -107,6 +137,8 @@ class BinarizeStage(TaskedStage):
             tasks = self.plan(ctx)
             run_tasks(ctx, tasks, in_phase=True)
             return self.merge(ctx, tasks)
+        if binarized_in_encode(ctx, split):
+            return self._written_by_encode(ctx)
         if splits_sentences(ctx.config):  # Megatron's --split-sentences: its own writer (one store, own ids)
             return write_sentence_store(ctx, split, lang, output_prefix(ctx, split, lang), end=eos, unk=unk,
                                         dtype=dtype, crash_name=self.name)
@@ -118,10 +150,18 @@ class BinarizeStage(TaskedStage):
         )
 
     def _dtype_unk(self, ctx: RunContext, dictionary: Dictionary | None) -> tuple[np.dtype, int]:
-        if dictionary is None:  # the tokenizer's own ids (T2T: <EOS>=1 appended as T2T does)
-            tokenizer = tokenizer_for(ctx, self.lang)
-            return token_dtype(tokenizer.vocab_size), tokenizer.special_ids.get("unk", -1)
-        return token_dtype(len(dictionary)), dictionary.unk_index
+        return dtype_and_unk(ctx, self.lang, dictionary)
+
+    def _written_by_encode(self, ctx: RunContext) -> Outputs:
+        """The stores the encode stage wrote as it encoded (see :func:`binarized_in_encode`), as its record lists
+        them, with the counts it recorded: its key holds this stage's settings, so they are this stage's output."""
+        name = f"encode.{self.split}.{self.lang}"
+        record = ctx.stages.done(ctx.prefix + name, ctx.keys[name])
+        if record is None or "binarized" not in record["info"]:
+            raise TokenmillError(f"stage {self.name}: the encode stage's record lists no stores; delete "
+                                 f"{ctx.root / '.state'} and run prepare again")
+        info = record["info"]["binarized"]
+        return [ctx.root / relative for relative in info["outputs"]], {k: v for k, v in info.items() if k != "outputs"}
 
     def after(self, ctx: RunContext, info: dict[str, Any]) -> None:
         if self.split == "train":
@@ -238,71 +278,3 @@ class BinarizeStage(TaskedStage):
         info.update(unk=unknown, unk_percent=round(100.0 * unknown / info["tokens"], 4) if info["tokens"] else 0.0)
         ctx.merge_seconds[tasks.stage] = round(time.perf_counter() - started, 3)
         return outputs, info
-
-
-# The shard cutting keeps every case in one loop (a new shard, a full shard with empty Megatron documents,
-# a block split across shards) so the outputs match fairseq's and Megatron's byte for byte: 62 lines.
-def write_split(
-    ctx: RunContext, split: str, prefix_of: Callable[[int | None], Path], dtype: np.dtype, blocks: Iterator[Block],
-    *, eos: int | None, unk: int, crash_name: str, empty_documents: bool = False,
-) -> Outputs:
-    """Write (flat, lengths) blocks as one store, or as shardNNN/ stores of ``shard_size`` items
-    (``empty_documents``: see :func:`empty_documents`; ``sentences`` counts the items stored)."""
-    cfg = ctx.config
-    megatron = cfg.output.layout == "megatron"
-    shard_size = cfg.output.shard_size if (cfg.output.shard_size and split == "train") else 0
-    shard = 0 if cfg.output.shard_size else None
-    writers: list[IndexedWriter] = []
-
-    def open_writer(index: int | None) -> IndexedWriter:
-        writer = IndexedWriter(prefix_of(index), layout=cfg.output.layout, dtype=dtype)
-        writers.append(writer)
-        return writer
-
-    writer = open_writer(shard)
-    sentences = tokens = unknown = 0
-    try:
-        for flat, lengths in blocks:
-            if unk >= 0:
-                unknown += int(np.count_nonzero(flat == unk))
-            flat, lengths = ended(flat, lengths, eos, dtype, empty_documents=empty_documents)
-            while len(lengths):
-                room = shard_size - (len(writer)) if shard_size else len(lengths)
-                if room == 0 and empty_documents and lengths[0] == 0:
-                    # documents without a sequence stay with the full shard: a new shard starts at a
-                    # sequence, so no shard is left holding none (a 0-token dataset to Megatron)
-                    empty = int(np.argmax(lengths != 0)) if lengths.any() else len(lengths)
-                    writer.add_documents(flat[:0], lengths[:empty])
-                    lengths = lengths[empty:]
-                    continue
-                if room == 0:
-                    shard = (shard or 0) + 1
-                    writer = open_writer(shard)
-                    continue
-                take = min(room, len(lengths))
-                cut = int(lengths[:take].sum())
-                if empty_documents:
-                    writer.add_documents(flat[:cut], lengths[:take])
-                    sentences += int(np.count_nonzero(lengths[:take]))
-                else:
-                    writer.add_items(flat[:cut], lengths[:take], documents=megatron)
-                    sentences += take
-                tokens += cut
-                flat, lengths = flat[cut:], lengths[take:]
-            crash_point(f"{crash_name}:midway")
-    except BaseException:
-        for open_one in writers:
-            open_one.abort()
-        raise
-    outputs = []
-    for done in writers:
-        done.finalize()
-        outputs += [done.bin_file, done.idx_file]
-    info = {
-        "sentences": sentences,
-        "tokens": tokens,
-        "unk": unknown,
-        "unk_percent": round(100.0 * unknown / tokens, 4) if tokens else 0.0,
-        "shards": len(writers) if cfg.output.shard_size else 0,
-    }
-    return outputs, info

@@ -42,10 +42,13 @@ from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sentence_split import SentenceLengths, sentence_files, sentence_step, splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
+from tokenmill.prepare.stages.binarize import binarized_in_encode, store_settings, store_writer
 from tokenmill.prepare.stages.clean import clean_parts
 from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, input_bytes, reads_input
 from tokenmill.prepare.stages.encoded import encode_key
+from tokenmill.prepare.stages.split_store import SplitWriter
 from tokenmill.prepare.stages.tokenizer import model_path, tokenizer_for
+from tokenmill.prepare.state import fingerprint
 from tokenmill.prepare.tasks import TaskSet
 from tokenmill.prepare.tokenizing import Found, UnknownSurfaces, backend_name, keeps_unknown_surfaces, splits_words
 from tokenmill.store import IndexedWriter
@@ -70,7 +73,12 @@ class EncodeStage(TaskedStage):
         self.name = f"encode.{split}.{lang}"
 
     def key(self, ctx: RunContext) -> str:
-        return encode_key(ctx, self.split, self.lang)
+        """The encoded text's key; when this stage writes the stores itself (:func:`binarized_in_encode`),
+        with the stores' settings too (their binarize stage then only takes them over)."""
+        key = encode_key(ctx, self.split, self.lang)
+        if binarized_in_encode(ctx, self.split):
+            return fingerprint(key, "stores written as encoded", store_settings(ctx, self.split, self.lang))
+        return key
 
     def tasked(self, ctx: RunContext) -> bool:
         """One encode task per clean part (a model is needed: whitespace words are numbered in one pass)."""
@@ -112,6 +120,7 @@ class EncodeStage(TaskedStage):
     def _encode_with(self, ctx: RunContext, choice: EncoderChoice) -> Outputs:
         split, lang, folder = self.split, self.lang, ctx.folder
         prefix = folder.ids_prefix(split, lang)
+        stores = store_writer(ctx, split, lang) if binarized_in_encode(ctx, split) else None
         source = cleaned_source(ctx, split, lang)
         cleaner = Cleaner(clean_plan(ctx, split).config) if reads_input(ctx, split) else None
         kept = 0
@@ -128,15 +137,20 @@ class EncodeStage(TaskedStage):
         counted = False
         with ctx.bar(source.scan(), f"encode {split}.{lang}") as bar:
             if cleaner is None and choice.fast is None and encodes_in_workers(ctx, source):
-                table = self._in_workers(ctx, source, prefix, bar)
+                table = self._in_workers(ctx, source, prefix, bar, stores)
                 counted = split == "train"  # see _in_workers
             elif words:
                 table = None
                 write_json(folder.words_path(split, lang), encode_words(lines(), prefix, bar, self.name))
             else:
                 table = encode_lines(ctx, lang, choice.tap(lines()), prefix, threads=ctx.config.run.workers, bar=bar,
-                                     crash_name=self.name, tokenizer=choice.encoder)
-        outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
+                                     crash_name=self.name, tokenizer=choice.encoder, writer=stores)
+        written = {}
+        if stores is not None:  # the stores themselves, for the binarize stage to take over
+            outputs = list(stores.outputs)
+            written = {"binarized": {**stores.info, "outputs": [str(p.relative_to(ctx.root)) for p in outputs]}}
+        else:
+            outputs = [Path(f"{prefix}.bin"), Path(f"{prefix}.idx")]
         if splits_sentences(ctx.config):
             outputs += sentence_files(prefix)
         if counted:
@@ -148,13 +162,15 @@ class EncodeStage(TaskedStage):
             write_json(path, table)
             outputs.append(path)
         if cleaner is None:
-            return outputs, {}
-        return outputs, {"clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False),
+            return outputs, written
+        return outputs, {**written, "clean": clean_stats(ctx.config, source.stats.counts, cleaner, kept, False),
                          "input_counts": source.file_counts}  # for the provenance maps: no second count
 
-    def _in_workers(self, ctx: RunContext, source: Source, prefix: Path, bar: tqdm) -> dict[str, list[int]] | None:
+    def _in_workers(self, ctx: RunContext, source: Source, prefix: Path, bar: tqdm,
+                    stores: SplitWriter | None) -> dict[str, list[int]] | None:
         """The encode stage on worker processes: ranges come back in input order; unknown surfaces and
-        whitespace words are numbered here, in that order, so the store equals a one-process run's."""
+        whitespace words are numbered here, in that order, so the store equals a one-process run's (written
+        into ``stores`` when given, else the work-id store at ``prefix``)."""
         split, lang = self.split, self.lang
         whitespace = splits_words(ctx.config)
         tokenizer = None if whitespace else tokenizer_for(ctx, lang)
@@ -162,7 +178,7 @@ class EncodeStage(TaskedStage):
         surfaces = UnknownSurfaces(tokenizer) if keep else None  # type: ignore[arg-type]
         words = FirstSeen()
         counts = IdCounts(0) if split == "train" else None  # the dictionary is counted on train alone
-        with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
+        with stores if stores is not None else IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer:
             for encoded in encoded_ranges(source, tokenizer, ctx.config.run.workers, keep_surfaces=keep,
                                           max_chars=ENCODE_BATCH_CHARS):
                 flat = encoded.flat
@@ -299,12 +315,13 @@ def encodes_in_workers(ctx: RunContext, source: Source | PartsSource) -> bool:
 def encode_lines(
     ctx: RunContext, lang: str, chunks: Iterator[list[str]], prefix: Path, *, threads: int,
     bar: tqdm | None = None, crash_name: str = "encode", counts: IdCounts | None = None,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer | None = None, writer: SplitWriter | None = None,
 ) -> dict[str, list[int]] | None:
-    """Encode chunks of lines into an int32 work-id store at ``prefix`` (and into ``counts``, the work ids'
-    bincount, when given) with ``tokenizer`` (default: ``lang``'s); returns the unknown surfaces' table
-    (surface -> [work id, count]) when they are kept (fairseq fidelity), else None. With --split-sentences
-    each line is encoded as its sentences and their lengths go to the sentence-lengths store beside it."""
+    """Encode chunks of lines into an int32 work-id store at ``prefix`` (or into ``writer``, the stores
+    themselves, when given; and into ``counts``, the work ids' bincount, when given) with ``tokenizer``
+    (default: ``lang``'s); returns the unknown surfaces' table (surface -> [work id, count]) when they are kept
+    (fairseq fidelity), else None. With --split-sentences each line is encoded as its sentences and their
+    lengths go to the sentence-lengths store beside it."""
     tokenizer = tokenizer_for(ctx, lang) if tokenizer is None else tokenizer
     surfaces = UnknownSurfaces(tokenizer) if keeps_unknown_surfaces(ctx.config) else None
     step = sentence_step(ctx.config)
@@ -326,8 +343,8 @@ def encode_lines(
     overlap = threads if per_thread else overlap
     if threads > 1 and overlap == 1:  # a library that spreads one call over its threads: the next chunk is read
         chunks = prefetched(chunks)  # (and parsed, sampled) on a thread while this one is encoded
-    with IndexedWriter(prefix, dtype=np.dtype(np.int32)) as writer, \
-            (SentenceLengths(prefix) if step is not None else nullcontext()) as sentence_lengths:
+    store = writer if writer is not None else IndexedWriter(prefix, dtype=np.dtype(np.int32))
+    with store as writer, (SentenceLengths(prefix) if step is not None else nullcontext()) as sentence_lengths:
         for count, chunk_ends, flat, lengths, found, sentences in ordered_map(encoded, chunk_batches(chunks),
                                                                               overlap):
             if surfaces is not None and found is not None:
