@@ -11,22 +11,19 @@ another worker's tests on two loaded cores such a test times out. A test that bi
 Under pytest-xdist's ``--dist loadgroup`` every test module is one unit of work, so its module fixtures are
 built once; tests marked ``xdist_group`` keep their group. Units holding a ``slow`` test go first, so no
 long unit is left alone at the end while the other worker idles. A session fixture that prepares data
-(the quickstart checkout) is built once per run, not once per worker: :func:`built_once` shares it
+(the quickstart checkout) is built once per run, not once per worker: ``tests/shared_once.py`` shares it
 through a file lock in the run's temporary folder.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 from tests.data.multi_corpus import make_data_bin
 from tests.doc_blocks import quickstart_checkout as quickstart_checkout_at
+from tests.shared_once import built_once
 from tokenmill.data.multi_pairs import MultiPairDataset
 
 PARTS = ("all", "serial", "parallel")
@@ -91,25 +88,6 @@ def _keep_part(config: pytest.Config, items: list[pytest.Item]) -> None:
         items[:] = keep
 
 
-def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Path]) -> Path:
-    """``build(folder)`` run once for the whole test run: under pytest-xdist the first worker to ask builds
-    in the run's shared temporary folder, holding a file lock, and the others wait for it and reuse the
-    result (pytest-xdist's recipe for session fixtures); in one process it is a plain ``mktemp``. The result
-    must only be read (copy it to change it). A failed build is not recorded: the next worker tries again."""
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return build(tmp_path_factory.mktemp(name))
-    shared = tmp_path_factory.getbasetemp().parent  # the run's folder; each worker's basetemp is below it
-    folder, done = shared / f"shared-{name}", shared / f"shared-{name}.done"
-    with FileLock(str(shared / f"shared-{name}.lock")):
-        if not done.exists():
-            if folder.exists():
-                shutil.rmtree(folder)  # a build that failed half-way
-            folder.mkdir()
-            result = build(folder)
-            done.write_text(str(result), encoding="utf-8")
-        return Path(done.read_text(encoding="utf-8"))
-
-
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_root(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
@@ -120,7 +98,7 @@ def _private_cache_root(tmp_path_factory):
 @pytest.fixture(scope="session")
 def multi_data_bin(tmp_path_factory):
     """A data_bin of many directions in shards (``tests/data/multi_corpus.py``), built once and only read."""
-    return make_data_bin(tmp_path_factory.mktemp("multi") / "data_bin")
+    return built_once(tmp_path_factory, "multi", lambda folder: make_data_bin(folder / "data_bin"))
 
 
 @pytest.fixture(scope="session")
