@@ -25,7 +25,17 @@ bash scripts/setup_peers.sh bicleaner opusfilter || echo "warning: the bicleaner
 # datatrove (~1 min): the oracle of the LM quality filters (tests/text/test_lm_filters_oracle.py); not fatal either
 bash scripts/setup_peers.sh datatrove || echo "warning: the datatrove oracle peer did not build; tests/text/test_lm_filters_oracle.py will skip" >&2
 python -m ruff check src tests benchmarks examples
-# in one process, one test after another: on two loaded cores pytest-xdist's workers made Ray's start-up time
-# out and built the session fixtures once per worker (docs/how-to/tests.md: `-n auto` on a machine with cores
-# to spare); the slow tests share prepared data through module and session fixtures instead
-python -m pytest "$@"
+# pytest in two parts (tests/conftest.py, docs/how-to/tests.md). First the tests marked `serial` (Ray and Slurm
+# clusters, the headless browser, timed Ctrl-C checks), one after another with the machine to themselves: beside
+# another worker's tests, Ray's start-up timed out on two loaded cores. Then every other test on two pytest-xdist
+# workers (TOKENMILL_TEST_WORKERS sets how many), each module whole on one worker (--dist loadgroup) so its module
+# fixtures are built once; the session fixtures that prepare data are built once and shared through a file lock.
+# Both parts run whatever the first gave; the status is the first failure's (5, no test selected, counts as none).
+serial=0
+python -m pytest --part serial "$@" || serial=$?
+parallel=0
+python -m pytest --part parallel -n "${TOKENMILL_TEST_WORKERS:-2}" --dist loadgroup "$@" || parallel=$?
+for status in "$serial" "$parallel"; do
+  if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then exit "$status"; fi
+done
+if [ "$serial" -eq 5 ] && [ "$parallel" -eq 5 ]; then exit 5; fi

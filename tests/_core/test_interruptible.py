@@ -13,6 +13,8 @@ import pytest
 from tokenmill._core import interruptible as interruptible_module
 from tokenmill._core.interruptible import abandoned, interruptible
 
+pytestmark = pytest.mark.serial  # times how soon Ctrl-C takes effect: in the serial part (tests/conftest.py)
+
 
 def test_the_call_returns_its_result_and_raises_its_error():
     assert interruptible(divmod, 17, 5) == (3, 2)

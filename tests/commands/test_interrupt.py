@@ -11,7 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[2] / "src"
+pytestmark = pytest.mark.serial  # times how soon Ctrl-C takes effect: in the serial part (tests/conftest.py)
 
 
 def _corpus(path: Path, lines: int, seed: int) -> None:

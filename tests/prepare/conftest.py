@@ -9,6 +9,7 @@ import pytest
 import tokenmill
 from tests.prepare.tasks_corpus import write_corpus
 from tests.prepare.test_tasks import settings_for
+from tests.shared_once import built_once
 from tokenmill.prepare import build_config, prepare
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample"
@@ -66,18 +67,22 @@ def sample_model(tmp_path_factory) -> Path:
 def tasks_corpus(tmp_path_factory) -> Path:
     """The corpus of ``tests/prepare/tasks_corpus.py`` (3000 pairs), written once and only read by the tests
     that cut it into tasks (``test_tasks.py``, ``test_slurm_cluster.py``)."""
-    return write_corpus(tmp_path_factory.mktemp("tasks-corpus"))
+    return built_once(tmp_path_factory, "tasks-corpus", write_corpus)
 
 
 @pytest.fixture(scope="session")
 def tasks_one_process(tasks_corpus, tmp_path_factory) -> Path:
     """The plain run of :func:`tasks_corpus` (one process, no tasks) that every tasked run must equal,
-    prepared once per session and only read."""
-    destdir = tmp_path_factory.mktemp("plain") / "bin"
-    summary = tokenmill.prepare(settings_for(tasks_corpus, destdir), progress=False)
-    assert summary.tasks == {}
-    steps = summary.splits["train"]["clean"]
-    # the corpus does its job: duplicates, leaks and pairs too long in pieces
-    assert steps["dedup"]["duplicates"] > 500 and steps["leakage"]["leaked"] > 20
-    assert steps["pieces"]["dropped_tokens"] > 10
-    return destdir
+    prepared once per test run (shared by pytest-xdist's workers) and only read."""
+
+    def plain_run(folder: Path) -> Path:
+        destdir = folder / "bin"
+        summary = tokenmill.prepare(settings_for(tasks_corpus, destdir), progress=False)
+        assert summary.tasks == {}
+        steps = summary.splits["train"]["clean"]
+        # the corpus does its job: duplicates, leaks and pairs too long in pieces
+        assert steps["dedup"]["duplicates"] > 500 and steps["leakage"]["leaked"] > 20
+        assert steps["pieces"]["dropped_tokens"] > 10
+        return destdir
+
+    return built_once(tmp_path_factory, "plain", plain_run)

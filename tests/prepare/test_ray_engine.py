@@ -25,7 +25,7 @@ from tests.ray_cluster import can_make_namespaces, run_in, two_node_ray
 
 pytest.importorskip("ray")
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # under xdist: one Ray at a time (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a Ray cluster: in the serial part (tests/conftest.py)
 needs_namespaces = pytest.mark.skipif(not can_make_namespaces(),
                                       reason="needs root and iproute2 to make a network namespace")
 

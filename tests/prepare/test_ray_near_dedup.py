@@ -15,7 +15,7 @@ from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, 
 
 pytest.importorskip("ray")
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]  # under xdist: one Ray at a time (tests/conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a Ray cluster: in the serial part (tests/conftest.py)
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 

@@ -13,7 +13,7 @@ from tests.prepare.test_multilingual_near_dedup import DIRECTIONS, corpus, many_
 from tests.prepare.test_tasks import assert_same_output, run_cli, settings_for, write_config
 from tests.slurm_cluster import can_start_slurm, one_node_slurm
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.skipif(  # a Slurm cluster: the serial part
     not can_start_slurm(),
     reason="needs root, iproute2 and Slurm (apt-get install slurmctld slurmd slurm-client munge: scripts/test.sh)",
 )]

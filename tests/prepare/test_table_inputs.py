@@ -19,9 +19,6 @@ import tokenmill  # noqa: E402
 from tests.prepare.tasks_corpus import write_corpus, write_jsonl  # noqa: E402
 from tests.prepare.test_tasks import SETTINGS, assert_same_output, run_cli, write_config  # noqa: E402
 
-# under xdist the module runs with the other Ray tests, one at a time (tests/conftest.py): its Ray test shares
-# the module's corpus and plain run
-pytestmark = pytest.mark.xdist_group("ray")
 KEYS = {"source_key": "translation.en", "target_key": "translation.zh"}
 
 
@@ -91,6 +88,7 @@ def test_every_task_count_gives_the_same_bytes(parquet, one_process, tmp_path, t
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # starts Ray: in the serial part (tests/conftest.py)
 def test_the_ray_engine_gives_the_local_bytes(parquet, one_process, tmp_path):
     pytest.importorskip("ray")
     config = write_config(tmp_path / "ray.yaml", parquet_settings(parquet, tmp_path / "ray", tasks=3, engine="ray"))

@@ -23,10 +23,10 @@ from tokenmill.report import ReportOptions, write_report
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 IN_CI = bool(os.environ.get("CI"))
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.serial, pytest.mark.skipif(  # a browser: in the serial part (tests/conftest.py)
     CHROMIUM is None and not IN_CI,
     reason="headless Chromium is not installed (scripts/test.sh installs Debian's chromium)",
-)
+)]
 WINDOW = (1400, 3000)
 
 
