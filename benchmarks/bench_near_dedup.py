@@ -10,7 +10,7 @@ the peak RSS of the largest process of the run with it. datatrove runs its four 
 defaults (5-grams, 14 x 8, the same as tokenmill's) in its own venv, ``workers=1``; its signature step is
 ~50x slower than ours here, so it runs on the smaller ``--peer-megabytes`` corpus.
 
-    python benchmarks/bench_near_dedup.py --megabytes 50,100,200 --peer-megabytes 5
+    python benchmarks/bench_near_dedup.py --megabytes '' --peer-megabytes 40 --tasks 1,2  # side by side, ~10 min
     python benchmarks/bench_near_dedup.py --megabytes 1000,2000 --without-upto 1000 --no-peer  # tens of minutes
 """
 
@@ -79,8 +79,9 @@ def datatrove_run(files: list[Path], work: Path, tasks: int) -> dict:
 
 def size_rows(sizes: list[float], scratch: Path, without_upto: float) -> None:
     """One row per corpus size; the run without near-dedup (for its CPU cost) only up to ``without_upto`` MB."""
-    print("| corpus | documents dropped (clusters) | near-dedup CPU s | MB/s per core | clean.train s with / "
-          "without | peak RSS per process with / without |\n|---|---|---|---|---|---|")
+    print("| corpus | documents dropped (clusters) | prepare CPU s (wall s) with / without | near-dedup CPU s | "
+          "MB/s per core | clean.train s with / without | peak RSS per process with / without |\n"
+          "|---|---|---|---|---|---|---|", flush=True)
     for megabytes in sizes:
         files = jsonl_shards(megabytes)
         mb = sum(f.stat().st_size for f in files) / 1e6
@@ -91,7 +92,8 @@ def size_rows(sizes: list[float], scratch: Path, without_upto: float) -> None:
             off = tokenmill_run(files, scratch / f"off{megabytes:g}", False, 1)
             shutil.rmtree(scratch / f"off{megabytes:g}")
         cost = on["cpu"] - off["cpu"]
-        print(f"| {mb:.0f} MB | {on['near']['near_duplicates']} ({on['near']['clusters']}) | {cost:.1f} | "
+        print(f"| {mb:.0f} MB | {on['near']['near_duplicates']} ({on['near']['clusters']}) | {on['cpu']:.1f} "
+              f"({on['seconds']:.0f}) / {off['cpu']:.1f} ({off.get('seconds', float('nan')):.0f}) | {cost:.1f} | "
               f"{mb / cost:.1f} | {on['clean_s']:.1f} / {off['clean_s']:.1f} | {on['rss']:.0f} / {off['rss']:.0f} MB |",
               flush=True)
 
@@ -109,18 +111,21 @@ def peer_rows(megabytes: float, tasks: list[int], scratch: Path) -> None:
     same_theirs = len({r["removed_digest"] for r in theirs.values()}) == 1
     first, peer = ours[tasks[0]], theirs[tasks[0]]
     agree = len(set(first["removed"]) & set(peer["removed_texts"]))
-    print(f"\n{mb:.1f} MB, {len(files)} shards; tasks {tasks}\n")
-    print("| | tokenmill | datatrove 0.10 (same run) |\n|---|---|---|")
-    print(f"| near-dedup CPU s (one core) | {first['cpu'] - off['cpu']:.1f} (prepare with minus without) | "
-          f"{peer['cpu']:.1f} (its 4 stages) |")
-    print(f"| MB/s per core | {mb / (first['cpu'] - off['cpu']):.2f} | {mb / peer['cpu']:.2f} |")
-    print(f"| wall s | {first['seconds']:.1f} whole prepare (clean.train {first['clean_s']:.1f}) | "
-          f"{peer['wall']:.1f} ({', '.join(f'{k} {v:.1f}' for k, v in peer['seconds'].items())}) |")
-    print(f"| peak RSS per process | {first['rss']:.0f} MB | {peer['rss']:.0f} MB |")
-    print(f"| documents removed (clusters) | {first['near']['near_duplicates']} ({first['near']['clusters']}) | "
-          f"{peer['removed']} ({peer['clusters']}) |")
-    print(f"| removed by both | {agree} | {agree} |")
-    print(f"| output the same for tasks {tasks} | {same_ours} | {same_theirs} |")
+    print(f"\n{mb:.1f} MB, {len(files)} shards; tasks {tasks}; tokenmill without --near-dedup: {off['cpu']:.1f} CPU s, "
+          f"{off['seconds']:.1f} s wall\n")
+    print("| tasks | tokenmill wall s / CPU s / near-dedup CPU s (MB/s per core) / peak RSS per process | "
+          "datatrove 0.10 wall s / CPU s (MB/s per core) / peak RSS per process, same run |\n|---|---|---|")
+    for t in tasks:
+        cost = ours[t]["cpu"] - off["cpu"]
+        print(f"| {t} | {ours[t]['seconds']:.1f} / {ours[t]['cpu']:.1f} / {cost:.1f} ({mb / cost:.2f}) / "
+              f"{ours[t]['rss']:.0f} MB | {theirs[t]['wall']:.1f} / {theirs[t]['cpu']:.1f} "
+              f"({mb / theirs[t]['cpu']:.2f}) / {theirs[t]['rss']:.0f} MB "
+              f"({', '.join(f'{k} {v:.1f}' for k, v in theirs[t]['seconds'].items())}) |")
+    for t in tasks:
+        print(f"| documents removed (clusters), {t} task(s) | {ours[t]['near']['near_duplicates']} "
+              f"({ours[t]['near']['clusters']}) | {theirs[t]['removed']} ({theirs[t]['clusters']}) |")
+    print(f"| removed by both ({tasks[0]} task) | {agree} | {agree} |")
+    print(f"| output the same for tasks {tasks} | {same_ours} | {same_theirs} |", flush=True)
 
 
 def phase_rss(sizes: list[float], scratch: Path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.text.near_dup_text import docstrings
-from tokenmill.prepare.near_dedup import component_minima
+from tokenmill.prepare.near_components import DROPS, EDGES, KEPT, resolve_clusters
 from tokenmill.text.minhash import MinHashSettings, band_keys, chunk_band_keys, item_shingles, signatures, words_of
 
 
@@ -86,14 +86,40 @@ def union_find_minima(edges: list[tuple[int, int]], nodes: int) -> list[int]:
     return [find(x) for x in range(nodes)]
 
 
+def resolved(tmp_path, edges: list[tuple[int, int]], nodes: int, block: int, nodes_per_partition: int) -> list[int]:
+    """The label of each of ``nodes`` nodes after :func:`resolve_clusters` on disk (itself where it is kept
+    or met no one)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    np.array(edges, dtype=np.int64).reshape(-1, 2).tofile(tmp_path / EDGES)
+    dropped = resolve_clusters(tmp_path, block=block, nodes_per_partition=nodes_per_partition)
+    drops, kept = np.load(tmp_path / DROPS), np.load(tmp_path / KEPT)
+    assert dropped == len(drops) == len(kept) and np.all(np.diff(drops) > 0)
+    assert not (tmp_path / EDGES).exists() and sorted(p.name for p in tmp_path.iterdir()) == [DROPS, KEPT]
+    label = np.arange(nodes)
+    label[drops] = kept
+    return label.tolist()
+
+
 @pytest.mark.parametrize("seed", range(5))
-def test_components_match_a_union_find(seed):
+def test_components_match_a_union_find(tmp_path, seed):
+    """Random graphs with long chains (many rounds), in any edge order, with repeated edges (as find_edges
+    writes an edge once per partition), through many small partitions and blocks and through one."""
     rng = random.Random(seed)
     nodes = rng.randint(2, 400)
     edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(1, nodes))]
     edges += [(i, i + 1) for i in range(0, nodes - 1, 7)]  # long chains need many rounds
-    u, v = (np.array(side, dtype=np.int64) for side in zip(*edges, strict=True))
+    edges = [e for e in edges if e[0] != e[1]] + edges[:5]
+    edges = [(min(e), max(e)) for e in edges]  # find_edges: the bucket's first item, then the item
     expected = union_find_minima(edges, nodes)
-    assert component_minima(u, v, nodes).tolist() == expected
-    order = rng.sample(range(len(edges)), len(edges))  # any edge order: the same components
-    assert component_minima(u[order], v[order], nodes).tolist() == expected
+    assert resolved(tmp_path / "one", edges, nodes, 1 << 19, 1 << 20) == expected
+    shuffled = rng.sample(edges, len(edges))  # any edge order: the same components
+    assert resolved(tmp_path / "many", shuffled, nodes, 7, 16) == expected
+
+
+def test_a_star_of_many_near_duplicates_and_no_edges(tmp_path):
+    """One item met by thousands (read in blocks far smaller than its arcs), ranges of drops written
+    apart, and a run that found no edge."""
+    edges = [(5, i) for i in range(6, 3000)] + [(2, 4), (1, 2), (3000, 3001)]
+    label = resolved(tmp_path / "star", edges, 3002, 64, 100)
+    assert label[6:3000] == [5] * 2994 and label[:6] == [0, 1, 1, 3, 1, 5] and label[3001] == 3000
+    assert resolved(tmp_path / "none", [], 3, 64, 100) == [0, 1, 2]

@@ -6,12 +6,12 @@ item, 0 for an item without words, which takes no part) and sorts them by hash p
 of every task holds every occurrence of its keys, so :func:`find_edges` settles the partitions one at a
 time (memory: one partition, about :data:`~tokenmill.prepare.partitioned_dedup.PARTITION_ITEMS` keys):
 sort ``(key, global position)``, and every item of a run of equal keys (a bucket) gets an edge to the
-bucket's first item. :func:`resolve_clusters` then finds the connected components of those edges by
-min-label propagation with pointer jumping (a vectorized union-find): each node ends labelled with the
-smallest global position of its component, which is kept; the others are dropped. Its memory is that of
-the edges and of the items that met another item in a band (the near-duplicates and their originals), not
-the corpus's. Components do not depend on the order edges come in, so the result is the same for any
-number of tasks and any engine.
+bucket's first item. :func:`~tokenmill.prepare.near_components.resolve_clusters` then finds the connected
+components of those edges on disk, in hash partitions (min-label propagation, one partition's table and one
+block of edges in memory, whatever the corpus size or the number of near-duplicates): each node ends
+labelled with the smallest global position of its component, which is kept; the others are dropped.
+Components do not depend on the order edges come in, so the result is the same for any number of tasks and
+any engine.
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ import numpy as np
 from tokenmill.fsutil import atomic_path
 from tokenmill.prepare.config import PrepareConfig
 from tokenmill.prepare.heap import release_heap
+from tokenmill.prepare.near_components import DROPS, EDGES, KEPT, resolve_clusters
 from tokenmill.prepare.partitioned_dedup import BOUNDS, KEYS, POSITIONS, npy_slice, partition_count, partition_keys
 from tokenmill.text.minhash import MinHashSettings, chunk_band_keys
 
 NEAR = "near."
 """Prefix of a task's near-dedup files (``near.keys.raw``, then ``near.keys.npy`` ...)."""
-EDGES = "near.edges.raw"
-DROPS = "near.drops.npy"
-KEPT = "near.kept.npy"
 BATCH_CHARS = 1 << 21
 """Characters of text hashed at once (memory: about 40 bytes per byte of text, so ~80 MiB)."""
 
@@ -113,39 +111,6 @@ def find_edges(folders: Sequence[Path], bases: Sequence[int], partitions: int, b
     return found
 
 
-def component_minima(u: np.ndarray, v: np.ndarray, nodes: int) -> np.ndarray:
-    """For each of ``nodes`` nodes, the smallest node of its connected component in the graph of edges
-    ``(u[i], v[i])``: labels start as the nodes themselves; each round every edge gives both ends the
-    smaller label, then labels jump to their label's label until they stop moving (pointer jumping)."""
-    label = np.arange(nodes, dtype=np.int64)
-    while True:
-        smaller = np.minimum(label[u], label[v])
-        moved = label.copy()
-        np.minimum.at(moved, u, smaller)
-        np.minimum.at(moved, v, smaller)
-        while not np.array_equal(jumped := moved[moved], moved):
-            moved = jumped
-        if np.array_equal(moved, label):
-            return label
-        label = moved
-
-
-def resolve_clusters(out: Path) -> int:
-    """Connected components of ``out/near.edges.raw``: writes ``near.drops.npy`` (sorted global positions of
-    the items dropped: every node but its component's smallest) and ``near.kept.npy`` (the kept item of
-    each, aligned); returns the number of drops."""
-    edges = np.fromfile(out / EDGES, dtype=np.int64).reshape(-1, 2)
-    nodes, inverse = np.unique(edges, return_inverse=True)
-    inverse = inverse.reshape(-1, 2)
-    label = component_minima(inverse[:, 0], inverse[:, 1], len(nodes))
-    dropped = label != np.arange(len(nodes))
-    for name, values in ((DROPS, nodes[dropped]), (KEPT, nodes[label[dropped]])):
-        with atomic_path(out / name) as tmp, open(tmp, "wb") as handle:
-            np.save(handle, values.astype(np.int64), allow_pickle=False)
-    (out / EDGES).unlink()
-    return int(dropped.sum())
-
-
 def drops_in(out: Path, base: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(positions relative to ``base``, global position of the kept item of each) of the near-duplicates
     among items ``[base, base + count)``: only that slice of the drop list is read."""
@@ -155,6 +120,6 @@ def drops_in(out: Path, base: int, count: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = [
-    "component_minima", "drops_in", "find_edges", "near_partition_count", "near_settings", "near_sides",
+    "drops_in", "find_edges", "near_partition_count", "near_settings", "near_sides",
     "partition_band_keys", "resolve_clusters", "write_band_keys",
 ]

@@ -68,8 +68,8 @@ def partition_keys(folder: Path, partitions: int, prefix: str = "") -> None:
         return
     keys_path, positions_path = folder / f"{prefix}{KEYS}", folder / f"{prefix}{POSITIONS}"
     with atomic_path(keys_path) as keys_tmp, atomic_path(positions_path) as positions_tmp:
-        keys_at = _npy_for_writes(keys_tmp, np.dtype(np.uint64), n)
-        positions_at = _npy_for_writes(positions_tmp, np.dtype(np.int64), n)
+        keys_at = npy_for_writes(keys_tmp, np.dtype(np.uint64), n)
+        positions_at = npy_for_writes(positions_tmp, np.dtype(np.int64), n)
         with open(keys_tmp, "r+b") as keys_out, open(positions_tmp, "r+b") as positions_out:
             cursor = bounds[:-1].copy()
             for start, block in zip(range(0, n, _BLOCK), _raw_blocks(raw, n), strict=True):
@@ -96,7 +96,7 @@ def _raw_blocks(raw: Path, n: int) -> Iterator[np.ndarray]:
             yield np.fromfile(handle, dtype=np.uint64, count=min(_BLOCK, n - start))
 
 
-def _npy_for_writes(path: Path, dtype: np.dtype, n: int) -> int:
+def npy_for_writes(path: Path, dtype: np.dtype, n: int) -> int:
     """Make ``path`` a ``.npy`` file of ``n`` items of ``dtype`` (its data not written yet); returns the
     offset of its data."""
     with open(path, "wb") as handle:
@@ -183,5 +183,5 @@ def duplicates_in(out: Path, partitions: int, base: int, count: int) -> np.ndarr
 
 __all__ = [
     "BOUNDS", "KEYS", "KEYS_RAW", "PARTITION_ITEMS", "POSITIONS", "duplicates_in", "find_duplicates",
-    "join_duplicates", "npy_slice", "partition_count", "partition_keys",
+    "join_duplicates", "npy_for_writes", "npy_slice", "partition_count", "partition_keys",
 ]

@@ -3,7 +3,7 @@ not cut into tasks). After the cleaning pass the kept items' band keys go to dis
 clusters are settled as the clean tasks' merge settles them, with the cleaned output as its one part (the
 same files under the names a task's folder holds, linked, not copied); then the cleaned files (each side,
 the alignments, the input numbers) are written again without the near-duplicates, streamed block by block.
-Memory: one partition and the clusters' edges, as in the merge.
+Memory: one partition of band keys, then one partition's table and one block of edges, as in the merge.
 """
 
 from __future__ import annotations
