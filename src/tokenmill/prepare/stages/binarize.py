@@ -48,7 +48,8 @@ from tokenmill.vocab.dictionary import Dictionary
 
 PART = "part"
 COPY_ITEMS = 1 << 16  # items per block copied from a binarized part into the stores
-__all__ = ["BinarizeStage", "Block", "SplitWriter", "binarized_in_encode", "output_prefix", "write_split"]
+__all__ = ["BinarizeStage", "Block", "SplitWriter", "binarize_key", "binarized_in_encode", "binarized_in_two_passes",
+           "output_prefix", "write_split"]
 
 
 def empty_documents(ctx: RunContext) -> bool:
@@ -92,6 +93,19 @@ def store_settings(ctx: RunContext, split: str, lang: str) -> list[Any]:
             *(["empty documents as preprocess_data"] if empty_documents(ctx) else [])]
 
 
+def binarize_key(ctx: RunContext, split: str, lang: str, encoded: str) -> str:
+    """The binarize stage's key over the encoded text's key ``encoded``."""
+    return fingerprint("binarize", [encoded, ctx.keys.get(f"pieces.{split}")], *store_settings(ctx, split, lang))
+
+
+def binarized_in_two_passes(ctx: RunContext, split: str, lang: str, encoded: str) -> bool:
+    """Whether the folder holds this side's stores as an earlier version wrote them, in two passes (a work-id
+    store under the encode key ``encoded``, then the binarize stage over it), both up to date: such a folder
+    stays up to date, not encoded again to be written in one pass (the same bytes)."""
+    return (ctx.done(f"encode.{split}.{lang}", encoded)
+            and ctx.done(f"binarize.{split}.{lang}", binarize_key(ctx, split, lang, encoded)))
+
+
 def store_writer(ctx: RunContext, split: str, lang: str) -> SplitWriter:
     """The writer of one side's stores of the tokenizer's own ids (what the encode stage writes into when
     :func:`binarized_in_encode`)."""
@@ -122,8 +136,7 @@ class BinarizeStage(TaskedStage):
 
     def key(self, ctx: RunContext) -> str:
         split, lang = self.split, self.lang
-        upstream = [ctx.keys.get(f"encode.{split}.{lang}", ctx.keys[f"clean.{split}"]), ctx.keys.get(f"pieces.{split}")]
-        return fingerprint("binarize", upstream, *store_settings(ctx, split, lang))
+        return binarize_key(ctx, split, lang, ctx.keys.get(f"encode.{split}.{lang}", ctx.keys[f"clean.{split}"]))
 
     def tasked(self, ctx: RunContext) -> bool:
         return self.split == "train" and self.lang in ctx.id_parts

@@ -42,7 +42,12 @@ from tokenmill.prepare.run.context import RunContext
 from tokenmill.prepare.run.tasking import fresh_plan, run_tasks, task_record
 from tokenmill.prepare.sentence_split import SentenceLengths, sentence_files, sentence_step, splits_sentences
 from tokenmill.prepare.stages.base import Outputs, TaskedStage
-from tokenmill.prepare.stages.binarize import binarized_in_encode, store_settings, store_writer
+from tokenmill.prepare.stages.binarize import (
+    binarized_in_encode,
+    binarized_in_two_passes,
+    store_settings,
+    store_writer,
+)
 from tokenmill.prepare.stages.clean import clean_parts
 from tokenmill.prepare.stages.cleaned import clean_plan, clean_stats, cleaned_source, input_bytes, reads_input
 from tokenmill.prepare.stages.encoded import encode_key
@@ -74,10 +79,12 @@ class EncodeStage(TaskedStage):
 
     def key(self, ctx: RunContext) -> str:
         """The encoded text's key; when this stage writes the stores itself (:func:`binarized_in_encode`),
-        with the stores' settings too (their binarize stage then only takes them over)."""
-        key = encode_key(ctx, self.split, self.lang)
-        if binarized_in_encode(ctx, self.split):
-            return fingerprint(key, "stores written as encoded", store_settings(ctx, self.split, self.lang))
+        with the stores' settings too (their binarize stage then only takes them over), unless an earlier
+        version's two passes already wrote them (:func:`binarized_in_two_passes`)."""
+        split, lang = self.split, self.lang
+        key = encode_key(ctx, split, lang)
+        if binarized_in_encode(ctx, split) and not binarized_in_two_passes(ctx, split, lang, key):
+            return fingerprint(key, "stores written as encoded", store_settings(ctx, split, lang))
         return key
 
     def tasked(self, ctx: RunContext) -> bool:
